@@ -1,0 +1,43 @@
+// Lint rules from CONVENTIONS.md: typed rules, type-only imports, no floating promises,
+// no console in services and packages, no deep imports into another package's src/.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['**/node_modules/**', '.data/**', 'bench/results/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-console': 'error',
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['@toolmesh/*/src', '@toolmesh/*/src/*', '**/packages/*/src/*', '../../*/src/*'],
+              message: 'Import a package through its front door (@toolmesh/<name>), not its src/.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Scripts and benches are command-line programs: printing to the terminal is their job.
+    files: ['scripts/**', 'bench/**'],
+    rules: { 'no-console': 'off' },
+  },
+  {
+    files: ['eslint.config.js', 'vitest.config.ts'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+);

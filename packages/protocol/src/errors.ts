@@ -1,0 +1,137 @@
+// The error-code taxonomy. Every failure the mesh reports carries one of these codes; the
+// table says whether it is terminal (bad input: write a failed result, ack, never retry) or
+// retryable (infrastructure: nak with a delay and try again), and which result status it maps to.
+
+export const ResultStatus = {
+  succeeded: 'succeeded',
+  failed: 'failed',
+  timeout: 'timeout',
+  canceled: 'canceled',
+} as const;
+export type ResultStatus = (typeof ResultStatus)[keyof typeof ResultStatus];
+
+interface CodeInfo {
+  readonly retryable: boolean;
+  readonly status: ResultStatus;
+  readonly summary: string;
+}
+
+export const ERROR_CODES = {
+  invalid_id: { retryable: false, status: 'failed', summary: 'an id does not match [A-Za-z0-9_-]' },
+  malformed_json: { retryable: false, status: 'failed', summary: 'the body is not valid JSON' },
+  invalid_message: {
+    retryable: false,
+    status: 'failed',
+    summary: 'the body does not match the message schema (missing or unknown fields, wrong types)',
+  },
+  unsupported_version: {
+    retryable: false,
+    status: 'failed',
+    summary: 'the message version is not one this service speaks',
+  },
+  id_mismatch: {
+    retryable: false,
+    status: 'failed',
+    summary: 'the subject, headers and body name different ids',
+  },
+  payload_too_large: {
+    retryable: false,
+    status: 'failed',
+    summary: 'the message is larger than the configured limit',
+  },
+  unknown_tool: {
+    retryable: false,
+    status: 'failed',
+    summary: 'no tool of that name is served for the target',
+  },
+  invalid_arguments: {
+    retryable: false,
+    status: 'failed',
+    summary: "the arguments do not match the tool's schema",
+  },
+  tool_error: { retryable: false, status: 'failed', summary: 'the tool reported a failure' },
+  internal_error: {
+    retryable: false,
+    status: 'failed',
+    summary: 'the tool crashed; the call is failed rather than left without a result',
+  },
+  retries_exhausted: {
+    retryable: false,
+    status: 'failed',
+    summary: 'the call hit a retryable failure on every allowed delivery',
+  },
+  timeout: { retryable: false, status: 'timeout', summary: 'the call outlived its deadline' },
+  canceled: { retryable: false, status: 'canceled', summary: 'the call was canceled' },
+  unavailable: {
+    retryable: true,
+    status: 'failed',
+    summary: 'a dependency (Postgres, NATS) is unreachable; the call is retried',
+  },
+  lease_busy: {
+    retryable: true,
+    status: 'failed',
+    summary: 'another instance is running the same call right now',
+  },
+} as const satisfies Record<string, CodeInfo>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+export const ErrorCode = Object.fromEntries(Object.keys(ERROR_CODES).map((k) => [k, k])) as {
+  readonly [K in ErrorCode]: K;
+};
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
+}
+
+export function isRetryable(code: ErrorCode): boolean {
+  return ERROR_CODES[code].retryable;
+}
+
+export function statusForCode(code: ErrorCode): ResultStatus {
+  return ERROR_CODES[code].status;
+}
+
+export interface ErrorOptions {
+  cause?: unknown;
+  details?: Record<string, unknown>;
+}
+
+/** Base of every error that crosses a package boundary: a stable code, a message, a cause. */
+export class MeshError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+  constructor(code: ErrorCode, message: string, options: ErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.details = options.details;
+  }
+  get retryable(): boolean {
+    return isRetryable(this.code);
+  }
+}
+
+/** Bad input at the protocol level: ids, JSON, schemas, sizes. Always terminal. */
+export class ProtocolError extends MeshError {}
+
+/** A failure a tool handler reports on purpose; its code lands in the failed result. */
+export class ToolError extends MeshError {
+  constructor(message: string, options: ErrorOptions & { code?: ErrorCode } = {}) {
+    super(options.code ?? 'tool_error', message, options);
+  }
+}
+
+/** Infrastructure trouble (database or bus unreachable): the work is retried, never failed. */
+export class RetryableError extends MeshError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super('unavailable', message, options);
+  }
+}
+
+/** Reads a code off any thrown value, preferring `code` over `instanceof`. */
+export function errorCodeOf(err: unknown): ErrorCode | undefined {
+  if (typeof err === 'object' && err !== null && 'code' in err && isErrorCode(err.code)) {
+    return err.code;
+  }
+  return undefined;
+}

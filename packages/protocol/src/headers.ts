@@ -1,0 +1,12 @@
+// Header names of the v1 protocol. NATS headers are case-sensitive on the wire; these are the
+// exact spellings publishers must use.
+export const Header = {
+  agentId: 'CG-Agent-Id',
+  turnId: 'CG-Turn-Id',
+  turnEpoch: 'CG-Turn-Epoch',
+  toolCallId: 'CG-Tool-Call-Id',
+  traceId: 'CG-Trace-Id',
+  traceparent: 'traceparent',
+  msgId: 'Nats-Msg-Id',
+} as const;
+export type Header = (typeof Header)[keyof typeof Header];

@@ -1,0 +1,47 @@
+export { ID_PATTERN, TOOL_CALL_ID_PATTERN, IdKind, isValidId, isValidToolCallId, assertId } from './ids.ts';
+export {
+  ResultStatus,
+  ERROR_CODES,
+  ErrorCode,
+  isErrorCode,
+  isRetryable,
+  statusForCode,
+  MeshError,
+  ProtocolError,
+  ToolError,
+  RetryableError,
+  errorCodeOf,
+} from './errors.ts';
+export type { ErrorOptions } from './errors.ts';
+export {
+  PROTOCOL_VERSION,
+  DEFAULT_ROOT,
+  Kind,
+  AgentEvent,
+  createSubjects,
+  splitToolName,
+  joinToolName,
+} from './subjects.ts';
+export type { Scope, ParsedSubject, Subjects } from './subjects.ts';
+export { createNames, MsgId } from './names.ts';
+export type { Names } from './names.ts';
+export { Header } from './headers.ts';
+export {
+  AfterExecution,
+  ToolCall,
+  ErrorBody,
+  ToolResultContent,
+  ToolResultEvent,
+  WakeupReason,
+  Wakeup,
+  CancelRequest,
+  TaskStatus,
+  AgentTaskEvent,
+  AgentStepEvent,
+  AgentState,
+  AgentStateEvent,
+  AgentChunk,
+  Catalog,
+} from './messages.ts';
+export type { ToolCallInput, MessageType, Message, MessageHandlers } from './messages.ts';
+export { encodeMessage, decodeMessage, validateMessage, parseJson } from './codec.ts';

@@ -1,0 +1,143 @@
+// The message catalog: one zod schema per message type, each with a version literal. Unknown
+// fields are rejected, so a typo in a publisher's body is an error, not a silently ignored key.
+import { z } from 'zod';
+import { ID_PATTERN, TOOL_CALL_ID_PATTERN } from './ids.ts';
+import { ERROR_CODES, ResultStatus } from './errors.ts';
+
+const id = z.string().regex(ID_PATTERN, 'must be 1-64 characters of [A-Za-z0-9_-]');
+const toolCallId = z.string().regex(TOOL_CALL_ID_PATTERN, 'must be 1-128 characters of [A-Za-z0-9_-]');
+const toolName = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}\.[A-Za-z0-9_-]{1,64}$/, 'must be <target>.<tool>');
+const version = z.literal(1);
+
+export const AfterExecution = { suspend: 'suspend', terminate: 'terminate' } as const;
+export type AfterExecution = (typeof AfterExecution)[keyof typeof AfterExecution];
+
+export const ToolCall = z.strictObject({
+  v: version,
+  tool_call_id: toolCallId,
+  tool_name: toolName,
+  arguments: z.record(z.string(), z.unknown()),
+  after_execution: z.enum(AfterExecution).default('suspend'),
+  timeout_ms: z.number().int().positive().optional(),
+});
+export type ToolCall = z.infer<typeof ToolCall>;
+export type ToolCallInput = z.input<typeof ToolCall>;
+
+export const ErrorBody = z.strictObject({
+  code: z.enum(Object.keys(ERROR_CODES) as [keyof typeof ERROR_CODES, ...(keyof typeof ERROR_CODES)[]]),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+/** The content of a tool_result card: what the tool returned, or why it did not. */
+export const ToolResultContent = z.strictObject({
+  status: z.enum(ResultStatus),
+  result: z.unknown().optional(),
+  error: ErrorBody.optional(),
+  duration_ms: z.number().nonnegative(),
+});
+export type ToolResultContent = z.infer<typeof ToolResultContent>;
+
+/** Published on `evt.tool.<target>.result` once per call (re-emitted, same card, on redelivery). */
+export const ToolResultEvent = z.strictObject({
+  v: version,
+  tool_call_id: toolCallId,
+  tool_name: z.string(),
+  status: z.enum(ResultStatus),
+  card_id: z.uuid(),
+  created_at: z.iso.datetime({ offset: true }),
+  content: ToolResultContent,
+});
+export type ToolResultEvent = z.infer<typeof ToolResultEvent>;
+
+export const WakeupReason = { toolResult: 'tool_result', task: 'task' } as const;
+export type WakeupReason = (typeof WakeupReason)[keyof typeof WakeupReason];
+
+/** Published on `cmd.agent.<agent>.wakeup`: something waits in the agent's inbox. */
+export const Wakeup = z.strictObject({
+  v: version,
+  agent_id: id,
+  reason: z.enum(WakeupReason),
+  correlation_id: toolCallId,
+  turn_id: z.string().max(128).optional(),
+  turn_epoch: z.number().int().nonnegative().optional(),
+});
+export type Wakeup = z.infer<typeof Wakeup>;
+
+/** Published on `cmd.sys.cancel`: every tool-service instance listens and aborts the call. */
+export const CancelRequest = z.strictObject({
+  v: version,
+  tool_call_id: toolCallId,
+  reason: z.string().max(500).optional(),
+});
+export type CancelRequest = z.infer<typeof CancelRequest>;
+
+export const TaskStatus = {
+  running: 'running',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  canceled: 'canceled',
+} as const;
+export type TaskStatus = (typeof TaskStatus)[keyof typeof TaskStatus];
+
+/** `evt.agent.<agent>.task`: a task started or finished. */
+export const AgentTaskEvent = z.strictObject({
+  v: version,
+  agent_id: id,
+  task_id: z.string().min(1).max(128),
+  status: z.enum(TaskStatus),
+  card_id: z.uuid().optional(),
+  error: ErrorBody.optional(),
+});
+export type AgentTaskEvent = z.infer<typeof AgentTaskEvent>;
+
+/** `evt.agent.<agent>.step`: one LLM step of a turn finished. */
+export const AgentStepEvent = z.strictObject({
+  v: version,
+  agent_id: id,
+  turn_id: z.string().min(1).max(128),
+  turn_epoch: z.number().int().nonnegative(),
+  step: z.number().int().nonnegative(),
+  tool_call_ids: z.array(toolCallId),
+});
+export type AgentStepEvent = z.infer<typeof AgentStepEvent>;
+
+export const AgentState = { idle: 'idle', thinking: 'thinking', waiting: 'waiting' } as const;
+export type AgentState = (typeof AgentState)[keyof typeof AgentState];
+
+/** `evt.agent.<agent>.state`: the agent changed state. */
+export const AgentStateEvent = z.strictObject({
+  v: version,
+  agent_id: id,
+  state: z.enum(AgentState),
+  turn_id: z.string().max(128).optional(),
+});
+export type AgentStateEvent = z.infer<typeof AgentStateEvent>;
+
+/** `str.agent.<agent>.chunk`: streamed LLM output over core NATS; lossy by design. */
+export const AgentChunk = z.strictObject({
+  v: version,
+  agent_id: id,
+  turn_id: z.string().max(128),
+  seq: z.number().int().nonnegative(),
+  delta: z.string(),
+});
+export type AgentChunk = z.infer<typeof AgentChunk>;
+
+/** The catalog: a map typed over it makes a missing handler a compile error. */
+export const Catalog = {
+  tool_call: ToolCall,
+  tool_result: ToolResultEvent,
+  wakeup: Wakeup,
+  cancel: CancelRequest,
+  agent_task: AgentTaskEvent,
+  agent_step: AgentStepEvent,
+  agent_state: AgentStateEvent,
+  agent_chunk: AgentChunk,
+} as const;
+export type MessageType = keyof typeof Catalog;
+export type Message<T extends MessageType> = z.infer<(typeof Catalog)[T]>;
+export type MessageHandlers<R> = { [T in MessageType]: (msg: Message<T>) => R };

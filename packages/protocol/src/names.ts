@@ -1,0 +1,38 @@
+// Stream, consumer, bucket, key and message-id names, derived from the subject root so that
+// several deployments (or test runs) can share one NATS server without colliding.
+import { assertId, IdKind } from './ids.ts';
+import { DEFAULT_ROOT } from './subjects.ts';
+
+export interface Names {
+  readonly commandStream: string;
+  readonly eventStream: string;
+  readonly leaseBucket: string;
+  /** The durable consumer shared by every instance of a tool service. */
+  toolConsumer(target: string): string;
+  /** The durable consumer shared by every agent-worker instance. */
+  agentConsumer(target: string): string;
+  /** Lease key of one tool call; project-scoped so projects can never block each other. */
+  leaseKey(project: string, toolCallId: string): string;
+}
+
+export function createNames(root: string = DEFAULT_ROOT): Names {
+  const upper = root.toUpperCase();
+  return {
+    commandStream: `${upper}_CMD`,
+    eventStream: `${upper}_EVT`,
+    leaseBucket: `${root}_leases`,
+    toolConsumer: (target) => `${root}_tool_${assertId(IdKind.target, target)}`,
+    agentConsumer: (target) => `${root}_agent_${assertId(IdKind.target, target)}`,
+    leaseKey: (project, toolCallId) =>
+      `${assertId(IdKind.project, project)}.${assertId(IdKind.toolCall, toolCallId)}`,
+  };
+}
+
+// Nats-Msg-Id values. JetStream dedupes per stream, so each id is scoped by project: one
+// project's ids can never shadow another's.
+export const MsgId = {
+  toolCall: (project: string, toolCallId: string) => `${project}/${toolCallId}`,
+  toolResult: (project: string, toolCallId: string) => `${project}/result/${toolCallId}`,
+  wakeup: (project: string, agent: string, correlationId: string) =>
+    `${project}/wakeup/${agent}/${correlationId}`,
+} as const;

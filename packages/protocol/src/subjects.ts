@@ -1,0 +1,130 @@
+// The v1 subject grammar, built and parsed in one place:
+//   <root>.v1.<project>.<channel>.<kind>.<component>.<target>.<suffix...>
+// `root` is `cg` on the wire; a deployment (or a test run) may pick another root to keep its
+// streams apart from others sharing the same NATS server, since JetStream forbids two streams
+// with overlapping subjects.
+import { ProtocolError } from './errors.ts';
+import { assertId, IdKind, ID_PATTERN } from './ids.ts';
+
+export const PROTOCOL_VERSION = 'v1';
+export const DEFAULT_ROOT = 'cg';
+
+export const Kind = { cmd: 'cmd', evt: 'evt', str: 'str' } as const;
+export type Kind = (typeof Kind)[keyof typeof Kind];
+
+export const AgentEvent = { task: 'task', step: 'step', state: 'state' } as const;
+export type AgentEvent = (typeof AgentEvent)[keyof typeof AgentEvent];
+
+export interface Scope {
+  project: string;
+  channel: string;
+}
+
+export type ParsedSubject =
+  | ({ kind: 'cmd'; component: 'tool'; target: string; tool: string } & Scope)
+  | ({ kind: 'cmd'; component: 'agent'; agent: string; action: 'wakeup' } & Scope)
+  | ({ kind: 'cmd'; component: 'sys'; action: 'cancel' } & Scope)
+  | ({ kind: 'evt'; component: 'tool'; target: string; event: 'result' } & Scope)
+  | ({ kind: 'evt'; component: 'agent'; agent: string; event: AgentEvent } & Scope)
+  | ({ kind: 'str'; component: 'agent'; agent: string; stream: 'chunk' } & Scope);
+
+export interface Subjects {
+  readonly root: string;
+  toolCall(s: Scope & { target: string; tool: string }): string;
+  toolResult(s: Scope & { target: string }): string;
+  agentWakeup(s: Scope & { agent: string }): string;
+  agentEvent(s: Scope & { agent: string; event: AgentEvent }): string;
+  agentChunk(s: Scope & { agent: string }): string;
+  cancel(s: Scope): string;
+  /** Every tool call for a target, across projects and channels (a consumer filter). */
+  toolCallFilter(target: string): string;
+  /** Every cancel request across projects and channels (each instance subscribes). */
+  cancelFilter(): string;
+  /** Every result event of a target in one project and channel. */
+  toolResultFilter(s: Scope): string;
+  /** Subject filters of the two JetStream streams. */
+  commandStreamSubjects(): string[];
+  eventStreamSubjects(): string[];
+  /** Parses a subject of this root; throws `invalid_id` or `invalid_message` naming the problem. */
+  parse(subject: string): ParsedSubject;
+}
+
+function scoped(root: string, s: Scope, ...rest: string[]): string {
+  assertId(IdKind.project, s.project);
+  assertId(IdKind.channel, s.channel);
+  return [root, PROTOCOL_VERSION, s.project, s.channel, ...rest].join('.');
+}
+
+export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
+  if (!ID_PATTERN.test(root)) {
+    throw new ProtocolError('invalid_id', `subject root ${JSON.stringify(root)} is not a valid token`);
+  }
+  const prefix = `${root}.${PROTOCOL_VERSION}.`;
+  return {
+    root,
+    toolCall: (s) =>
+      scoped(root, s, 'cmd', 'tool', assertId(IdKind.target, s.target), assertId(IdKind.tool, s.tool)),
+    toolResult: (s) => scoped(root, s, 'evt', 'tool', assertId(IdKind.target, s.target), 'result'),
+    agentWakeup: (s) => scoped(root, s, 'cmd', 'agent', assertId(IdKind.agent, s.agent), 'wakeup'),
+    agentEvent: (s) => scoped(root, s, 'evt', 'agent', assertId(IdKind.agent, s.agent), s.event),
+    agentChunk: (s) => scoped(root, s, 'str', 'agent', assertId(IdKind.agent, s.agent), 'chunk'),
+    cancel: (s) => scoped(root, s, 'cmd', 'sys', 'cancel'),
+    toolCallFilter: (target) => `${prefix}*.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
+    cancelFilter: () => `${prefix}*.*.cmd.sys.cancel`,
+    toolResultFilter: (s) => scoped(root, s, 'evt', 'tool', '*', 'result'),
+    commandStreamSubjects: () => [`${prefix}*.*.cmd.>`],
+    eventStreamSubjects: () => [`${prefix}*.*.evt.>`],
+    parse: (subject) => parseSubject(root, subject),
+  };
+}
+
+function bad(subject: string, why: string): ProtocolError {
+  return new ProtocolError('invalid_message', `subject ${JSON.stringify(subject)}: ${why}`, {
+    details: { subject },
+  });
+}
+
+function parseSubject(root: string, subject: string): ParsedSubject {
+  const t = subject.split('.');
+  if (t[0] !== root || t[1] !== PROTOCOL_VERSION) throw bad(subject, `expected ${root}.${PROTOCOL_VERSION}.*`);
+  if (t.length < 7) throw bad(subject, 'too few tokens');
+  const [, , project, channel, kind, component, target, ...suffix] = t as [
+    string, string, string, string, string, string, string, ...string[],
+  ];
+  const scope: Scope = {
+    project: assertId(IdKind.project, project),
+    channel: assertId(IdKind.channel, channel),
+  };
+  const one = suffix.length === 1 ? suffix[0] : undefined;
+  if (kind === 'cmd' && component === 'tool' && one !== undefined) {
+    return { kind, component, ...scope, target: assertId(IdKind.target, target), tool: assertId(IdKind.tool, one) };
+  }
+  if (kind === 'cmd' && component === 'agent' && one === 'wakeup') {
+    return { kind, component, ...scope, agent: assertId(IdKind.agent, target), action: one };
+  }
+  if (kind === 'cmd' && component === 'sys' && target === 'cancel' && suffix.length === 0) {
+    return { kind, component, ...scope, action: 'cancel' };
+  }
+  if (kind === 'evt' && component === 'tool' && one === 'result') {
+    return { kind, component, ...scope, target: assertId(IdKind.target, target), event: one };
+  }
+  if (kind === 'evt' && component === 'agent' && (one === 'task' || one === 'step' || one === 'state')) {
+    return { kind, component, ...scope, agent: assertId(IdKind.agent, target), event: one };
+  }
+  if (kind === 'str' && component === 'agent' && one === 'chunk') {
+    return { kind, component, ...scope, agent: assertId(IdKind.agent, target), stream: one };
+  }
+  throw bad(subject, 'not a v1 subject this protocol defines');
+}
+
+/** Splits a full tool name `<target>.<tool>` (e.g. `skills.run_cmd`). */
+export function splitToolName(name: string): { target: string; tool: string } {
+  const dot = name.indexOf('.');
+  const target = dot > 0 ? name.slice(0, dot) : '';
+  const tool = dot > 0 ? name.slice(dot + 1) : '';
+  return { target: assertId(IdKind.target, target), tool: assertId(IdKind.tool, tool) };
+}
+
+export function joinToolName(target: string, tool: string): string {
+  return `${assertId(IdKind.target, target)}.${assertId(IdKind.tool, tool)}`;
+}
