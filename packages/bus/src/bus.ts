@@ -1,0 +1,111 @@
+// The bus facade a process builds once: one connection, the JetStream client and manager, the
+// names of this deployment, publishing with Nats-Msg-Id, durable consumption and core
+// subscriptions. Errors talking to NATS become RetryableError at this boundary.
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { headers as natsHeaders, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { Header, RetryableError, createNames, createSubjects, type Names, type Subjects } from '@toolmesh/protocol';
+import { consume, type ConsumeOptions, type Consumption } from './consume.ts';
+import { createLeaseStore, type LeaseStore } from './lease.ts';
+import {
+  provisionConsumer,
+  provisionLeaseBucket,
+  provisionStreams,
+  type ConsumerSpec,
+  type StreamSettings,
+} from './provision.ts';
+
+export interface PublishOptions {
+  /** Sets Nats-Msg-Id so JetStream drops a duplicate publish inside the dedupe window. */
+  msgId?: string;
+  headers?: Record<string, string | undefined>;
+}
+
+export interface PublishAck {
+  seq: number;
+  duplicate: boolean;
+}
+
+export interface Bus {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly subjects: Subjects;
+  readonly names: Names;
+  /** Streams and the lease bucket; idempotent, every process may call it at start. */
+  provision(settings: StreamSettings): Promise<void>;
+  leases(): LeaseStore;
+  /** JetStream publish: resolves once the stream stored (or deduplicated) the message. */
+  publish(subject: string, data: Uint8Array, opts?: PublishOptions): Promise<PublishAck>;
+  /** Core NATS publish: fire and forget (lossy streams, notifications). */
+  publishCore(subject: string, data: Uint8Array, hdrs?: Record<string, string | undefined>): void;
+  consume(spec: ConsumerSpec, opts: Omit<ConsumeOptions, 'logger'>): Promise<Consumption>;
+  subscribe(subject: string, onMessage: (subject: string, data: Uint8Array) => void): Subscription;
+  /** Drains subscriptions and closes the connection. */
+  close(): Promise<void>;
+}
+
+export interface BusOptions {
+  nc: NatsConnection;
+  /** The subject root of this deployment (`cg` on the wire). */
+  root: string;
+  logger: Logger;
+}
+
+function toHeaders(h: Record<string, string | undefined> | undefined, msgId?: string) {
+  if (!h && !msgId) return undefined;
+  const out = natsHeaders();
+  for (const [k, v] of Object.entries(h ?? {})) if (v !== undefined) out.set(k, v);
+  if (msgId) out.set(Header.msgId, msgId);
+  return out;
+}
+
+export async function createBus(opts: BusOptions): Promise<Bus> {
+  const { nc, logger } = opts;
+  const log = logger.child({ component: 'bus' });
+  const js = jetstream(nc);
+  const jsm: JetStreamManager = await jetstreamManager(nc);
+  const subjects = createSubjects(opts.root);
+  const names = createNames(opts.root);
+  let leaseStore: LeaseStore | undefined;
+
+  return {
+    nc,
+    js,
+    subjects,
+    names,
+    provision: async (settings) => {
+      try {
+        await provisionStreams(jsm, subjects, names, settings);
+        leaseStore = createLeaseStore(await provisionLeaseBucket(nc, names, settings.leaseBucketMaxAgeSec));
+      } catch (cause) {
+        throw new RetryableError(`provisioning JetStream failed: ${(cause as Error).message}`, { cause });
+      }
+      log.info({ streams: [names.commandStream, names.eventStream], bucket: names.leaseBucket }, 'JetStream provisioned');
+    },
+    leases: () => {
+      if (!leaseStore) throw new Error('bus.provision() must run before leases are used');
+      return leaseStore;
+    },
+    publish: async (subject, data, o = {}) => {
+      try {
+        const ack = await js.publish(subject, data, { headers: toHeaders(o.headers, o.msgId) });
+        return { seq: ack.seq, duplicate: ack.duplicate };
+      } catch (cause) {
+        throw new RetryableError(`publish to ${subject} failed: ${(cause as Error).message}`, { cause });
+      }
+    },
+    publishCore: (subject, data, hdrs) => {
+      nc.publish(subject, data, { headers: toHeaders(hdrs) });
+    },
+    consume: async (spec, o) => {
+      await provisionConsumer(jsm, spec);
+      const consumer = await js.consumers.get(spec.stream, spec.durable);
+      return consume(consumer, { ...o, logger: log.child({ consumer: spec.durable }) });
+    },
+    subscribe: (subject, onMessage) =>
+      nc.subscribe(subject, { callback: (err, msg) => (err ? log.warn({ err, subject }, 'subscription error') : onMessage(msg.subject, msg.data)) }),
+    close: async () => {
+      if (!nc.isClosed()) await nc.drain();
+    },
+  };
+}

@@ -1,0 +1,52 @@
+// One NATS connection per process, with reconnects that never give up by default and status
+// changes logged, so an operator can see a flapping server in the logs.
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { RetryableError } from '@toolmesh/protocol';
+
+export interface ConnectOptions {
+  url: string;
+  /** Shown in the server's connection list: service name and instance id. */
+  name: string;
+  connectTimeoutMs: number;
+  reconnectWaitMs: number;
+  /** -1 reconnects forever. */
+  maxReconnectAttempts: number;
+  logger: Logger;
+}
+
+export async function connectNats(opts: ConnectOptions): Promise<NatsConnection> {
+  const log = opts.logger.child({ component: 'nats' });
+  let nc: NatsConnection;
+  try {
+    nc = await connect({
+      servers: opts.url.split(',').map((s) => s.trim()),
+      name: opts.name,
+      timeout: opts.connectTimeoutMs,
+      reconnect: true,
+      reconnectTimeWait: opts.reconnectWaitMs,
+      maxReconnectAttempts: opts.maxReconnectAttempts,
+      waitOnFirstConnect: false,
+    });
+  } catch (cause) {
+    throw new RetryableError(`cannot connect to NATS at ${opts.url}: ${(cause as Error).message}`, { cause });
+  }
+  log.info({ server: nc.getServer() }, 'connected to NATS');
+  void (async () => {
+    for await (const s of nc.status()) {
+      switch (s.type) {
+        case 'disconnect':
+        case 'reconnect':
+        case 'reconnecting':
+        case 'staleConnection':
+        case 'error':
+        case 'ldm':
+          log.warn({ status: s.type, detail: 'server' in s ? s.server : undefined }, 'NATS connection status');
+          break;
+        default:
+          log.debug({ status: s.type }, 'NATS connection status');
+      }
+    }
+  })();
+  return nc;
+}

@@ -1,0 +1,111 @@
+// Idempotent provisioning of the mesh's streams, the lease bucket and durable consumers: every
+// process may run it at start; existing objects are updated in place, never recreated.
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamConfig,
+  type ConsumerConfig,
+} from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Names, Subjects } from '@toolmesh/protocol';
+
+const NS = 1_000_000;
+
+export interface StreamSettings {
+  cmdMaxAgeSec: number;
+  evtMaxAgeSec: number;
+  dedupeWindowSec: number;
+  leaseBucketMaxAgeSec: number;
+}
+
+export interface ConsumerSpec {
+  durable: string;
+  stream: string;
+  filter: string;
+  ackWaitMs: number;
+  /** -1 for unlimited deliveries. */
+  maxDeliver: number;
+  /** Bounds unacked messages across all instances sharing the durable. */
+  maxAckPending: number;
+}
+
+async function upsertStream(jsm: JetStreamManager, cfg: Partial<StreamConfig> & { name: string }): Promise<void> {
+  try {
+    const info = await jsm.streams.info(cfg.name);
+    const { name: _name, storage: _storage, retention: _retention, ...mutable } = cfg;
+    await jsm.streams.update(cfg.name, { ...info.config, ...mutable });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await jsm.streams.add(cfg);
+  }
+}
+
+export async function provisionStreams(
+  jsm: JetStreamManager,
+  subjects: Subjects,
+  names: Names,
+  s: StreamSettings,
+): Promise<void> {
+  const common = {
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    duplicate_window: s.dedupeWindowSec * 1000 * NS,
+  };
+  await upsertStream(jsm, {
+    ...common,
+    name: names.commandStream,
+    subjects: subjects.commandStreamSubjects(),
+    max_age: s.cmdMaxAgeSec * 1000 * NS,
+  });
+  await upsertStream(jsm, {
+    ...common,
+    name: names.eventStream,
+    subjects: subjects.eventStreamSubjects(),
+    max_age: s.evtMaxAgeSec * 1000 * NS,
+  });
+}
+
+/** Opens (creating if needed) the lease bucket; its max age bounds the bucket's growth. */
+export async function provisionLeaseBucket(nc: NatsConnection, names: Names, maxAgeSec: number): Promise<KV> {
+  // nats-server 2.9 has no per-key TTL: leases carry their own expiry in the value instead.
+  return new Kvm(nc).create(names.leaseBucket, { history: 1, ttl: maxAgeSec * 1000 });
+}
+
+export async function provisionConsumer(jsm: JetStreamManager, spec: ConsumerSpec): Promise<void> {
+  const cfg: Partial<ConsumerConfig> = {
+    durable_name: spec.durable,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: spec.filter,
+    ack_wait: spec.ackWaitMs * NS,
+    max_deliver: spec.maxDeliver,
+    max_ack_pending: spec.maxAckPending,
+  };
+  try {
+    await jsm.consumers.info(spec.stream, spec.durable);
+    await jsm.consumers.update(spec.stream, spec.durable, cfg);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    try {
+      await jsm.consumers.add(spec.stream, cfg);
+    } catch (addErr) {
+      // Another instance created it between our info and add: that is the same consumer.
+      if (!/already exists|in use/i.test((addErr as Error).message)) throw addErr;
+    }
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  return (
+    err instanceof JetStreamApiError &&
+    (err.code === JetStreamApiCodes.StreamNotFound || err.code === JetStreamApiCodes.ConsumerNotFound)
+  );
+}

@@ -1,0 +1,175 @@
+// The TypeScript SDK: publish a tool call onto the mesh and await its result event. Ids are
+// checked before anything is sent, so a bad id fails here with `invalid_id` instead of being
+// rejected (without a result) by a tool service.
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import { headers as natsHeaders, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { v7 as uuidv7 } from 'uuid';
+import {
+  DEFAULT_ROOT,
+  Header,
+  IdKind,
+  MeshError,
+  MsgId,
+  RetryableError,
+  assertId,
+  createSubjects,
+  decodeMessage,
+  encodeMessage,
+  splitToolName,
+  type AfterExecution,
+  type Subjects,
+  type ToolResultEvent,
+} from '@toolmesh/protocol';
+
+export interface ToolCallRequest {
+  project: string;
+  channel: string;
+  /** Full tool name, `<target>.<tool>`, e.g. `builtin.echo`. */
+  tool: string;
+  arguments?: Record<string, unknown>;
+  /** Defaults to a fresh UUIDv7. Reuse an id to make a retry idempotent. */
+  toolCallId?: string;
+  /** The call's deadline, enforced by the tool service. */
+  timeoutMs?: number;
+  afterExecution?: AfterExecution;
+  /** Ask for a wakeup of this agent when the result is written (agent workers use this). */
+  agentId?: string;
+  turnId?: string;
+  turnEpoch?: number;
+  traceparent?: string;
+}
+
+export interface CallOptions {
+  /** How long to wait for the result event; defaults to timeoutMs + 5 s, or 65 s. */
+  waitMs?: number;
+  signal?: AbortSignal;
+}
+
+export type ToolResult = ToolResultEvent;
+
+export interface Published {
+  toolCallId: string;
+  subject: string;
+  seq: number;
+  duplicate: boolean;
+}
+
+export interface Client {
+  readonly subjects: Subjects;
+  /** Fire and forget: resolves once JetStream stored the call. */
+  publishToolCall(req: ToolCallRequest): Promise<Published>;
+  /** Publishes a call and resolves with its result (whatever its status). */
+  callTool(req: ToolCallRequest, opts?: CallOptions): Promise<ToolResult>;
+  /** Asks every tool-service instance to abort a running call. */
+  cancel(req: { project: string; channel: string; toolCallId: string; reason?: string }): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class ResultWaitTimeoutError extends MeshError {
+  constructor(toolCallId: string, waitMs: number) {
+    super('timeout', `no result for tool call ${toolCallId} within ${waitMs} ms`, { details: { tool_call_id: toolCallId } });
+  }
+}
+
+export interface ClientOptions {
+  nc: NatsConnection;
+  /** Subject root of the deployment; `cg` unless it was configured otherwise. */
+  root?: string;
+}
+
+export function createClient(opts: ClientOptions): Client {
+  const { nc } = opts;
+  const js: JetStreamClient = jetstream(nc);
+  const subjects = createSubjects(opts.root ?? DEFAULT_ROOT);
+  const waiters = new Map<string, (r: ToolResult) => void>();
+  const subs = new Map<string, Promise<Subscription>>();
+
+  /** One shared subscription per project and channel, flushed before the first publish. */
+  function listen(project: string, channel: string): Promise<Subscription> {
+    const key = `${project}/${channel}`;
+    let sub = subs.get(key);
+    if (!sub) {
+      const s = nc.subscribe(subjects.toolResultFilter({ project, channel }), {
+        callback: (err, msg) => {
+          if (err) return;
+          try {
+            const ev = decodeMessage('tool_result', msg.data);
+            waiters.get(`${project}/${ev.tool_call_id}`)?.(ev);
+          } catch {
+            // Not ours to judge: a malformed event from elsewhere is ignored by this waiter.
+          }
+        },
+      });
+      sub = nc.flush().then(() => s);
+      subs.set(key, sub);
+    }
+    return sub;
+  }
+
+  async function publishToolCall(req: ToolCallRequest): Promise<Published> {
+    const { target, tool } = splitToolName(req.tool);
+    const toolCallId = assertId(IdKind.toolCall, req.toolCallId ?? uuidv7());
+    if (req.agentId !== undefined) assertId(IdKind.agent, req.agentId);
+    const subject = subjects.toolCall({ project: req.project, channel: req.channel, target, tool });
+    const body = encodeMessage('tool_call', {
+      v: 1,
+      tool_call_id: toolCallId,
+      tool_name: req.tool,
+      arguments: req.arguments ?? {},
+      after_execution: req.afterExecution ?? 'suspend',
+      ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}),
+    });
+    const h = natsHeaders();
+    h.set(Header.toolCallId, toolCallId);
+    if (req.agentId !== undefined) h.set(Header.agentId, req.agentId);
+    if (req.turnId !== undefined) h.set(Header.turnId, req.turnId);
+    if (req.turnEpoch !== undefined) h.set(Header.turnEpoch, String(req.turnEpoch));
+    if (req.traceparent !== undefined) h.set(Header.traceparent, req.traceparent);
+    try {
+      const ack = await js.publish(subject, body, { headers: h, msgID: MsgId.toolCall(req.project, toolCallId) });
+      return { toolCallId, subject, seq: ack.seq, duplicate: ack.duplicate };
+    } catch (cause) {
+      throw new RetryableError(`publishing ${req.tool} failed: ${(cause as Error).message}`, { cause });
+    }
+  }
+
+  async function callTool(req: ToolCallRequest, o: CallOptions = {}): Promise<ToolResult> {
+    const toolCallId = assertId(IdKind.toolCall, req.toolCallId ?? uuidv7());
+    const waitMs = o.waitMs ?? (req.timeoutMs ?? 60_000) + 5_000;
+    await listen(req.project, req.channel);
+    const key = `${req.project}/${toolCallId}`;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const result = new Promise<ToolResult>((resolve, reject) => {
+      waiters.set(key, resolve);
+      timer = setTimeout(() => reject(new ResultWaitTimeoutError(toolCallId, waitMs)), waitMs);
+      if (o.signal) {
+        onAbort = () => reject(o.signal?.reason instanceof Error ? o.signal.reason : new Error('aborted'));
+        o.signal.addEventListener('abort', onAbort, { once: true });
+      }
+    });
+    try {
+      await publishToolCall({ ...req, toolCallId });
+      return await result;
+    } finally {
+      waiters.delete(key);
+      clearTimeout(timer);
+      if (onAbort) o.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  return {
+    subjects,
+    publishToolCall,
+    callTool,
+    cancel: async ({ project, channel, toolCallId, reason }) => {
+      const data = encodeMessage('cancel', { v: 1, tool_call_id: assertId(IdKind.toolCall, toolCallId), ...(reason ? { reason } : {}) });
+      nc.publish(subjects.cancel({ project, channel }), data);
+      await nc.flush();
+    },
+    close: async () => {
+      for (const s of subs.values()) (await s).unsubscribe();
+      subs.clear();
+    },
+  };
+}

@@ -1,0 +1,2 @@
+export { createClient, ResultWaitTimeoutError } from './client.ts';
+export type { Client, ClientOptions, ToolCallRequest, CallOptions, ToolResult, Published } from './client.ts';

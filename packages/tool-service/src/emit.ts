@@ -1,0 +1,54 @@
+// Publishing what a finished call produced: the result event (always) and, when an agent waits,
+// the wakeup. Both carry deterministic Nats-Msg-Ids, so a re-emit after a redelivery reaches
+// live listeners while JetStream keeps one copy inside the dedupe window.
+import type { Bus } from '@toolmesh/bus';
+import { Header, MsgId, encodeMessage, type ToolResultContent } from '@toolmesh/protocol';
+import type { CallIds } from './intake.ts';
+
+export interface EmittedResult {
+  cardId: string;
+  createdAt: Date;
+  content: ToolResultContent;
+}
+
+export async function emitResult(bus: Bus, ids: CallIds, r: EmittedResult): Promise<void> {
+  const scope = { project: ids.project, channel: ids.channel };
+  const toolName = `${ids.target}.${ids.tool}`;
+  await bus.publish(
+    bus.subjects.toolResult({ ...scope, target: ids.target }),
+    encodeMessage('tool_result', {
+      v: 1,
+      tool_call_id: ids.toolCallId,
+      tool_name: toolName,
+      status: r.content.status,
+      card_id: r.cardId,
+      created_at: r.createdAt.toISOString(),
+      content: r.content,
+    }),
+    {
+      msgId: MsgId.toolResult(ids.project, ids.toolCallId),
+      headers: { [Header.toolCallId]: ids.toolCallId, [Header.agentId]: ids.agentId },
+    },
+  );
+  if (ids.agentId === undefined) return;
+  await bus.publish(
+    bus.subjects.agentWakeup({ ...scope, agent: ids.agentId }),
+    encodeMessage('wakeup', {
+      v: 1,
+      agent_id: ids.agentId,
+      reason: 'tool_result',
+      correlation_id: ids.toolCallId,
+      ...(ids.turnId !== undefined ? { turn_id: ids.turnId } : {}),
+      ...(ids.turnEpoch !== undefined ? { turn_epoch: ids.turnEpoch } : {}),
+    }),
+    {
+      msgId: MsgId.wakeup(ids.project, ids.agentId, ids.toolCallId),
+      headers: {
+        [Header.agentId]: ids.agentId,
+        [Header.toolCallId]: ids.toolCallId,
+        [Header.turnId]: ids.turnId,
+        [Header.turnEpoch]: ids.turnEpoch?.toString(),
+      },
+    },
+  );
+}

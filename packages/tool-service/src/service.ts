@@ -1,0 +1,275 @@
+// The runtime every tool service runs on. For each call on `cmd.tool.<target>.>`: validate, take
+// the lease, run the handler under its deadline and cancel signal, write the tool_result card
+// (ON CONFLICT DO NOTHING), close the execution row, publish the result event and, when an
+// agent waits, its inbox row and wakeup; then ack. Bad input is answered with a failed result,
+// never dropped; infrastructure trouble is retried, never turned into a result.
+import type { Logger } from 'pino';
+import type { Bus, Consumption, Delivery, Disposition, Lease } from '@toolmesh/bus';
+import { backoffMs } from '@toolmesh/bus';
+import type { Store } from '@toolmesh/store';
+import {
+  MeshError,
+  RetryableError,
+  statusForCode,
+  type ErrorBody,
+  type ErrorCode,
+  type ToolResultContent,
+} from '@toolmesh/protocol';
+import type { ToolDefinition } from './define.ts';
+import { emitResult } from './emit.ts';
+import { execute } from './execute.ts';
+import { intake, type CallIds } from './intake.ts';
+import { createCancelRegistry, type CancelRegistry } from './cancel.ts';
+
+export interface ToolServiceLimits {
+  concurrency: number;
+  maxCallBytes: number;
+  maxResultBytes: number;
+  defaultTimeoutMs: number;
+  maxTimeoutMs: number;
+  ackWaitMs: number;
+  /** -1 for unlimited deliveries. */
+  maxDeliver: number;
+  leaseTtlMs: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  persistRetryMaxMs: number;
+}
+
+export interface ToolServiceOptions {
+  target: string;
+  tools: readonly ToolDefinition[];
+  bus: Bus;
+  store: Store;
+  limits: ToolServiceLimits;
+  instanceId: string;
+  logger: Logger;
+}
+
+export interface ToolService {
+  start(): Promise<void>;
+  /** Stops taking calls, lets running ones finish (up to graceMs), then returns. */
+  stop(graceMs?: number): Promise<void>;
+  inFlight(): number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function createToolService(opts: ToolServiceOptions): ToolService {
+  const { bus, store, limits, target, instanceId } = opts;
+  const log = opts.logger.child({ component: 'tool-service', target, instance: instanceId });
+  const tools = new Map(opts.tools.map((t) => [t.name, t]));
+  const author = `${target}@${instanceId}`;
+  let consumption: Consumption | undefined;
+  let cancels: CancelRegistry | undefined;
+
+  /** Retries a write while Postgres or NATS is unreachable, renewing the lease meanwhile. */
+  async function persist<T>(what: string, fn: () => Promise<T>, lease: Lease | undefined, clog: Logger): Promise<T> {
+    const giveUpAt = Date.now() + limits.persistRetryMaxMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (!(err instanceof RetryableError) || Date.now() >= giveUpAt) throw err;
+        const delay = backoffMs(attempt, limits.retryBaseMs, limits.retryMaxMs);
+        clog.warn({ err, attempt, delayMs: delay }, `${what} failed; retrying`);
+        await sleep(delay);
+        if (lease) await lease.renew().catch(() => false);
+      }
+    }
+  }
+
+  async function finish(
+    ids: CallIds,
+    content: ToolResultContent,
+    lease: Lease | undefined,
+    clog: Logger,
+    metadata: Record<string, unknown> = {},
+  ): Promise<Disposition> {
+    const recorded = await persist(
+      'writing the result card',
+      () =>
+        store.results.record({
+          projectId: ids.project,
+          channel: ids.channel,
+          toolCallId: ids.toolCallId,
+          toolName: `${ids.target}.${ids.tool}`,
+          target: ids.target,
+          author,
+          instanceId,
+          content,
+          metadata,
+          agentId: ids.agentId,
+          turnId: ids.turnId,
+          turnEpoch: ids.turnEpoch,
+        }),
+      lease,
+      clog,
+    );
+    if (lease) await lease.complete(recorded.cardId);
+    // If publishing fails the message is nak'ed; its redelivery finds the lease done and
+    // re-emits this same card, so the event is never lost.
+    await emitResult(bus, ids, recorded);
+    clog.info(
+      { card_id: recorded.cardId, status: recorded.content.status, new: recorded.inserted, duration_ms: content.duration_ms },
+      recorded.inserted ? 'tool call finished' : 'tool call already had its result; re-emitted',
+    );
+    return { type: 'ack' };
+  }
+
+  function failure(code: ErrorCode, message: string, details?: Record<string, unknown>): ToolResultContent {
+    const error: ErrorBody = details ? { code, message, details } : { code, message };
+    return { status: statusForCode(code), error, duration_ms: 0 };
+  }
+
+  async function reemit(ids: CallIds, clog: Logger): Promise<Disposition | undefined> {
+    const card = await store.cards.toolResult(ids.project, ids.toolCallId);
+    if (!card) return undefined;
+    await emitResult(bus, ids, { cardId: card.card_id, createdAt: card.created_at, content: card.content as ToolResultContent });
+    clog.info({ card_id: card.card_id }, 'duplicate call: re-emitted its existing result');
+    return { type: 'ack' };
+  }
+
+  async function handle(d: Delivery): Promise<Disposition> {
+    const started = performance.now();
+    const lastDelivery = limits.maxDeliver > 0 && d.deliveryCount >= limits.maxDeliver;
+    const accepted = intake(d, bus.subjects, tools, limits);
+    if (!accepted.ok) {
+      if (!accepted.ids) {
+        // Project or channel cannot be trusted: there is no place to file a result. The SDK and
+        // the CLI refuse such ids before publishing; plain-NATS publishers see this in the logs.
+        log.warn({ subject: d.subject, seq: d.streamSeq, code: accepted.code, msg: accepted.message }, 'call rejected at the edge');
+        return { type: 'term', reason: `${accepted.code}: ${accepted.message}` };
+      }
+      const clog = log.child({ project: accepted.ids.project, tool_call_id: accepted.ids.toolCallId });
+      clog.warn({ code: accepted.code, msg: accepted.message }, 'call rejected');
+      return finish(accepted.ids, failure(accepted.code, accepted.message, accepted.details), undefined, clog);
+    }
+    const { ids, def, args, timeoutMs, call } = accepted;
+    const clog = log.child({
+      project: ids.project,
+      channel: ids.channel,
+      tool: call.tool_name,
+      tool_call_id: ids.toolCallId,
+      ...(ids.agentId ? { agent_id: ids.agentId } : {}),
+    });
+
+    const key = bus.names.leaseKey(ids.project, ids.toolCallId);
+    const got = await bus.leases().acquire(key, `${instanceId}:${d.streamSeq}`, limits.leaseTtlMs);
+    if (!got.acquired) {
+      if (got.state === 'done') {
+        const done = await reemit(ids, clog);
+        if (done) return done;
+        clog.error({ lease: got.holder }, 'lease says done but no card exists; retrying');
+        return { type: 'nak', delayMs: backoffMs(d.deliveryCount, limits.retryBaseMs, limits.retryMaxMs) };
+      }
+      if (lastDelivery) return { type: 'ack' }; // the holder acks its own message
+      const delayMs = Math.min(Math.max(got.expiresInMs, 100), 2_000);
+      clog.debug({ holder: got.holder.owner, delayMs }, 'call is running elsewhere; will look again');
+      return { type: 'nak', delayMs };
+    }
+    const lease = got.lease;
+    try {
+      if (lease.takeover) {
+        const done = await reemit(ids, clog);
+        if (done) {
+          const card = await store.cards.toolResult(ids.project, ids.toolCallId);
+          if (card) await lease.complete(card.card_id);
+          return done;
+        }
+        clog.warn('took over the lease of a stalled or crashed owner');
+      }
+      await store.executions.start({
+        projectId: ids.project,
+        toolCallId: ids.toolCallId,
+        channel: ids.channel,
+        toolName: call.tool_name,
+        target,
+        agentId: ids.agentId,
+        instanceId,
+      });
+    } catch (err) {
+      await lease.release().catch(() => undefined);
+      return retryOrExhaust(err, ids, lastDelivery, clog);
+    }
+
+    const controller = new AbortController();
+    const unregister = cancels?.register(ids.project, ids.toolCallId, controller);
+    const renew = setInterval(() => {
+      lease.renew().then(
+        (held) => {
+          if (!held) clog.error('lease lost to another owner while running');
+        },
+        (err: unknown) => clog.warn({ err }, 'lease renewal failed'),
+      );
+    }, Math.max(1_000, Math.floor(limits.leaseTtlMs / 3)));
+    let outcome;
+    try {
+      outcome = await execute(
+        def,
+        args,
+        { project: ids.project, channel: ids.channel, toolCallId: ids.toolCallId, toolName: call.tool_name, agentId: ids.agentId, logger: clog },
+        timeoutMs,
+        controller,
+        clog,
+      );
+    } finally {
+      clearInterval(renew);
+      unregister?.();
+    }
+    if (outcome.kind === 'retry') {
+      await lease.release().catch(() => undefined);
+      return retryOrExhaust(outcome.error, ids, lastDelivery, clog);
+    }
+    const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
+    let content: ToolResultContent = { status: outcome.status, duration_ms: durationMs };
+    if (outcome.error) content.error = outcome.error;
+    if (outcome.status === 'succeeded') {
+      const size = Buffer.byteLength(JSON.stringify(outcome.result ?? null));
+      content =
+        size > limits.maxResultBytes
+          ? { ...failure('payload_too_large', `result of ${size} bytes exceeds the limit of ${limits.maxResultBytes} bytes`, { size_bytes: size, limit_bytes: limits.maxResultBytes }), duration_ms: durationMs }
+          : { ...content, result: outcome.result ?? null };
+    }
+    return finish(ids, content, lease, clog, { after_execution: call.after_execution, attempt: d.deliveryCount });
+  }
+
+  async function retryOrExhaust(err: unknown, ids: CallIds, lastDelivery: boolean, clog: Logger): Promise<Disposition> {
+    if (!(err instanceof MeshError) || !err.retryable) throw err;
+    if (lastDelivery) {
+      clog.error({ err }, 'retryable failure on the last allowed delivery');
+      return finish(ids, failure('retries_exhausted', `gave up after the last delivery: ${err.message}`), undefined, clog);
+    }
+    throw err; // the consumer naks with backoff
+  }
+
+  return {
+    start: async () => {
+      cancels = createCancelRegistry(bus, log);
+      consumption = await bus.consume(
+        {
+          durable: bus.names.toolConsumer(target),
+          stream: bus.names.commandStream,
+          filter: bus.subjects.toolCallFilter(target),
+          ackWaitMs: limits.ackWaitMs,
+          maxDeliver: limits.maxDeliver,
+          maxAckPending: Math.max(1_000, limits.concurrency * 16),
+        },
+        {
+          concurrency: limits.concurrency,
+          ackWaitMs: limits.ackWaitMs,
+          retryBaseMs: limits.retryBaseMs,
+          retryMaxMs: limits.retryMaxMs,
+          handler: handle,
+        },
+      );
+      log.info({ tools: [...tools.keys()], concurrency: limits.concurrency }, 'tool service started');
+    },
+    stop: async (graceMs) => {
+      await consumption?.stop(graceMs);
+      cancels?.close();
+      log.info('tool service stopped');
+    },
+    inFlight: () => consumption?.inFlight() ?? 0,
+  };
+}
