@@ -1,0 +1,16 @@
+export { loadConfig } from './load.ts';
+export type { LoadConfigOptions } from './load.ts';
+export { ConfigError } from './errors.ts';
+export type { ConfigIssue } from './errors.ts';
+export { configSchema, LogLevel } from './schema.ts';
+export type {
+  Config,
+  ServiceConfig,
+  LogConfig,
+  NatsConfig,
+  PostgresConfig,
+  ToolsConfig,
+} from './schema.ts';
+export { redactConfig } from './redact.ts';
+export { ENV_PREFIX } from './env.ts';
+export type { Env } from './env.ts';

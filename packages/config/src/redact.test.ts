@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig, redactConfig } from './index.ts';
+
+describe('redactConfig', () => {
+  it('masks the password in connection URLs and keeps the rest readable', () => {
+    const config = loadConfig({
+      source: '',
+      env: {
+        CG__POSTGRES__URL: 'postgres://app:s3cret@db.internal:5432/mesh',
+        CG__NATS__URL: 'nats://svc:n4ts@h1:4222,nats://h2:4222',
+      },
+    });
+    const safe = redactConfig(config);
+    expect(safe.postgres.url).toBe('postgres://app:***@db.internal:5432/mesh');
+    expect(safe.nats.url).toBe('nats://svc:***@h1:4222,nats://h2:4222');
+    expect(JSON.stringify(safe)).not.toMatch(/s3cret|n4ts/);
+    expect(safe.tools).toEqual(config.tools);
+  });
+
+  it('does not change the config it was given', () => {
+    const config = loadConfig({ source: '', env: { CG__POSTGRES__URL: 'postgres://a:b@h/db' } });
+    redactConfig(config);
+    expect(config.postgres.url).toBe('postgres://a:b@h/db');
+  });
+
+  it('masks a password holding characters a URL should have escaped', () => {
+    const safe = redactConfig({ url: 'postgres://app:p@ss/w,rd@db:5432/mesh' });
+    expect(safe.url).toBe('postgres://app:***@db:5432/mesh');
+  });
+
+  it('masks every value under a key that names a secret, at any depth', () => {
+    const safe = redactConfig({
+      llm: {
+        api_key: 'sk-1',
+        auth: { bearer_token: 't', passwords: ['p1', 'p2'] },
+        max_tokens: 4096,
+      },
+      gcs: { clientSecret: 'c', bucket: 'b', private_key_file: '' },
+    });
+    expect(safe).toEqual({
+      llm: {
+        api_key: '***',
+        auth: { bearer_token: '***', passwords: ['***', '***'] },
+        max_tokens: 4096,
+      },
+      gcs: { clientSecret: '***', bucket: 'b', private_key_file: '' },
+    });
+  });
+});

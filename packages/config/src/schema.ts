@@ -1,0 +1,148 @@
+// The configuration schema: every section and key a process reads, its default, and the checks
+// that tie keys together. Every key has a default, so an empty file is a valid configuration and
+// the root config.toml only documents them. Error messages read "expected <what>, got <value>" so
+// the loader can prefix the place the value came from.
+import { z } from 'zod';
+
+export const LogLevel = {
+  fatal: 'fatal',
+  error: 'error',
+  warn: 'warn',
+  info: 'info',
+  debug: 'debug',
+  trace: 'trace',
+  silent: 'silent',
+} as const;
+export type LogLevel = (typeof LogLevel)[keyof typeof LogLevel];
+
+/** Renders a rejected value the way it was written, so `"abc"` and `abc` stay distinct. */
+function showValue(value: unknown): string {
+  if (value instanceof Date) return value.toISOString();
+  if (value === undefined) return 'nothing';
+  if (typeof value === 'bigint') return value.toString();
+  const text = JSON.stringify(value) ?? typeof value;
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+function expected(what: string): { error: (issue: { input?: unknown }) => string } {
+  return { error: (issue) => `expected ${what}, got ${showValue(issue.input)}` };
+}
+
+function positiveInt(): z.ZodInt {
+  const e = expected('a positive integer');
+  return z.int(e).positive(e);
+}
+
+function intAtLeast(min: number): z.ZodInt {
+  const e = expected(`an integer >= ${min}`);
+  return z.int(e).min(min, e);
+}
+
+function matching(pattern: RegExp, what: string): z.ZodString {
+  const e = expected(what);
+  return z.string(e).regex(pattern, e);
+}
+
+function section<T extends z.core.$ZodLooseShape>(shape: T) {
+  return z.strictObject(shape, expected('a table'));
+}
+
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+export const serviceSchema = section({
+  instance_id: matching(
+    /^[A-Za-z0-9_-]{0,64}$/,
+    'an empty string or 1-64 characters of [A-Za-z0-9_-]',
+  ).default(''),
+});
+
+export const logSchema = section({
+  level: z.enum(LogLevel, expected(`one of ${Object.values(LogLevel).join(', ')}`)).default('info'),
+});
+
+export const natsSchema = section({
+  url: matching(/^[^\s,]+(,[^\s,]+)*$/, 'a NATS URL or a comma-separated list of them').default(
+    'nats://127.0.0.1:4222',
+  ),
+  subject_root: matching(ID, '1-64 characters of [A-Za-z0-9_-]').default('cg'),
+  connect_timeout_ms: positiveInt().default(5000),
+  reconnect_wait_ms: positiveInt().default(1000),
+  max_reconnect_attempts: intAtLeast(-1).default(-1),
+  cmd_max_age_sec: positiveInt().default(86_400),
+  evt_max_age_sec: positiveInt().default(604_800),
+  dedupe_window_sec: positiveInt().default(120),
+  lease_bucket_max_age_sec: positiveInt().default(86_400),
+}).superRefine((nats, ctx) => {
+  // JetStream refuses a stream whose duplicate window is longer than its max age.
+  const shortest = Math.min(nats.cmd_max_age_sec, nats.evt_max_age_sec);
+  if (nats.dedupe_window_sec > shortest) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['dedupe_window_sec'],
+      message: `must not exceed nats.cmd_max_age_sec and nats.evt_max_age_sec (${shortest}), got ${nats.dedupe_window_sec}`,
+    });
+  }
+});
+
+export const postgresSchema = section({
+  url: matching(/^postgres(ql)?:\/\/\S+$/, 'a postgres:// URL').default(
+    'postgres://postgres@127.0.0.1:5432/toolmesh',
+  ),
+  pool_max: positiveInt().default(10),
+  statement_timeout_ms: positiveInt().default(30_000),
+  connect_timeout_ms: positiveInt().default(5000),
+});
+
+export const toolsSchema = section({
+  concurrency: positiveInt().default(64),
+  max_call_bytes: positiveInt().default(262_144),
+  max_result_bytes: positiveInt().default(524_288),
+  default_timeout_ms: positiveInt().default(60_000),
+  max_timeout_ms: positiveInt().default(3_600_000),
+  // JetStream redelivers after ack_wait; under a second, a busy instance sees its own calls again.
+  ack_wait_ms: intAtLeast(1000).default(30_000),
+  max_deliver: positiveInt().default(50),
+  // A lease is renewed well before it lapses; under 3 s one long GC pause hands the call to another
+  // instance while the first is still running it.
+  lease_ttl_ms: intAtLeast(3000).default(30_000),
+  retry_base_ms: positiveInt().default(250),
+  retry_max_ms: positiveInt().default(10_000),
+  persist_retry_max_ms: positiveInt().default(300_000),
+}).superRefine((tools, ctx) => {
+  if (tools.default_timeout_ms > tools.max_timeout_ms) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['default_timeout_ms'],
+      message: `must not exceed tools.max_timeout_ms (${tools.max_timeout_ms}), got ${tools.default_timeout_ms}`,
+    });
+  }
+  if (tools.retry_base_ms > tools.retry_max_ms) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['retry_base_ms'],
+      message: `must not exceed tools.retry_max_ms (${tools.retry_max_ms}), got ${tools.retry_base_ms}`,
+    });
+  }
+});
+
+// prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.
+export const configSchema = z.strictObject(
+  {
+    service: serviceSchema.prefault({}),
+    log: logSchema.prefault({}),
+    nats: natsSchema.prefault({}),
+    postgres: postgresSchema.prefault({}),
+    tools: toolsSchema.prefault({}),
+  },
+  expected('a table'),
+);
+
+export type Config = z.infer<typeof configSchema>;
+export type ServiceConfig = z.infer<typeof serviceSchema>;
+export type LogConfig = z.infer<typeof logSchema>;
+export type NatsConfig = z.infer<typeof natsSchema>;
+export type PostgresConfig = z.infer<typeof postgresSchema>;
+export type ToolsConfig = z.infer<typeof toolsSchema>;
+
+/** The configuration with nothing set; the type of each default is the type of its key. */
+export const configDefaults: Config = configSchema.parse({});
