@@ -106,7 +106,7 @@ export function createClient(opts: ClientOptions): Client {
     return sub;
   }
 
-  async function publishToolCall(req: ToolCallRequest): Promise<Published> {
+  async function publishToolCall(req: ToolCallRequest, resendNonce?: string): Promise<Published> {
     const { target, tool } = splitToolName(req.tool);
     const toolCallId = assertId(IdKind.toolCall, req.toolCallId ?? uuidv7());
     if (req.agentId !== undefined) assertId(IdKind.agent, req.agentId);
@@ -126,7 +126,11 @@ export function createClient(opts: ClientOptions): Client {
     if (req.turnEpoch !== undefined) h.set(Header.turnEpoch, String(req.turnEpoch));
     if (req.traceparent !== undefined) h.set(Header.traceparent, req.traceparent);
     try {
-      const ack = await js.publish(subject, body, { headers: h, msgID: MsgId.toolCall(req.project, toolCallId) });
+      const msgID =
+        resendNonce === undefined
+          ? MsgId.toolCall(req.project, toolCallId)
+          : MsgId.toolCallResend(req.project, toolCallId, resendNonce);
+      const ack = await js.publish(subject, body, { headers: h, msgID });
       return { toolCallId, subject, seq: ack.seq, duplicate: ack.duplicate };
     } catch (cause) {
       throw new RetryableError(`publishing ${req.tool} failed: ${(cause as Error).message}`, { cause });
@@ -149,7 +153,11 @@ export function createClient(opts: ClientOptions): Client {
       }
     });
     try {
-      await publishToolCall({ ...req, toolCallId });
+      const sent = await publishToolCall({ ...req, toolCallId });
+      // A deduplicated publish means this id was sent moments ago; its result event may be long
+      // gone. Send it once more under another Nats-Msg-Id: the tool service answers a known id
+      // with its original result and never runs it twice.
+      if (sent.duplicate) await publishToolCall({ ...req, toolCallId }, uuidv7());
       return await result;
     } finally {
       waiters.delete(key);
@@ -160,7 +168,7 @@ export function createClient(opts: ClientOptions): Client {
 
   return {
     subjects,
-    publishToolCall,
+    publishToolCall: (req) => publishToolCall(req),
     callTool,
     cancel: async ({ project, channel, toolCallId, reason }) => {
       const data = encodeMessage('cancel', { v: 1, tool_call_id: assertId(IdKind.toolCall, toolCallId), ...(reason ? { reason } : {}) });

@@ -32,6 +32,9 @@ export function createNames(root: string = DEFAULT_ROOT): Names {
 // project's ids can never shadow another's.
 export const MsgId = {
   toolCall: (project: string, toolCallId: string) => `${project}/${toolCallId}`,
+  /** A deliberate re-send of a call whose first publish was deduplicated: the tool service's
+   *  lease and unique card answer it with the original result instead of running it again. */
+  toolCallResend: (project: string, toolCallId: string, nonce: string) => `${project}/${toolCallId}/resend/${nonce}`,
   toolResult: (project: string, toolCallId: string) => `${project}/result/${toolCallId}`,
   wakeup: (project: string, agent: string, correlationId: string) =>
     `${project}/wakeup/${agent}/${correlationId}`,

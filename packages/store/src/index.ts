@@ -6,3 +6,7 @@ export type { Execution, ExecutionStatus, ExecutionsRepo, StartExecution } from 
 export type { InboxItem, InboxRepo } from './inbox.ts';
 export type { RecordToolResult, RecordedResult, ResultsRepo } from './results.ts';
 export { isRetryablePgError, toStoreError } from './errors.ts';
+export { createPool } from './pool.ts';
+export type { PoolOptions } from './pool.ts';
+export { migrate, loadMigrations, ensureDatabase, MigrationError, MIGRATIONS_DIR } from './migrate.ts';
+export type { Migration, MigrateOptions, EnsureDatabaseOptions } from './migrate.ts';

@@ -1,0 +1,79 @@
+// Builds the skills service from its configuration: NATS, JetStream provisioning, the Postgres
+// store and the tool-service runtime serving the builtin diagnostic tools. `main.ts` runs it as
+// a process; tests start it the same way.
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import { connectNats, createBus } from '@toolmesh/bus';
+import type { Config } from '@toolmesh/config';
+import { createPool, createStore } from '@toolmesh/store';
+import { createToolService, type ToolServiceLimits } from '@toolmesh/tool-service';
+import { BUILTIN_TARGET, builtinTools } from './builtin/index.ts';
+
+export interface SkillsService {
+  readonly instanceId: string;
+  stop(graceMs?: number): Promise<void>;
+}
+
+export function toolLimits(t: Config['tools']): ToolServiceLimits {
+  return {
+    concurrency: t.concurrency,
+    maxCallBytes: t.max_call_bytes,
+    maxResultBytes: t.max_result_bytes,
+    defaultTimeoutMs: t.default_timeout_ms,
+    maxTimeoutMs: t.max_timeout_ms,
+    ackWaitMs: t.ack_wait_ms,
+    maxDeliver: t.max_deliver,
+    leaseTtlMs: t.lease_ttl_ms,
+    retryBaseMs: t.retry_base_ms,
+    retryMaxMs: t.retry_max_ms,
+    persistRetryMaxMs: t.persist_retry_max_ms,
+  };
+}
+
+export async function startSkillsService(config: Config, logger: Logger): Promise<SkillsService> {
+  const instanceId = config.service.instance_id || `${hostname()}-${process.pid}`;
+  const log = logger.child({ instance: instanceId });
+  const nc = await connectNats({
+    url: config.nats.url,
+    name: `skills:${instanceId}`,
+    connectTimeoutMs: config.nats.connect_timeout_ms,
+    reconnectWaitMs: config.nats.reconnect_wait_ms,
+    maxReconnectAttempts: config.nats.max_reconnect_attempts,
+    logger: log,
+  });
+  const bus = await createBus({ nc, root: config.nats.subject_root, logger: log });
+  await bus.provision({
+    cmdMaxAgeSec: config.nats.cmd_max_age_sec,
+    evtMaxAgeSec: config.nats.evt_max_age_sec,
+    dedupeWindowSec: config.nats.dedupe_window_sec,
+    leaseBucketMaxAgeSec: config.nats.lease_bucket_max_age_sec,
+  });
+  const store = createStore(
+    createPool({
+      url: config.postgres.url,
+      max: config.postgres.pool_max,
+      statementTimeoutMs: config.postgres.statement_timeout_ms,
+      connectTimeoutMs: config.postgres.connect_timeout_ms,
+      applicationName: `skills:${instanceId}`,
+      logger: log,
+    }),
+  );
+  const builtin = createToolService({
+    target: BUILTIN_TARGET,
+    tools: builtinTools,
+    bus,
+    store,
+    limits: toolLimits(config.tools),
+    instanceId,
+    logger: log,
+  });
+  await builtin.start();
+  return {
+    instanceId,
+    stop: async (graceMs) => {
+      await builtin.stop(graceMs);
+      await bus.close();
+      await store.close();
+    },
+  };
+}

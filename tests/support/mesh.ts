@@ -1,0 +1,96 @@
+// A whole mesh for an integration test: a NATS root and a database of its own, migrated, a
+// configuration pointing at them, skills-service instances (in-process or as real child
+// processes that can be SIGKILLed), a client and a store to check what was written.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { createClient, type Client } from '@toolmesh/client';
+import { loadConfig, type Config } from '@toolmesh/config';
+import { createPool, createStore, migrate, type Store } from '@toolmesh/store';
+import { useNats, usePostgres } from '@toolmesh/testing';
+import { startSkillsService, type SkillsService } from '../../services/skills/src/app.ts';
+
+export const REPO_ROOT = join(import.meta.dirname, '..', '..');
+
+export interface Mesh {
+  config: Config;
+  env: Record<string, string>;
+  nc: NatsConnection;
+  client: Client;
+  store: Store;
+  logger: Logger;
+  startService(extraEnv?: Record<string, string>): Promise<SkillsService>;
+  spawnService(extraEnv?: Record<string, string>): Promise<ChildProcess>;
+  close(): Promise<void>;
+}
+
+export async function startMesh(overrides: Record<string, string> = {}): Promise<Mesh> {
+  const nats = await useNats();
+  const db = await usePostgres();
+  const env: Record<string, string> = {
+    CG__NATS__URL: nats.url,
+    CG__NATS__SUBJECT_ROOT: nats.root,
+    CG__POSTGRES__URL: db.url,
+    CG__LOG__LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
+    ...overrides,
+  };
+  const config = loadConfig({ env });
+  const logger = pino({ level: config.log.level });
+  const pool = createPool({ url: db.url, max: 4, statementTimeoutMs: 10_000, connectTimeoutMs: 5_000, logger });
+  await migrate({ pool, logger });
+  const store = createStore(pool);
+  const nc = await connect({ servers: nats.url });
+  const client = createClient({ nc, root: nats.root });
+  const services: SkillsService[] = [];
+  const children: ChildProcess[] = [];
+
+  return {
+    config,
+    env,
+    nc,
+    client,
+    store,
+    logger,
+    startService: async (extraEnv = {}) => {
+      const s = await startSkillsService(loadConfig({ env: { ...env, ...extraEnv } }), logger);
+      services.push(s);
+      return s;
+    },
+    spawnService: async (extraEnv = {}) => {
+      const child = spawn(process.execPath, [join(REPO_ROOT, 'services/skills/src/main.ts')], {
+        cwd: REPO_ROOT,
+        env: { PATH: process.env['PATH'] ?? '', ...env, CG__LOG__LEVEL: 'info', ...extraEnv },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let out = '';
+      child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+      // Ready once the runtime logged its start line.
+      await new Promise<void>((resolve, reject) => {
+        child.stdout?.on('data', (b: Buffer) => {
+          out += b.toString();
+          if (out.includes('tool service started')) resolve();
+        });
+        child.once('exit', (code) => reject(new Error(`skills service exited (${code}) before starting:\n${out}`)));
+      });
+      child.stdout?.resume();
+      return child;
+    },
+    close: async () => {
+      for (const c of children) {
+        if (c.exitCode === null && c.signalCode === null) {
+          c.kill('SIGKILL');
+          await once(c, 'exit');
+        }
+      }
+      for (const s of services) await s.stop(5_000);
+      await client.close();
+      await nc.close();
+      await store.close();
+      await nats.cleanup();
+      await db.cleanup();
+    },
+  };
+}
