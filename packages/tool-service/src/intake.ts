@@ -97,6 +97,18 @@ export function intake(
     turnEpoch: undefined,
   };
   try {
+    // The body is parsed before the size check (NATS already bounds it): an oversize call's
+    // failure must still be filed under the id its caller waits on.
+    let body: unknown;
+    let parseError: unknown;
+    try {
+      body = parseJson(d.data);
+    } catch (err) {
+      parseError = err;
+    }
+    if (typeof body === 'object' && body !== null && 'tool_call_id' in body && isValidToolCallId(body.tool_call_id)) {
+      ids.toolCallId = body.tool_call_id;
+    }
     if (d.data.length > limits.maxCallBytes) {
       throw new ProtocolError(
         'payload_too_large',
@@ -104,11 +116,9 @@ export function intake(
         { details: { size_bytes: d.data.length, limit_bytes: limits.maxCallBytes } },
       );
     }
-    const body = parseJson(d.data);
-    // Recover the body's id before full validation, so a failure is filed where the caller looks.
+    if (parseError !== undefined) throw parseError;
     if (typeof body === 'object' && body !== null && 'tool_call_id' in body) {
-      if (isValidToolCallId(body.tool_call_id)) ids.toolCallId = body.tool_call_id;
-      else assertId(IdKind.toolCall, body.tool_call_id);
+      assertId(IdKind.toolCall, body.tool_call_id);
     }
     const call = validateMessage('tool_call', body);
     const headerId = d.header(Header.toolCallId);

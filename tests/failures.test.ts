@@ -1,0 +1,156 @@
+// Every way a call can be wrong ends with a failed result carrying its own error code (or, for
+// an id that cannot be trusted, a clear rejection before anything is published), and the
+// service keeps serving afterwards. Deadlines end calls `timeout`, cancels end them `canceled`.
+import { jetstream } from '@nats-io/jetstream';
+import { headers } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Header, errorCodeOf } from '@toolmesh/protocol';
+import { startMesh, type Mesh } from './support/mesh.ts';
+import { collectResults, type ResultCollector } from './support/results.ts';
+
+const scope = { project: 'proj-f', channel: 'main' };
+let mesh: Mesh;
+let results: ResultCollector;
+
+beforeAll(async () => {
+  mesh = await startMesh({ CG__TOOLS__MAX_CALL_BYTES: '4096' });
+  await mesh.startService();
+  results = await collectResults(mesh.nc, mesh.client.subjects, scope);
+});
+afterAll(async () => {
+  results?.close();
+  await mesh?.close();
+});
+
+let n = 0;
+async function publishRaw(opts: {
+  tool?: string;
+  body: string | Record<string, unknown>;
+  headerId?: string;
+  project?: string;
+}): Promise<void> {
+  const h = headers();
+  if (opts.headerId) h.set(Header.toolCallId, opts.headerId);
+  const [target, tool] = (opts.tool ?? 'builtin.echo').split('.') as [string, string];
+  const subject = opts.project
+    ? `${mesh.client.subjects.root}.v1.${opts.project}.${scope.channel}.cmd.tool.${target}.${tool}`
+    : mesh.client.subjects.toolCall({ ...scope, target, tool });
+  const data = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+  await jetstream(mesh.nc).publish(subject, data, { headers: h, msgID: `raw-${++n}-${Date.now()}` });
+}
+
+async function expectFailure(id: string, code: string) {
+  const ev = await results.waitFor(id);
+  expect(ev.status).toBe('failed');
+  expect(ev.content.error?.code).toBe(code);
+  expect(ev.content.error?.message.length).toBeGreaterThan(0);
+  const card = await mesh.store.cards.toolResult(scope.project, id);
+  expect(card?.card_id).toBe(ev.card_id);
+  return ev;
+}
+
+const call = (id: string, extra: Record<string, unknown> = {}) => ({
+  v: 1,
+  tool_call_id: id,
+  tool_name: 'builtin.echo',
+  arguments: {},
+  ...extra,
+});
+
+describe('bad input gets a failed result with its own code', () => {
+  it('unknown tool', async () => {
+    await publishRaw({ tool: 'builtin.nope', body: call('unknown-1', { tool_name: 'builtin.nope' }) });
+    const ev = await expectFailure('unknown-1', 'unknown_tool');
+    expect(ev.content.error?.details?.['known']).toEqual(['builtin.echo', 'builtin.sleep']);
+  });
+
+  it('malformed JSON, filed under the header id', async () => {
+    await publishRaw({ body: '{"v":1, "tool_call_id": ', headerId: 'malformed-1' });
+    await expectFailure('malformed-1', 'malformed_json');
+  });
+
+  it('arguments that fail the schema', async () => {
+    await publishRaw({
+      tool: 'builtin.sleep',
+      body: call('badargs-1', { tool_name: 'builtin.sleep', arguments: { ms: 'soon' } }),
+    });
+    const ev = await expectFailure('badargs-1', 'invalid_arguments');
+    expect(ev.content.error?.message).toContain('ms');
+  });
+
+  it('an unknown field in the body', async () => {
+    await publishRaw({ body: call('unknown-field-1', { project: 'other' }) });
+    await expectFailure('unknown-field-1', 'invalid_message');
+  });
+
+  it('an unsupported message version', async () => {
+    await publishRaw({ body: call('version-1', { v: 2 }) });
+    await expectFailure('version-1', 'unsupported_version');
+  });
+
+  it('a tool call id with characters outside [A-Za-z0-9_-]', async () => {
+    await publishRaw({ body: call('bad$id'), headerId: 'badid-hdr-1' });
+    await expectFailure('badid-hdr-1', 'invalid_id');
+  });
+
+  it('a payload over the size limit', async () => {
+    await publishRaw({ body: call('big-1', { arguments: { blob: 'x'.repeat(8_000) } }) });
+    const ev = await expectFailure('big-1', 'payload_too_large');
+    expect(ev.content.error?.details).toMatchObject({ limit_bytes: 4096 });
+  });
+
+  it('header and body ids that disagree', async () => {
+    await publishRaw({ body: call('body-id-1'), headerId: 'header-id-1' });
+    await expectFailure('body-id-1', 'id_mismatch');
+  });
+
+  it('a body naming another tool than its subject', async () => {
+    await publishRaw({ tool: 'builtin.echo', body: call('name-1', { tool_name: 'builtin.sleep' }) });
+    await expectFailure('name-1', 'id_mismatch');
+  });
+
+  it('a timeout above the limit', async () => {
+    await publishRaw({ body: call('too-long-1', { timeout_ms: 10 * 3_600_000 }) });
+    await expectFailure('too-long-1', 'invalid_message');
+  });
+
+  it('a project id outside [A-Za-z0-9_-] is refused by the client before publishing', async () => {
+    const err: unknown = await mesh.client.callTool({ project: 'pro$ject', channel: 'main', tool: 'builtin.echo' }).catch((e: unknown) => e);
+    expect(errorCodeOf(err)).toBe('invalid_id');
+    expect((err as Error).message).toContain('project');
+  });
+
+  it('keeps serving after all of that, including a raw call on an invalid project subject', async () => {
+    await publishRaw({ project: 'pro$ject', body: call('edge-1') });
+    const ok = await mesh.client.callTool({ ...scope, tool: 'builtin.echo', arguments: { still: 'here' } });
+    expect(ok.status).toBe('succeeded');
+    expect(ok.content.result).toEqual({ still: 'here' });
+    expect(results.events.find((e) => e.tool_call_id === 'edge-1')).toBeUndefined();
+  });
+});
+
+describe('deadlines and cancel', () => {
+  it('a call that outlives its deadline ends timeout', async () => {
+    const r = await mesh.client.callTool({ ...scope, tool: 'builtin.sleep', arguments: { ms: 10_000 }, timeoutMs: 300 });
+    expect(r.status).toBe('timeout');
+    expect(r.content.error?.code).toBe('timeout');
+    expect(r.content.duration_ms).toBeLessThan(5_000);
+    const exec = await mesh.store.executions.get(scope.project, r.tool_call_id);
+    expect(exec?.status).toBe('timeout');
+  });
+
+  it('builtin.sleep cancelled mid-way ends canceled', async () => {
+    const toolCallId = `cancel-${Date.now()}`;
+    const pending = mesh.client.callTool({ ...scope, tool: 'builtin.sleep', toolCallId, arguments: { ms: 30_000 } });
+    // Wait until the call is running before canceling it.
+    for (let i = 0; i < 100; i++) {
+      if ((await mesh.store.executions.get(scope.project, toolCallId))?.status === 'running') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await mesh.client.cancel({ ...scope, toolCallId, reason: 'test' });
+    const r = await pending;
+    expect(r.status).toBe('canceled');
+    expect(r.content.error?.code).toBe('canceled');
+    expect((await mesh.store.executions.get(scope.project, toolCallId))?.status).toBe('canceled');
+  });
+});
