@@ -26,9 +26,14 @@ export interface Mesh {
   close(): Promise<void>;
 }
 
-export async function startMesh(overrides: Record<string, string> = {}): Promise<Mesh> {
+export interface MeshOptions {
+  /** A database of the test's own (e.g. a server it will stop); a fresh one by default. */
+  databaseUrl?: string;
+}
+
+export async function startMesh(overrides: Record<string, string> = {}, opts: MeshOptions = {}): Promise<Mesh> {
   const nats = await useNats();
-  const db = await usePostgres();
+  const db = opts.databaseUrl ? { url: opts.databaseUrl, cleanup: async () => {} } : await usePostgres();
   const env: Record<string, string> = {
     CG__NATS__URL: nats.url,
     CG__NATS__SUBJECT_ROOT: nats.root,
