@@ -1,0 +1,12 @@
+// Test fixtures with real servers: a NATS server with JetStream and a fresh Postgres database
+// per test file, plus the local server starters that `pnpm stack` also runs the mesh on.
+export { useNats } from './nats.ts';
+export type { TestNats } from './nats.ts';
+export { usePostgres } from './postgres.ts';
+export type { TestPostgres } from './postgres.ts';
+export { startLocalNats } from './local-nats.ts';
+export type { LocalNats, LocalNatsOptions } from './local-nats.ts';
+export { startLocalPostgres } from './local-postgres.ts';
+export type { LocalPostgres, LocalPostgresOptions } from './local-postgres.ts';
+export { freePort } from './ports.ts';
+export { dockerAvailable } from './docker.ts';

@@ -1,0 +1,81 @@
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { createNames, createSubjects } from '@toolmesh/protocol';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from './ports.ts';
+import { startLocalNats } from './local-nats.ts';
+import type { LocalNats } from './local-nats.ts';
+
+describe('startLocalNats', () => {
+  const servers: LocalNats[] = [];
+  afterAll(async () => {
+    for (const s of servers) await s.close();
+  });
+
+  it('serves JetStream, keeps streams across stop and start, and close removes its store', async () => {
+    const nats = await startLocalNats();
+    servers.push(nats);
+    expect(nats.url).toBe(`nats://127.0.0.1:${nats.port}`);
+
+    const names = createNames('local');
+    const subjects = createSubjects('local');
+    const subject = subjects.toolCall({
+      project: 'p1',
+      channel: 'c1',
+      target: 'builtin',
+      tool: 'echo',
+    });
+    const nc = await connect({ servers: nats.url });
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({
+      name: names.commandStream,
+      subjects: subjects.commandStreamSubjects(),
+    });
+    const ack = await jetstream(nc).publish(subject, 'hello');
+    expect(ack.stream).toBe(names.commandStream);
+    await nc.close();
+
+    await nats.stop();
+    await expect(
+      connect({ servers: nats.url, reconnect: false, timeout: 1_000 }),
+    ).rejects.toThrow();
+
+    await nats.start();
+    const again = await connect({ servers: nats.url });
+    const info = await (await jetstreamManager(again)).streams.info(names.commandStream);
+    expect(info.state.messages).toBe(1);
+    await again.close();
+
+    await nats.close();
+    expect(existsSync(nats.dir)).toBe(false);
+  });
+
+  it('reports the server output when it cannot start', async () => {
+    // Hold a port so the server's bind fails: with an explicit port there is no retry.
+    const port = await freePort();
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(port, '127.0.0.1', resolve));
+    try {
+      await expect(startLocalNats({ port, startTimeoutMs: 5_000 })).rejects.toThrow(
+        /nats-server output[\s\S]*address already in use/,
+      );
+    } finally {
+      blocker.close();
+    }
+  });
+});
+
+describe('freePort', () => {
+  it('returns a port this process can listen on', async () => {
+    const port = await freePort();
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', resolve);
+    });
+    server.close();
+    expect(port).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,172 @@
+// A nats-server with JetStream run from the local binary: for tests when no Docker engine is
+// around, and for `pnpm stack`. The server lives as long as the process that started it.
+import { spawn } from 'node:child_process';
+import type { ChildProcessByStdio } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { freePort } from './ports.ts';
+import { findExecutable, LogTail, onExit, waitUntil } from './processes.ts';
+
+export interface LocalNatsOptions {
+  /** Client port; a free one by default. */
+  port?: number;
+  /** JetStream store folder, kept by `close()`; a temporary folder (removed) by default. */
+  dir?: string;
+  startTimeoutMs?: number;
+}
+
+export interface LocalNats {
+  /** `nats://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly port: number;
+  /** The JetStream store folder. */
+  readonly dir: string;
+  /** Starts the server again after `stop()`, on the same port and store. */
+  start(): Promise<void>;
+  /** Stops the server and keeps its store, so `start()` brings the streams back. */
+  stop(): Promise<void>;
+  /** Stops the server and removes the store folder if this module created it. */
+  close(): Promise<void>;
+}
+
+type Child = ChildProcessByStdio<null, Readable, Readable>;
+
+export async function startLocalNats(options: LocalNatsOptions = {}): Promise<LocalNats> {
+  const bin = await findExecutable('nats-server', [
+    '/usr/sbin',
+    '/usr/local/sbin',
+    '/usr/local/bin',
+  ]);
+  if (bin === undefined) {
+    throw new Error(
+      'nats-server is not installed (looked on PATH and in /usr/sbin, /usr/local/{s,}bin)',
+    );
+  }
+  const created = options.dir === undefined;
+  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'toolmesh-nats-')));
+  await mkdir(dir, { recursive: true });
+  const timeoutMs = options.startTimeoutMs ?? 20_000;
+  let port = options.port ?? (await freePort());
+  let child: Child | undefined;
+
+  const running = (): boolean =>
+    child !== undefined && child.exitCode === null && child.signalCode === null;
+
+  const unregister = onExit(() => {
+    // A store we keep gets a clean shutdown, which the server finishes after we are gone.
+    if (running()) child?.kill(created ? 'SIGKILL' : 'SIGTERM');
+    if (created) rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
+  });
+
+  async function launch(): Promise<void> {
+    const log = new LogTail();
+    const proc = spawn(bin as string, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // Always drain the output: a full pipe would block the server's logging and then the
+    // server itself. Unref so that a forgotten server never keeps this process alive.
+    proc.stdout.on('data', (c: Buffer) => log.push(c));
+    proc.stderr.on('data', (c: Buffer) => log.push(c));
+    proc.unref();
+    unrefPipe(proc.stdout);
+    unrefPipe(proc.stderr);
+    child = proc;
+    let failure: Error | undefined;
+    proc.on('error', (err) => (failure = err));
+    try {
+      await waitUntil(
+        async () => {
+          if (failure !== undefined) throw failure;
+          if (proc.exitCode !== null || proc.signalCode !== null) {
+            throw new Error(
+              `nats-server exited (${proc.exitCode ?? proc.signalCode}) before it was ready`,
+            );
+          }
+          // "Server is ready" proves it is our server on that port, not another one that won
+          // the port; INFO with jetstream=true proves JetStream is up for clients.
+          return log.text().includes('Server is ready') && (await speaksJetStream(port));
+        },
+        { timeoutMs, what: `nats-server did not become ready on port ${port}` },
+      );
+    } catch (err) {
+      proc.kill('SIGKILL');
+      const message = err instanceof Error ? err.message : String(err);
+      throw new Error(`${message}\n--- nats-server output ---\n${log.text()}`, { cause: err });
+    }
+  }
+
+  // A port chosen by freePort can be taken before the server binds it; pick another then.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await launch();
+      break;
+    } catch (err) {
+      const portTaken = err instanceof Error && /address already in use/i.test(err.message);
+      if (!portTaken || options.port !== undefined || attempt >= 3) {
+        unregister();
+        if (created) await rm(dir, { recursive: true, force: true });
+        throw err;
+      }
+      port = await freePort();
+    }
+  }
+
+  async function stop(): Promise<void> {
+    const proc = child;
+    if (proc === undefined || !running()) return;
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    proc.kill('SIGTERM');
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    dir,
+    start: async () => {
+      if (!running()) await launch();
+    },
+    stop,
+    close: async () => {
+      await stop();
+      unregister();
+      if (created) await rm(dir, { recursive: true, force: true, maxRetries: 5 });
+    },
+  };
+}
+
+function unrefPipe(stream: Readable): void {
+  (stream as Readable & { unref?: () => void }).unref?.();
+}
+
+/** Whether a NATS server answers on the port with an INFO that has JetStream enabled. */
+function speaksJetStream(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host: '127.0.0.1' });
+    let buffer = '';
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('data', (chunk) => {
+      buffer += chunk.toString();
+      const end = buffer.indexOf('\r\n');
+      if (end < 0) return;
+      const line = buffer.slice(0, end);
+      try {
+        const info = JSON.parse(line.replace(/^INFO\s+/, '')) as { jetstream?: boolean };
+        done(line.startsWith('INFO') && info.jetstream === true);
+      } catch {
+        done(false);
+      }
+    });
+  });
+}
