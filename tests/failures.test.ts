@@ -13,7 +13,7 @@ let mesh: Mesh;
 let results: ResultCollector;
 
 beforeAll(async () => {
-  mesh = await startMesh({ CG__TOOLS__MAX_CALL_BYTES: '4096' });
+  mesh = await startMesh({ CG__TOOLS__MAX_CALL_BYTES: '4096', CG__TOOLS__MAX_TIMEOUT_MS: '600000' });
   await mesh.startService();
   results = await collectResults(mesh.nc, mesh.client.subjects, scope);
 });
@@ -28,9 +28,11 @@ async function publishRaw(opts: {
   body: string | Record<string, unknown>;
   headerId?: string;
   project?: string;
+  agentId?: string;
 }): Promise<void> {
   const h = headers();
   if (opts.headerId) h.set(Header.toolCallId, opts.headerId);
+  if (opts.agentId) h.set(Header.agentId, opts.agentId);
   const [target, tool] = (opts.tool ?? 'builtin.echo').split('.') as [string, string];
   const subject = opts.project
     ? `${mesh.client.subjects.root}.v1.${opts.project}.${scope.channel}.cmd.tool.${target}.${tool}`
@@ -112,6 +114,47 @@ describe('bad input gets a failed result with its own code', () => {
   it('a timeout above the limit', async () => {
     await publishRaw({ body: call('too-long-1', { timeout_ms: 10 * 3_600_000 }) });
     await expectFailure('too-long-1', 'invalid_message');
+  });
+
+  it('a tool token outside [A-Za-z0-9_-] in the subject', async () => {
+    await publishRaw({ project: scope.project, tool: 'builtin.ec$ho', body: call('badtool-1', { tool_name: 'builtin.ec$ho' }) });
+    await expectFailure('badtool-1', 'invalid_id');
+  });
+
+  it('a failed call wakes the agent that made it', async () => {
+    const wakeups: string[] = [];
+    const sub = mesh.nc.subscribe(mesh.client.subjects.agentWakeup({ ...scope, agent: 'agent-7' }), {
+      callback: (_e, m) => wakeups.push(m.string()),
+    });
+    await mesh.nc.flush();
+    await publishRaw({ body: '{"v": 1,', headerId: 'agent-call-1', agentId: 'agent-7' });
+    await expectFailure('agent-call-1', 'malformed_json');
+    const inbox = await mesh.store.inbox.pending(scope.project, 'agent-7');
+    expect(inbox.map((i) => i.correlation_id)).toEqual(['agent-call-1']);
+    for (let i = 0; i < 50 && wakeups.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    sub.unsubscribe();
+    expect(JSON.parse(wakeups[0]!)).toMatchObject({ agent_id: 'agent-7', reason: 'tool_result', correlation_id: 'agent-call-1' });
+  });
+
+  it('a valid call reusing the id of a rejected one gets the rejection, and does not run', async () => {
+    await publishRaw({ tool: 'builtin.sleep', body: call('reuse-1', { tool_name: 'builtin.sleep', arguments: {} }) });
+    const rejected = await expectFailure('reuse-1', 'invalid_arguments');
+    const again = await mesh.client.callTool({ ...scope, tool: 'builtin.sleep', toolCallId: 'reuse-1', arguments: { ms: 1 } });
+    expect(again.card_id).toBe(rejected.card_id);
+    expect(again.status).toBe('failed');
+    expect((await mesh.store.executions.get(scope.project, 'reuse-1'))?.status).toBe('failed');
+  });
+
+  it('a result Postgres cannot store (a NUL character) fails with internal_error instead of looping', async () => {
+    const r = await mesh.client.callTool({ ...scope, tool: 'builtin.echo', arguments: { text: 'a\u0000b' } }, { waitMs: 10_000 });
+    expect(r.status).toBe('failed');
+    expect(r.content.error?.code).toBe('internal_error');
+    expect(r.content.error?.message).toContain('could not be stored');
+  });
+
+  it('a tool whose own default deadline exceeds the limit is clamped, not refused', async () => {
+    const r = await mesh.client.callTool({ ...scope, tool: 'builtin.sleep', arguments: { ms: 5 } });
+    expect(r.status).toBe('succeeded');
   });
 
   it('a project id outside [A-Za-z0-9_-] is refused by the client before publishing', async () => {

@@ -2,7 +2,7 @@
 // signal, so a handler that ignores its AbortSignal still yields a timeout or canceled result
 // on time (its promise is left to settle in the background and is logged if it fails late).
 import type { Logger } from 'pino';
-import { MeshError, type ErrorBody, type ResultStatus } from '@toolmesh/protocol';
+import { MeshError, statusForCode, type ErrorBody, type ResultStatus } from '@toolmesh/protocol';
 import type { ToolContext, ToolDefinition } from './define.ts';
 
 export class TimeoutReason extends Error {
@@ -58,7 +58,7 @@ export async function execute(
     }
     if (reason instanceof MeshError) {
       if (reason.retryable) return { kind: 'retry', error: reason };
-      return { kind: 'result', status: 'failed', error: errorBody(reason.code, reason.message, reason.details) };
+      return { kind: 'result', status: statusForCode(reason.code), error: errorBody(reason.code, reason.message, reason.details) };
     }
     log.error({ err: reason }, 'tool handler crashed');
     const message = reason instanceof Error ? reason.message : String(reason);

@@ -69,33 +69,78 @@ function fallbackToolCallId(d: Delivery, project: string): string {
   return `seq-${d.streamSeq}`;
 }
 
+/**
+ * Reads project, channel and tool from the subject. Project and channel must be valid ids (they
+ * decide where anything may be written); a bad tool token is reported as a failed result filed
+ * under them, since the caller can be told.
+ */
+function subjectIds(
+  d: Delivery,
+  subjects: Subjects,
+): { project: string; channel: string; target: string; tool: string; error?: unknown } | Rejection {
+  try {
+    const parsed = subjects.parse(d.subject);
+    if (parsed.kind === 'cmd' && parsed.component === 'tool') return parsed;
+    return { ok: false, ids: undefined, code: 'invalid_message', message: `${d.subject} is not a tool call subject` };
+  } catch (err) {
+    const t = d.subject.split('.');
+    const [, , project, channel, kind, component, target] = t;
+    if (isValidId(project) && isValidId(channel) && isValidId(target) && kind === 'cmd' && component === 'tool') {
+      return { project, channel, target, tool: t.slice(7).join('.'), error: err };
+    }
+    return reject(undefined, err);
+  }
+}
+
+const TURN_ID_MAX = 128;
+
+/** Header checks; valid headers are kept even when another part of the call is bad, so an
+ *  agent is woken by the failed result of a call it made. */
+function readHeaders(d: Delivery, ids: CallIds): ProtocolError | undefined {
+  const agent = d.header(Header.agentId);
+  const turn = d.header(Header.turnId);
+  const epoch = d.header(Header.turnEpoch);
+  if (agent !== undefined) {
+    if (!isValidId(agent)) {
+      return new ProtocolError('invalid_id', `header ${Header.agentId} ${JSON.stringify(agent)} is not a valid id`);
+    }
+    ids.agentId = agent;
+  }
+  if (turn !== undefined) {
+    if (turn.length === 0 || turn.length > TURN_ID_MAX) {
+      return new ProtocolError('invalid_message', `header ${Header.turnId} must be 1-${TURN_ID_MAX} characters`);
+    }
+    ids.turnId = turn;
+  }
+  if (epoch !== undefined) {
+    const n = /^\d{1,15}$/.test(epoch) ? Number(epoch) : NaN;
+    if (!Number.isSafeInteger(n)) {
+      return new ProtocolError('invalid_message', `header ${Header.turnEpoch} must be a non-negative integer`);
+    }
+    ids.turnEpoch = n;
+  }
+  return undefined;
+}
+
 export function intake(
   d: Delivery,
   subjects: Subjects,
   tools: ReadonlyMap<string, ToolDefinition>,
   limits: IntakeLimits,
 ): Intake | Rejection {
-  let parsed;
-  try {
-    parsed = subjects.parse(d.subject);
-  } catch (err) {
-    return reject(undefined, err);
-  }
-  if (parsed.kind !== 'cmd' || parsed.component !== 'tool') {
-    return { ok: false, ids: undefined, code: 'invalid_message', message: `${d.subject} is not a tool call subject` };
-  }
-  const agentHeader = d.header(Header.agentId);
-  const epochHeader = d.header(Header.turnEpoch);
+  const subject = subjectIds(d, subjects);
+  if ('ok' in subject) return subject;
   const ids: CallIds = {
-    project: parsed.project,
-    channel: parsed.channel,
-    target: parsed.target,
-    tool: parsed.tool,
-    toolCallId: fallbackToolCallId(d, parsed.project),
+    project: subject.project,
+    channel: subject.channel,
+    target: subject.target,
+    tool: subject.tool,
+    toolCallId: fallbackToolCallId(d, subject.project),
     agentId: undefined,
-    turnId: d.header(Header.turnId),
+    turnId: undefined,
     turnEpoch: undefined,
   };
+  const headerError = readHeaders(d, ids);
   try {
     // The body is parsed before the size check (NATS already bounds it): an oversize call's
     // failure must still be filed under the id its caller waits on.
@@ -109,6 +154,8 @@ export function intake(
     if (typeof body === 'object' && body !== null && 'tool_call_id' in body && isValidToolCallId(body.tool_call_id)) {
       ids.toolCallId = body.tool_call_id;
     }
+    if (subject.error !== undefined) throw subject.error;
+    if (headerError) throw headerError;
     if (d.data.length > limits.maxCallBytes) {
       throw new ProtocolError(
         'payload_too_large',
@@ -128,38 +175,23 @@ export function intake(
         `header ${Header.toolCallId}=${JSON.stringify(headerId)} disagrees with body tool_call_id=${JSON.stringify(call.tool_call_id)}`,
       );
     }
-    const expectedName = `${parsed.target}.${parsed.tool}`;
+    const expectedName = `${ids.target}.${ids.tool}`;
     if (call.tool_name !== expectedName) {
-      throw new ProtocolError(
-        'id_mismatch',
-        `subject names tool ${expectedName} but the body names ${call.tool_name}`,
-      );
+      throw new ProtocolError('id_mismatch', `subject names tool ${expectedName} but the body names ${call.tool_name}`);
     }
-    if (agentHeader !== undefined) {
-      if (!isValidId(agentHeader)) assertId(IdKind.agent, agentHeader);
-      ids.agentId = agentHeader;
-    }
-    if (epochHeader !== undefined) {
-      const epoch = Number(epochHeader);
-      if (!Number.isSafeInteger(epoch) || epoch < 0) {
-        throw new ProtocolError('invalid_message', `header ${Header.turnEpoch} must be a non-negative integer`);
-      }
-      ids.turnEpoch = epoch;
-    }
-    const def = tools.get(parsed.tool);
+    const def = tools.get(ids.tool);
     if (!def) {
       throw new ProtocolError('unknown_tool', `no tool ${expectedName} is served here`, {
-        details: { known: [...tools.keys()].map((t) => `${parsed.target}.${t}`) },
+        details: { known: [...tools.keys()].map((t) => `${ids.target}.${t}`) },
       });
     }
-    const timeoutMs = call.timeout_ms ?? def.timeoutMs ?? limits.defaultTimeoutMs;
-    if (timeoutMs > limits.maxTimeoutMs) {
-      throw new ProtocolError(
-        'invalid_message',
-        `timeout_ms ${timeoutMs} exceeds the limit of ${limits.maxTimeoutMs} ms`,
-        { details: { limit_ms: limits.maxTimeoutMs } },
-      );
+    if (call.timeout_ms !== undefined && call.timeout_ms > limits.maxTimeoutMs) {
+      throw new ProtocolError('invalid_message', `timeout_ms ${call.timeout_ms} exceeds the limit of ${limits.maxTimeoutMs} ms`, {
+        details: { limit_ms: limits.maxTimeoutMs },
+      });
     }
+    // A tool's own default never exceeds what the deployment allows.
+    const timeoutMs = call.timeout_ms ?? Math.min(def.timeoutMs ?? limits.defaultTimeoutMs, limits.maxTimeoutMs);
     const args = def.args.safeParse(call.arguments);
     if (!args.success) {
       const issues = args.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));

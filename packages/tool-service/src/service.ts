@@ -8,7 +8,6 @@ import type { Bus, Consumption, Delivery, Disposition, Lease } from '@toolmesh/b
 import { backoffMs } from '@toolmesh/bus';
 import type { Store } from '@toolmesh/store';
 import {
-  MeshError,
   RetryableError,
   statusForCode,
   type ErrorBody,
@@ -18,7 +17,7 @@ import {
 import type { ToolDefinition } from './define.ts';
 import { emitResult } from './emit.ts';
 import { execute } from './execute.ts';
-import { intake, type CallIds } from './intake.ts';
+import { intake, type CallIds, type Intake, type Rejection } from './intake.ts';
 import { createCancelRegistry, type CancelRegistry } from './cancel.ts';
 
 export interface ToolServiceLimits {
@@ -86,26 +85,40 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     clog: Logger,
     metadata: Record<string, unknown> = {},
   ): Promise<Disposition> {
-    const recorded = await persist(
-      'writing the result card',
-      () =>
-        store.results.record({
-          projectId: ids.project,
-          channel: ids.channel,
-          toolCallId: ids.toolCallId,
-          toolName: `${ids.target}.${ids.tool}`,
-          target: ids.target,
-          author,
-          instanceId,
-          content,
-          metadata,
-          agentId: ids.agentId,
-          turnId: ids.turnId,
-          turnEpoch: ids.turnEpoch,
-        }),
-      lease,
-      clog,
-    );
+    const record = (c: ToolResultContent) =>
+      persist(
+        'writing the result card',
+        () =>
+          store.results.record({
+            projectId: ids.project,
+            channel: ids.channel,
+            toolCallId: ids.toolCallId,
+            toolName: `${ids.target}.${ids.tool}`,
+            target: ids.target,
+            author,
+            instanceId,
+            content: c,
+            metadata,
+            agentId: ids.agentId,
+            turnId: ids.turnId,
+            turnEpoch: ids.turnEpoch,
+          }),
+        lease,
+        clog,
+      );
+    let recorded;
+    try {
+      recorded = await record(content);
+    } catch (err) {
+      if (err instanceof RetryableError) throw err;
+      // Postgres refused the content itself (e.g. a NUL character, which jsonb cannot hold):
+      // retrying cannot help, so file a failure that says why instead of looping.
+      clog.error({ err }, 'result could not be stored; filing a failure instead');
+      recorded = await record({
+        ...failure('internal_error', `the result could not be stored: ${(err as Error).message}`),
+        duration_ms: content.duration_ms,
+      });
+    }
     if (lease) await lease.complete(recorded.cardId);
     // If publishing fails the message is nak'ed; its redelivery finds the lease done and
     // re-emits this same card, so the event is never lost.
@@ -134,26 +147,43 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     const started = performance.now();
     const lastDelivery = limits.maxDeliver > 0 && d.deliveryCount >= limits.maxDeliver;
     const accepted = intake(d, bus.subjects, tools, limits);
-    if (!accepted.ok) {
-      if (!accepted.ids) {
-        // Project or channel cannot be trusted: there is no place to file a result. The SDK and
-        // the CLI refuse such ids before publishing; plain-NATS publishers see this in the logs.
-        log.warn({ subject: d.subject, seq: d.streamSeq, code: accepted.code, msg: accepted.message }, 'call rejected at the edge');
-        return { type: 'term', reason: `${accepted.code}: ${accepted.message}` };
-      }
-      const clog = log.child({ project: accepted.ids.project, tool_call_id: accepted.ids.toolCallId });
-      clog.warn({ code: accepted.code, msg: accepted.message }, 'call rejected');
-      return finish(accepted.ids, failure(accepted.code, accepted.message, accepted.details), undefined, clog);
+    const ids = accepted.ids;
+    if (!ids) {
+      // Project or channel cannot be trusted: there is no place to file a result. The SDK and
+      // the CLI refuse such ids before publishing; plain-NATS publishers see this in the logs.
+      const r = accepted as Rejection;
+      log.warn({ subject: d.subject, seq: d.streamSeq, code: r.code, msg: r.message }, 'call rejected at the edge');
+      return { type: 'term', reason: `${r.code}: ${r.message}` };
     }
-    const { ids, def, args, timeoutMs, call } = accepted;
     const clog = log.child({
       project: ids.project,
       channel: ids.channel,
-      tool: call.tool_name,
+      tool: `${ids.target}.${ids.tool}`,
       tool_call_id: ids.toolCallId,
       ...(ids.agentId ? { agent_id: ids.agentId } : {}),
     });
+    try {
+      return await handleCall(d, accepted, ids, started, lastDelivery, clog);
+    } catch (err) {
+      if (!lastDelivery) throw err; // the consumer naks with backoff
+      // The server will not deliver this message again: file a failure rather than leave the
+      // caller without any result.
+      clog.error({ err }, 'failure on the last allowed delivery');
+      const message = `gave up after ${d.deliveryCount} deliveries: ${(err as Error).message}`;
+      return finish(ids, failure('retries_exhausted', message), undefined, clog);
+    }
+  }
 
+  async function handleCall(
+    d: Delivery,
+    accepted: Intake | Rejection,
+    ids: CallIds,
+    started: number,
+    lastDelivery: boolean,
+    clog: Logger,
+  ): Promise<Disposition> {
+    // Rejections take the lease too: a later valid call under the same id must find the failed
+    // result instead of running, and two copies of one call must not race.
     const key = bus.names.leaseKey(ids.project, ids.toolCallId);
     const got = await bus.leases().acquire(key, `${instanceId}:${d.streamSeq}`, limits.leaseTtlMs);
     if (!got.acquired) {
@@ -161,7 +191,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
         const done = await reemit(ids, clog);
         if (done) return done;
         clog.error({ lease: got.holder }, 'lease says done but no card exists; retrying');
-        return { type: 'nak', delayMs: backoffMs(d.deliveryCount, limits.retryBaseMs, limits.retryMaxMs) };
+        throw new RetryableError(`lease of ${ids.toolCallId} is done but its card is missing`);
       }
       if (lastDelivery) return { type: 'ack' }; // the holder acks its own message
       const delayMs = Math.min(Math.max(got.expiresInMs, 100), 2_000);
@@ -169,16 +199,22 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       return { type: 'nak', delayMs };
     }
     const lease = got.lease;
-    try {
-      if (lease.takeover) {
-        const done = await reemit(ids, clog);
-        if (done) {
-          const card = await store.cards.toolResult(ids.project, ids.toolCallId);
-          if (card) await lease.complete(card.card_id);
-          return done;
-        }
-        clog.warn('took over the lease of a stalled or crashed owner');
+    if (lease.takeover) {
+      const card = await store.cards.toolResult(ids.project, ids.toolCallId);
+      if (card) {
+        await lease.complete(card.card_id);
+        await emitResult(bus, ids, { cardId: card.card_id, createdAt: card.created_at, content: card.content as ToolResultContent });
+        clog.info({ card_id: card.card_id }, 'took over a finished call: re-emitted its result');
+        return { type: 'ack' };
       }
+      clog.warn('took over the lease of a stalled or crashed owner');
+    }
+    if (!accepted.ok) {
+      clog.warn({ code: accepted.code, msg: accepted.message }, 'call rejected');
+      return finish(ids, failure(accepted.code, accepted.message, accepted.details), lease, clog);
+    }
+    const { def, args, timeoutMs, call } = accepted;
+    try {
       await store.executions.start({
         projectId: ids.project,
         toolCallId: ids.toolCallId,
@@ -190,7 +226,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       });
     } catch (err) {
       await lease.release().catch(() => undefined);
-      return retryOrExhaust(err, ids, lastDelivery, clog);
+      throw err;
     }
 
     const controller = new AbortController();
@@ -219,7 +255,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     }
     if (outcome.kind === 'retry') {
       await lease.release().catch(() => undefined);
-      return retryOrExhaust(outcome.error, ids, lastDelivery, clog);
+      throw outcome.error;
     }
     const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
     let content: ToolResultContent = { status: outcome.status, duration_ms: durationMs };
@@ -232,15 +268,6 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
           : { ...content, result: outcome.result ?? null };
     }
     return finish(ids, content, lease, clog, { after_execution: call.after_execution, attempt: d.deliveryCount });
-  }
-
-  async function retryOrExhaust(err: unknown, ids: CallIds, lastDelivery: boolean, clog: Logger): Promise<Disposition> {
-    if (!(err instanceof MeshError) || !err.retryable) throw err;
-    if (lastDelivery) {
-      clog.error({ err }, 'retryable failure on the last allowed delivery');
-      return finish(ids, failure('retries_exhausted', `gave up after the last delivery: ${err.message}`), undefined, clog);
-    }
-    throw err; // the consumer naks with backoff
   }
 
   return {

@@ -1,0 +1,140 @@
+// `pnpm bench roundtrip`: builtin.echo calls through the whole mesh (JetStream in, lease, card
+// in Postgres, result event out), sequentially and with 64 in flight, against the floor measured
+// in the same run: a bare JetStream publish, consume and ack plus one Postgres insert.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect, headers } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { createClient } from '@toolmesh/client';
+import { createPool, migrate } from '@toolmesh/store';
+import { useNats, usePostgres } from '@toolmesh/testing';
+import { summarize, table } from './stats.ts';
+
+const ROOT_DIR = join(import.meta.dirname, '..');
+const SEQUENTIAL = Number(process.env['BENCH_SEQUENTIAL'] ?? 2_000);
+const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 20_000);
+const IN_FLIGHT = 64;
+const WARMUP = 500;
+
+async function spawnReady(args: string[], env: Record<string, string>, ready: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { cwd: ROOT_DIR, env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.includes(ready)) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)));
+  });
+  child.stdout!.resume();
+  return child;
+}
+
+/** Runs `total` operations with `inFlight` at once; returns per-op latencies and wall time. */
+async function drive(total: number, inFlight: number, op: (i: number) => Promise<void>) {
+  const latencies: number[] = new Array<number>(total);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < total) {
+        const i = next++;
+        const s = performance.now();
+        await op(i);
+        latencies[i] = performance.now() - s;
+      }
+    }),
+  );
+  return { latencies, seconds: (performance.now() - t0) / 1000 };
+}
+
+const nats = await useNats();
+const db = await usePostgres();
+const logger = pino({ level: 'warn' });
+const pool = createPool({ url: db.url, max: 2, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000, logger });
+await migrate({ pool, logger });
+await pool.end();
+const children: ChildProcess[] = [];
+const nc = await connect({ servers: nats.url });
+try {
+  // --- the mesh ---
+  const env = { CG__NATS__URL: nats.url, CG__NATS__SUBJECT_ROOT: nats.root, CG__POSTGRES__URL: db.url, CG__LOG__LEVEL: 'warn' };
+  children.push(await spawnReady([join(ROOT_DIR, 'services/skills/src/main.ts')], { ...env, CG__LOG__LEVEL: 'info' }, 'tool service started'));
+  const client = createClient({ nc, root: nats.root });
+  const scope = { project: 'bench', channel: 'roundtrip' };
+  const echo = async (i: number) => {
+    const r = await client.callTool({ ...scope, tool: 'builtin.echo', arguments: { i } });
+    if (r.status !== 'succeeded') throw new Error(`call ${i} ended ${r.status}`);
+  };
+  await drive(WARMUP, 8, echo);
+  const seq = await drive(SEQUENTIAL, 1, echo);
+  const conc = await drive(CONCURRENT, IN_FLIGHT, echo);
+
+  // --- the floor ---
+  const floorStream = `${nats.root.toUpperCase()}_FLOOR`;
+  const replyPrefix = `${nats.root}.floorreply`;
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.add({ name: floorStream, subjects: [`${nats.root}.floor.call.>`] });
+  children.push(await spawnReady([join(ROOT_DIR, 'bench/floor-worker.ts'), nats.url, db.url, floorStream, `${nats.root}.floor.call.>`, replyPrefix, String(IN_FLIGHT)], {}, 'ready'));
+  const js = jetstream(nc);
+  const waiters = new Map<string, () => void>();
+  nc.subscribe(`${replyPrefix}.>`, { callback: (_e, m) => waiters.get(m.subject.slice(m.subject.lastIndexOf('.') + 1))?.() });
+  await nc.flush();
+  let fid = 0;
+  const floorOp = async (i: number) => {
+    const id = `f${fid++}`;
+    const done = new Promise<void>((r) => waiters.set(id, r));
+    const h = headers();
+    h.set('Nats-Msg-Id', id);
+    await js.publish(`${nats.root}.floor.call.x`, JSON.stringify({ i }), { headers: h });
+    await done;
+    waiters.delete(id);
+  };
+  await drive(WARMUP, 8, floorOp);
+  const floorSeq = await drive(SEQUENTIAL, 1, floorOp);
+  const floorConc = await drive(CONCURRENT, IN_FLIGHT, floorOp);
+
+  const s = summarize(seq.latencies);
+  const c = summarize(conc.latencies);
+  const fs = summarize(floorSeq.latencies);
+  const fc = summarize(floorConc.latencies);
+  const callsPerS = Math.round(CONCURRENT / conc.seconds);
+  const floorPerS = Math.round(CONCURRENT / floorConc.seconds);
+  const result = {
+    p50_ms: s.p50_ms,
+    p99_ms: s.p99_ms,
+    calls_per_s: callsPerS,
+    floor_p50_ms: fs.p50_ms,
+    ratio_p50: Math.round((s.p50_ms / fs.p50_ms) * 100) / 100,
+    concurrent: { in_flight: IN_FLIGHT, calls: CONCURRENT, p50_ms: c.p50_ms, p99_ms: c.p99_ms },
+    floor: { p99_ms: fs.p99_ms, calls_per_s: floorPerS, concurrent_p50_ms: fc.p50_ms, concurrent_p99_ms: fc.p99_ms },
+    ratio_calls_per_s: Math.round((callsPerS / floorPerS) * 100) / 100,
+    sequential_calls: SEQUENTIAL,
+    node: process.version,
+    cpus: (await import('node:os')).cpus().length,
+    measured_at: new Date().toISOString(),
+  };
+  console.log(
+    table([
+      { run: 'mesh, sequential', 'p50 ms': s.p50_ms, 'p99 ms': s.p99_ms, 'calls/s': Math.round(SEQUENTIAL / seq.seconds) },
+      { run: 'floor, sequential', 'p50 ms': fs.p50_ms, 'p99 ms': fs.p99_ms, 'calls/s': Math.round(SEQUENTIAL / floorSeq.seconds) },
+      { run: `mesh, ${IN_FLIGHT} in flight`, 'p50 ms': c.p50_ms, 'p99 ms': c.p99_ms, 'calls/s': callsPerS },
+      { run: `floor, ${IN_FLIGHT} in flight`, 'p50 ms': fc.p50_ms, 'p99 ms': fc.p99_ms, 'calls/s': floorPerS },
+    ]),
+  );
+  console.log(`\nratio to floor: p50 ${result.ratio_p50}x sequential; throughput ${result.ratio_calls_per_s}x`);
+  await mkdir(join(ROOT_DIR, 'bench/results'), { recursive: true });
+  await writeFile(join(ROOT_DIR, 'bench/results/roundtrip.json'), JSON.stringify(result, null, 2) + '\n');
+  console.log('written to bench/results/roundtrip.json');
+} finally {
+  for (const c of children) {
+    c.kill('SIGTERM');
+    await once(c, 'exit');
+  }
+  await nc.close();
+  await nats.cleanup();
+  await db.cleanup();
+}
