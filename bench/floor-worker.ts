@@ -6,14 +6,25 @@ import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 
 const [natsUrl, dbUrl, stream, subject, replyPrefix, concurrencyArg] = process.argv.slice(2) as [
-  string, string, string, string, string, string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
 ];
 const concurrency = Number(concurrencyArg);
 const nc = await connect({ servers: natsUrl });
 const jsm = await jetstreamManager(nc);
-await jsm.consumers.add(stream, { durable_name: 'floor', ack_policy: AckPolicy.Explicit, filter_subject: subject });
+await jsm.consumers.add(stream, {
+  durable_name: 'floor',
+  ack_policy: AckPolicy.Explicit,
+  filter_subject: subject,
+});
 const pool = new pg.Pool({ connectionString: dbUrl, max: 10 });
-await pool.query('CREATE TABLE IF NOT EXISTS bench_floor (id text PRIMARY KEY, body jsonb NOT NULL)');
+await pool.query(
+  'CREATE TABLE IF NOT EXISTS bench_floor (id text PRIMARY KEY, body jsonb NOT NULL)',
+);
 const consumer = await jetstream(nc).consumers.get(stream, 'floor');
 const messages = await consumer.consume({ max_messages: concurrency });
 process.stdout.write('ready\n');
@@ -21,7 +32,11 @@ for await (const m of messages) {
   const body = m.string();
   const id = m.headers?.get('Nats-Msg-Id') ?? String(m.seq);
   void pool
-    .query({ name: 'floor_insert', text: 'INSERT INTO bench_floor (id, body) VALUES ($1, $2) ON CONFLICT DO NOTHING', values: [id, body] })
+    .query({
+      name: 'floor_insert',
+      text: 'INSERT INTO bench_floor (id, body) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+      values: [id, body],
+    })
     .then(() => {
       m.ack();
       nc.publish(`${replyPrefix}.${id}`, body);

@@ -19,17 +19,25 @@ const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 20_000);
 const IN_FLIGHT = 64;
 const WARMUP = 500;
 
-async function spawnReady(args: string[], env: Record<string, string>, ready: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, args, { cwd: ROOT_DIR, env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+async function spawnReady(
+  args: string[],
+  env: Record<string, string>,
+  ready: string,
+): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT_DIR,
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (b: Buffer) => {
+    child.stdout.on('data', (b: Buffer) => {
       out += b.toString();
       if (out.includes(ready)) resolve();
     });
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)));
   });
-  child.stdout!.resume();
+  child.stdout.resume();
   return child;
 }
 
@@ -54,15 +62,32 @@ async function drive(total: number, inFlight: number, op: (i: number) => Promise
 const nats = await useNats();
 const db = await usePostgres();
 const logger = pino({ level: 'warn' });
-const pool = createPool({ url: db.url, max: 2, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000, logger });
+const pool = createPool({
+  url: db.url,
+  max: 2,
+  statementTimeoutMs: 30_000,
+  connectTimeoutMs: 5_000,
+  logger,
+});
 await migrate({ pool, logger });
 await pool.end();
 const children: ChildProcess[] = [];
 const nc = await connect({ servers: nats.url });
 try {
   // --- the mesh ---
-  const env = { CG__NATS__URL: nats.url, CG__NATS__SUBJECT_ROOT: nats.root, CG__POSTGRES__URL: db.url, CG__LOG__LEVEL: 'warn' };
-  children.push(await spawnReady([join(ROOT_DIR, 'services/skills/src/main.ts')], { ...env, CG__LOG__LEVEL: 'info' }, 'tool service started'));
+  const env = {
+    CG__NATS__URL: nats.url,
+    CG__NATS__SUBJECT_ROOT: nats.root,
+    CG__POSTGRES__URL: db.url,
+    CG__LOG__LEVEL: 'warn',
+  };
+  children.push(
+    await spawnReady(
+      [join(ROOT_DIR, 'services/skills/src/main.ts')],
+      { ...env, CG__LOG__LEVEL: 'info' },
+      'tool service started',
+    ),
+  );
   const client = createClient({ nc, root: nats.root });
   const scope = { project: 'bench', channel: 'roundtrip' };
   const echo = async (i: number) => {
@@ -78,10 +103,26 @@ try {
   const replyPrefix = `${nats.root}.floorreply`;
   const jsm = await jetstreamManager(nc);
   await jsm.streams.add({ name: floorStream, subjects: [`${nats.root}.floor.call.>`] });
-  children.push(await spawnReady([join(ROOT_DIR, 'bench/floor-worker.ts'), nats.url, db.url, floorStream, `${nats.root}.floor.call.>`, replyPrefix, String(IN_FLIGHT)], {}, 'ready'));
+  children.push(
+    await spawnReady(
+      [
+        join(ROOT_DIR, 'bench/floor-worker.ts'),
+        nats.url,
+        db.url,
+        floorStream,
+        `${nats.root}.floor.call.>`,
+        replyPrefix,
+        String(IN_FLIGHT),
+      ],
+      {},
+      'ready',
+    ),
+  );
   const js = jetstream(nc);
   const waiters = new Map<string, () => void>();
-  nc.subscribe(`${replyPrefix}.>`, { callback: (_e, m) => waiters.get(m.subject.slice(m.subject.lastIndexOf('.') + 1))?.() });
+  nc.subscribe(`${replyPrefix}.>`, {
+    callback: (_e, m) => waiters.get(m.subject.slice(m.subject.lastIndexOf('.') + 1))?.(),
+  });
   await nc.flush();
   let fid = 0;
   const floorOp = async (i: number) => {
@@ -110,7 +151,12 @@ try {
     floor_p50_ms: fs.p50_ms,
     ratio_p50: Math.round((s.p50_ms / fs.p50_ms) * 100) / 100,
     concurrent: { in_flight: IN_FLIGHT, calls: CONCURRENT, p50_ms: c.p50_ms, p99_ms: c.p99_ms },
-    floor: { p99_ms: fs.p99_ms, calls_per_s: floorPerS, concurrent_p50_ms: fc.p50_ms, concurrent_p99_ms: fc.p99_ms },
+    floor: {
+      p99_ms: fs.p99_ms,
+      calls_per_s: floorPerS,
+      concurrent_p50_ms: fc.p50_ms,
+      concurrent_p99_ms: fc.p99_ms,
+    },
     ratio_calls_per_s: Math.round((callsPerS / floorPerS) * 100) / 100,
     sequential_calls: SEQUENTIAL,
     node: process.version,
@@ -119,15 +165,40 @@ try {
   };
   console.log(
     table([
-      { run: 'mesh, sequential', 'p50 ms': s.p50_ms, 'p99 ms': s.p99_ms, 'calls/s': Math.round(SEQUENTIAL / seq.seconds) },
-      { run: 'floor, sequential', 'p50 ms': fs.p50_ms, 'p99 ms': fs.p99_ms, 'calls/s': Math.round(SEQUENTIAL / floorSeq.seconds) },
-      { run: `mesh, ${IN_FLIGHT} in flight`, 'p50 ms': c.p50_ms, 'p99 ms': c.p99_ms, 'calls/s': callsPerS },
-      { run: `floor, ${IN_FLIGHT} in flight`, 'p50 ms': fc.p50_ms, 'p99 ms': fc.p99_ms, 'calls/s': floorPerS },
+      {
+        run: 'mesh, sequential',
+        'p50 ms': s.p50_ms,
+        'p99 ms': s.p99_ms,
+        'calls/s': Math.round(SEQUENTIAL / seq.seconds),
+      },
+      {
+        run: 'floor, sequential',
+        'p50 ms': fs.p50_ms,
+        'p99 ms': fs.p99_ms,
+        'calls/s': Math.round(SEQUENTIAL / floorSeq.seconds),
+      },
+      {
+        run: `mesh, ${IN_FLIGHT} in flight`,
+        'p50 ms': c.p50_ms,
+        'p99 ms': c.p99_ms,
+        'calls/s': callsPerS,
+      },
+      {
+        run: `floor, ${IN_FLIGHT} in flight`,
+        'p50 ms': fc.p50_ms,
+        'p99 ms': fc.p99_ms,
+        'calls/s': floorPerS,
+      },
     ]),
   );
-  console.log(`\nratio to floor: p50 ${result.ratio_p50}x sequential; throughput ${result.ratio_calls_per_s}x`);
+  console.log(
+    `\nratio to floor: p50 ${result.ratio_p50}x sequential; throughput ${result.ratio_calls_per_s}x`,
+  );
   await mkdir(join(ROOT_DIR, 'bench/results'), { recursive: true });
-  await writeFile(join(ROOT_DIR, 'bench/results/roundtrip.json'), JSON.stringify(result, null, 2) + '\n');
+  await writeFile(
+    join(ROOT_DIR, 'bench/results/roundtrip.json'),
+    JSON.stringify(result, null, 2) + '\n',
+  );
   console.log('written to bench/results/roundtrip.json');
 } finally {
   for (const c of children) {

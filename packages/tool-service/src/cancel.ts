@@ -18,7 +18,10 @@ export function createCancelRegistry(bus: Bus, log: Logger): CancelRegistry {
       const req = decodeMessage('cancel', data);
       const ctl = running.get(`${parsed.project}/${req.tool_call_id}`);
       if (!ctl) return;
-      log.info({ project: parsed.project, tool_call_id: req.tool_call_id, reason: req.reason }, 'canceling call');
+      log.info(
+        { project: parsed.project, tool_call_id: req.tool_call_id, reason: req.reason },
+        'canceling call',
+      );
       ctl.abort(new CancelReason(req.reason ? `canceled: ${req.reason}` : 'canceled by request'));
     } catch (err) {
       log.warn({ err, subject }, 'ignoring a malformed cancel request');

@@ -17,7 +17,11 @@ export type Outcome =
   /** Infrastructure trouble inside the handler: the call is retried, not failed. */
   | { kind: 'retry'; error: MeshError };
 
-function errorBody(code: ErrorBody['code'], message: string, details?: Record<string, unknown>): ErrorBody {
+function errorBody(
+  code: ErrorBody['code'],
+  message: string,
+  details?: Record<string, unknown>,
+): ErrorBody {
   return details ? { code, message, details } : { code, message };
 }
 
@@ -31,7 +35,10 @@ export async function execute(
 ): Promise<Outcome> {
   const deadline = Date.now() + timeoutMs;
   const timer = setTimeout(
-    () => controller.abort(new TimeoutReason(`${ctx.toolName} exceeded its deadline of ${timeoutMs} ms`)),
+    () =>
+      controller.abort(
+        new TimeoutReason(`${ctx.toolName} exceeded its deadline of ${timeoutMs} ms`),
+      ),
     timeoutMs,
   );
   const signal = controller.signal;
@@ -49,8 +56,14 @@ export async function execute(
   } catch (err) {
     const reason = signal.aborted ? (signal.reason as unknown) : err;
     if (reason instanceof TimeoutReason) {
-      running.catch((late: unknown) => log.debug({ err: late }, 'handler settled after its deadline'));
-      return { kind: 'result', status: 'timeout', error: errorBody('timeout', reason.message, { timeout_ms: timeoutMs }) };
+      running.catch((late: unknown) =>
+        log.debug({ err: late }, 'handler settled after its deadline'),
+      );
+      return {
+        kind: 'result',
+        status: 'timeout',
+        error: errorBody('timeout', reason.message, { timeout_ms: timeoutMs }),
+      };
     }
     if (reason instanceof CancelReason) {
       running.catch((late: unknown) => log.debug({ err: late }, 'handler settled after cancel'));
@@ -58,11 +71,19 @@ export async function execute(
     }
     if (reason instanceof MeshError) {
       if (reason.retryable) return { kind: 'retry', error: reason };
-      return { kind: 'result', status: statusForCode(reason.code), error: errorBody(reason.code, reason.message, reason.details) };
+      return {
+        kind: 'result',
+        status: statusForCode(reason.code),
+        error: errorBody(reason.code, reason.message, reason.details),
+      };
     }
     log.error({ err: reason }, 'tool handler crashed');
     const message = reason instanceof Error ? reason.message : String(reason);
-    return { kind: 'result', status: 'failed', error: errorBody('internal_error', `${ctx.toolName} crashed: ${message}`) };
+    return {
+      kind: 'result',
+      status: 'failed',
+      error: errorBody('internal_error', `${ctx.toolName} crashed: ${message}`),
+    };
   } finally {
     clearTimeout(timer);
     if (onAbort) signal.removeEventListener('abort', onAbort);

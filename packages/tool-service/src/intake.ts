@@ -54,7 +54,13 @@ export interface IntakeLimits {
 
 function reject(ids: CallIds | undefined, err: unknown): Rejection {
   if (err instanceof MeshError) {
-    return { ok: false, ids, code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
+    return {
+      ok: false,
+      ids,
+      code: err.code,
+      message: err.message,
+      ...(err.details ? { details: err.details } : {}),
+    };
   }
   throw err;
 }
@@ -77,16 +83,27 @@ function fallbackToolCallId(d: Delivery, project: string): string {
 function subjectIds(
   d: Delivery,
   subjects: Subjects,
-): { project: string; channel: string; target: string; tool: string; error?: unknown } | Rejection {
+): { project: string; channel: string; target: string; tool: string; error?: Error } | Rejection {
   try {
     const parsed = subjects.parse(d.subject);
     if (parsed.kind === 'cmd' && parsed.component === 'tool') return parsed;
-    return { ok: false, ids: undefined, code: 'invalid_message', message: `${d.subject} is not a tool call subject` };
+    return {
+      ok: false,
+      ids: undefined,
+      code: 'invalid_message',
+      message: `${d.subject} is not a tool call subject`,
+    };
   } catch (err) {
     const t = d.subject.split('.');
     const [, , project, channel, kind, component, target] = t;
-    if (isValidId(project) && isValidId(channel) && isValidId(target) && kind === 'cmd' && component === 'tool') {
-      return { project, channel, target, tool: t.slice(7).join('.'), error: err };
+    if (
+      isValidId(project) &&
+      isValidId(channel) &&
+      isValidId(target) &&
+      kind === 'cmd' &&
+      component === 'tool'
+    ) {
+      return { project, channel, target, tool: t.slice(7).join('.'), error: err as Error };
     }
     return reject(undefined, err);
   }
@@ -102,20 +119,29 @@ function readHeaders(d: Delivery, ids: CallIds): ProtocolError | undefined {
   const epoch = d.header(Header.turnEpoch);
   if (agent !== undefined) {
     if (!isValidId(agent)) {
-      return new ProtocolError('invalid_id', `header ${Header.agentId} ${JSON.stringify(agent)} is not a valid id`);
+      return new ProtocolError(
+        'invalid_id',
+        `header ${Header.agentId} ${JSON.stringify(agent)} is not a valid id`,
+      );
     }
     ids.agentId = agent;
   }
   if (turn !== undefined) {
     if (turn.length === 0 || turn.length > TURN_ID_MAX) {
-      return new ProtocolError('invalid_message', `header ${Header.turnId} must be 1-${TURN_ID_MAX} characters`);
+      return new ProtocolError(
+        'invalid_message',
+        `header ${Header.turnId} must be 1-${TURN_ID_MAX} characters`,
+      );
     }
     ids.turnId = turn;
   }
   if (epoch !== undefined) {
     const n = /^\d{1,15}$/.test(epoch) ? Number(epoch) : NaN;
     if (!Number.isSafeInteger(n)) {
-      return new ProtocolError('invalid_message', `header ${Header.turnEpoch} must be a non-negative integer`);
+      return new ProtocolError(
+        'invalid_message',
+        `header ${Header.turnEpoch} must be a non-negative integer`,
+      );
     }
     ids.turnEpoch = n;
   }
@@ -145,13 +171,18 @@ export function intake(
     // The body is parsed before the size check (NATS already bounds it): an oversize call's
     // failure must still be filed under the id its caller waits on.
     let body: unknown;
-    let parseError: unknown;
+    let parseError: Error | undefined;
     try {
       body = parseJson(d.data);
     } catch (err) {
-      parseError = err;
+      parseError = err as Error;
     }
-    if (typeof body === 'object' && body !== null && 'tool_call_id' in body && isValidToolCallId(body.tool_call_id)) {
+    if (
+      typeof body === 'object' &&
+      body !== null &&
+      'tool_call_id' in body &&
+      isValidToolCallId(body.tool_call_id)
+    ) {
       ids.toolCallId = body.tool_call_id;
     }
     if (subject.error !== undefined) throw subject.error;
@@ -177,7 +208,10 @@ export function intake(
     }
     const expectedName = `${ids.target}.${ids.tool}`;
     if (call.tool_name !== expectedName) {
-      throw new ProtocolError('id_mismatch', `subject names tool ${expectedName} but the body names ${call.tool_name}`);
+      throw new ProtocolError(
+        'id_mismatch',
+        `subject names tool ${expectedName} but the body names ${call.tool_name}`,
+      );
     }
     const def = tools.get(ids.tool);
     if (!def) {
@@ -186,12 +220,17 @@ export function intake(
       });
     }
     if (call.timeout_ms !== undefined && call.timeout_ms > limits.maxTimeoutMs) {
-      throw new ProtocolError('invalid_message', `timeout_ms ${call.timeout_ms} exceeds the limit of ${limits.maxTimeoutMs} ms`, {
-        details: { limit_ms: limits.maxTimeoutMs },
-      });
+      throw new ProtocolError(
+        'invalid_message',
+        `timeout_ms ${call.timeout_ms} exceeds the limit of ${limits.maxTimeoutMs} ms`,
+        {
+          details: { limit_ms: limits.maxTimeoutMs },
+        },
+      );
     }
     // A tool's own default never exceeds what the deployment allows.
-    const timeoutMs = call.timeout_ms ?? Math.min(def.timeoutMs ?? limits.defaultTimeoutMs, limits.maxTimeoutMs);
+    const timeoutMs =
+      call.timeout_ms ?? Math.min(def.timeoutMs ?? limits.defaultTimeoutMs, limits.maxTimeoutMs);
     const args = def.args.safeParse(call.arguments);
     if (!args.success) {
       const issues = args.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));

@@ -63,7 +63,12 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   let cancels: CancelRegistry | undefined;
 
   /** Retries a write while Postgres or NATS is unreachable, renewing the lease meanwhile. */
-  async function persist<T>(what: string, fn: () => Promise<T>, lease: Lease | undefined, clog: Logger): Promise<T> {
+  async function persist<T>(
+    what: string,
+    fn: () => Promise<T>,
+    lease: Lease | undefined,
+    clog: Logger,
+  ): Promise<T> {
     const giveUpAt = Date.now() + limits.persistRetryMaxMs;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -124,13 +129,22 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     // re-emits this same card, so the event is never lost.
     await emitResult(bus, ids, recorded);
     clog.info(
-      { card_id: recorded.cardId, status: recorded.content.status, new: recorded.inserted, duration_ms: content.duration_ms },
+      {
+        card_id: recorded.cardId,
+        status: recorded.content.status,
+        new: recorded.inserted,
+        duration_ms: content.duration_ms,
+      },
       recorded.inserted ? 'tool call finished' : 'tool call already had its result; re-emitted',
     );
     return { type: 'ack' };
   }
 
-  function failure(code: ErrorCode, message: string, details?: Record<string, unknown>): ToolResultContent {
+  function failure(
+    code: ErrorCode,
+    message: string,
+    details?: Record<string, unknown>,
+  ): ToolResultContent {
     const error: ErrorBody = details ? { code, message, details } : { code, message };
     return { status: statusForCode(code), error, duration_ms: 0 };
   }
@@ -138,7 +152,11 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   async function reemit(ids: CallIds, clog: Logger): Promise<Disposition | undefined> {
     const card = await store.cards.toolResult(ids.project, ids.toolCallId);
     if (!card) return undefined;
-    await emitResult(bus, ids, { cardId: card.card_id, createdAt: card.created_at, content: card.content as ToolResultContent });
+    await emitResult(bus, ids, {
+      cardId: card.card_id,
+      createdAt: card.created_at,
+      content: card.content as ToolResultContent,
+    });
     clog.info({ card_id: card.card_id }, 'duplicate call: re-emitted its existing result');
     return { type: 'ack' };
   }
@@ -152,7 +170,10 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       // Project or channel cannot be trusted: there is no place to file a result. The SDK and
       // the CLI refuse such ids before publishing; plain-NATS publishers see this in the logs.
       const r = accepted as Rejection;
-      log.warn({ subject: d.subject, seq: d.streamSeq, code: r.code, msg: r.message }, 'call rejected at the edge');
+      log.warn(
+        { subject: d.subject, seq: d.streamSeq, code: r.code, msg: r.message },
+        'call rejected at the edge',
+      );
       return { type: 'term', reason: `${r.code}: ${r.message}` };
     }
     const clog = log.child({
@@ -195,7 +216,10 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       }
       if (lastDelivery) return { type: 'ack' }; // the holder acks its own message
       const delayMs = Math.min(Math.max(got.expiresInMs, 100), 2_000);
-      clog.debug({ holder: got.holder.owner, delayMs }, 'call is running elsewhere; will look again');
+      clog.debug(
+        { holder: got.holder.owner, delayMs },
+        'call is running elsewhere; will look again',
+      );
       return { type: 'nak', delayMs };
     }
     const lease = got.lease;
@@ -203,7 +227,11 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       const card = await store.cards.toolResult(ids.project, ids.toolCallId);
       if (card) {
         await lease.complete(card.card_id);
-        await emitResult(bus, ids, { cardId: card.card_id, createdAt: card.created_at, content: card.content as ToolResultContent });
+        await emitResult(bus, ids, {
+          cardId: card.card_id,
+          createdAt: card.created_at,
+          content: card.content as ToolResultContent,
+        });
         clog.info({ card_id: card.card_id }, 'took over a finished call: re-emitted its result');
         return { type: 'ack' };
       }
@@ -231,20 +259,30 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
 
     const controller = new AbortController();
     const unregister = cancels?.register(ids.project, ids.toolCallId, controller);
-    const renew = setInterval(() => {
-      lease.renew().then(
-        (held) => {
-          if (!held) clog.error('lease lost to another owner while running');
-        },
-        (err: unknown) => clog.warn({ err }, 'lease renewal failed'),
-      );
-    }, Math.max(1_000, Math.floor(limits.leaseTtlMs / 3)));
+    const renew = setInterval(
+      () => {
+        lease.renew().then(
+          (held) => {
+            if (!held) clog.error('lease lost to another owner while running');
+          },
+          (err: unknown) => clog.warn({ err }, 'lease renewal failed'),
+        );
+      },
+      Math.max(1_000, Math.floor(limits.leaseTtlMs / 3)),
+    );
     let outcome;
     try {
       outcome = await execute(
         def,
         args,
-        { project: ids.project, channel: ids.channel, toolCallId: ids.toolCallId, toolName: call.tool_name, agentId: ids.agentId, logger: clog },
+        {
+          project: ids.project,
+          channel: ids.channel,
+          toolCallId: ids.toolCallId,
+          toolName: call.tool_name,
+          agentId: ids.agentId,
+          logger: clog,
+        },
         timeoutMs,
         controller,
         clog,
@@ -264,10 +302,20 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       const size = Buffer.byteLength(JSON.stringify(outcome.result ?? null));
       content =
         size > limits.maxResultBytes
-          ? { ...failure('payload_too_large', `result of ${size} bytes exceeds the limit of ${limits.maxResultBytes} bytes`, { size_bytes: size, limit_bytes: limits.maxResultBytes }), duration_ms: durationMs }
+          ? {
+              ...failure(
+                'payload_too_large',
+                `result of ${size} bytes exceeds the limit of ${limits.maxResultBytes} bytes`,
+                { size_bytes: size, limit_bytes: limits.maxResultBytes },
+              ),
+              duration_ms: durationMs,
+            }
           : { ...content, result: outcome.result ?? null };
     }
-    return finish(ids, content, lease, clog, { after_execution: call.after_execution, attempt: d.deliveryCount });
+    return finish(ids, content, lease, clog, {
+      after_execution: call.after_execution,
+      attempt: d.deliveryCount,
+    });
   }
 
   return {
@@ -290,7 +338,10 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
           handler: handle,
         },
       );
-      log.info({ tools: [...tools.keys()], concurrency: limits.concurrency }, 'tool service started');
+      log.info(
+        { tools: [...tools.keys()], concurrency: limits.concurrency },
+        'tool service started',
+      );
     },
     stop: async (graceMs) => {
       await consumption?.stop(graceMs);

@@ -1,0 +1,118 @@
+// `pnpm stack`: the whole mesh on this machine, without Docker. It uses NATS_URL / DATABASE_URL
+// when given; otherwise it starts nats-server and a Postgres from the local binaries under
+// .data/ (kept between runs). Then it migrates, starts each service as its own process with its
+// log lines prefixed, runs the demo call, and keeps running until Ctrl-C, which stops them all.
+//   --once   stop after the demo (exit code 0 when the demo call succeeded)
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { pino } from 'pino';
+import { loadConfig } from '@toolmesh/config';
+import { createPool, ensureDatabase, migrate } from '@toolmesh/store';
+import {
+  startLocalNats,
+  startLocalPostgres,
+  type LocalNats,
+  type LocalPostgres,
+} from '@toolmesh/testing';
+import { runDemo } from './demo.ts';
+
+const ROOT = join(import.meta.dirname, '..');
+const DATA = join(ROOT, '.data');
+const SERVICES = [
+  { name: 'skills', entry: 'services/skills/src/main.ts', ready: 'tool service started' },
+] as const;
+const onceMode = process.argv.includes('--once');
+
+const say = (line: string) => console.log(`[stack] ${line}`);
+const servers: (LocalNats | LocalPostgres)[] = [];
+const children: ChildProcess[] = [];
+let stopping = false;
+
+async function stopAll(code: number): Promise<never> {
+  stopping = true;
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  await Promise.all(children.filter((c) => c.exitCode === null).map((c) => once(c, 'exit')));
+  for (const s of servers.reverse()) await s.stop().catch(() => undefined);
+  say('stopped');
+  process.exit(code);
+}
+
+function startService(svc: (typeof SERVICES)[number], env: Record<string, string>): Promise<void> {
+  const child = spawn(process.execPath, [join(ROOT, svc.entry)], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    for (const stream of [child.stdout, child.stderr]) {
+      createInterface({ input: stream }).on('line', (line) => {
+        console.log(`[${svc.name}] ${line}`);
+        if (line.includes(svc.ready)) resolve();
+      });
+    }
+    child.once('exit', (code, signal) => {
+      if (!stopping) {
+        say(`${svc.name} exited (${signal ?? code}); stopping the stack`);
+        void stopAll(1);
+      }
+      reject(new Error(`${svc.name} exited before it was ready`));
+    });
+  });
+}
+
+process.on('SIGINT', () => void stopAll(0));
+process.on('SIGTERM', () => void stopAll(0));
+
+try {
+  await mkdir(DATA, { recursive: true });
+  let natsUrl = process.env['NATS_URL'];
+  if (!natsUrl) {
+    const nats = await startLocalNats({ dir: join(DATA, 'nats') });
+    servers.push(nats);
+    natsUrl = nats.url;
+    say(`nats-server with JetStream on ${natsUrl} (store in .data/nats)`);
+  }
+  let dbUrl = process.env['DATABASE_URL'];
+  if (!dbUrl) {
+    const pg = await startLocalPostgres({ dir: join(DATA, 'postgres') });
+    servers.push(pg);
+    dbUrl = pg.url.replace(/\/postgres$/, '/toolmesh');
+    say(`Postgres on 127.0.0.1:${pg.port} (data in .data/postgres)`);
+  }
+  const env: Record<string, string> = { CG__NATS__URL: natsUrl, CG__POSTGRES__URL: dbUrl };
+  const config = loadConfig({ env: { ...process.env, ...env } });
+  const logger = pino({ level: 'warn' });
+  await ensureDatabase({
+    url: dbUrl,
+    connectTimeoutMs: config.postgres.connect_timeout_ms,
+    logger,
+  });
+  const pool = createPool({
+    url: dbUrl,
+    max: 1,
+    statementTimeoutMs: 0,
+    connectTimeoutMs: config.postgres.connect_timeout_ms,
+    logger,
+  });
+  const { applied } = await migrate({ pool, logger });
+  await pool.end();
+  say(`database migrated (${applied.length} new migration${applied.length === 1 ? '' : 's'})`);
+  await writeFile(
+    join(DATA, 'stack.json'),
+    JSON.stringify({ natsUrl, root: config.nats.subject_root }, null, 2),
+  );
+
+  await Promise.all(SERVICES.map((s) => startService(s, env)));
+  say(`services up: ${SERVICES.map((s) => s.name).join(', ')}`);
+  const ok = await runDemo({ natsUrl, root: config.nats.subject_root });
+  say(ok ? 'demo call succeeded' : 'demo call FAILED');
+  if (onceMode) await stopAll(ok ? 0 : 1);
+  say('running; press Ctrl-C to stop');
+} catch (err) {
+  say(`failed: ${(err as Error).message}`);
+  await stopAll(1);
+}
