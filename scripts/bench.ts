@@ -15,6 +15,8 @@ for (const name of names) {
     process.exit(2);
   }
   console.log(`== bench ${name}`);
-  const r = spawnSync(process.execPath, [join(import.meta.dirname, '..', file)], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [join(import.meta.dirname, '..', file)], {
+    stdio: 'inherit',
+  });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }

@@ -13,7 +13,10 @@ let mesh: Mesh;
 let results: ResultCollector;
 
 beforeAll(async () => {
-  mesh = await startMesh({ CG__TOOLS__MAX_CALL_BYTES: '4096', CG__TOOLS__MAX_TIMEOUT_MS: '600000' });
+  mesh = await startMesh({
+    CG__TOOLS__MAX_CALL_BYTES: '4096',
+    CG__TOOLS__MAX_TIMEOUT_MS: '600000',
+  });
   await mesh.startService();
   results = await collectResults(mesh.nc, mesh.client.subjects, scope);
 });
@@ -38,7 +41,10 @@ async function publishRaw(opts: {
     ? `${mesh.client.subjects.root}.v1.${opts.project}.${scope.channel}.cmd.tool.${target}.${tool}`
     : mesh.client.subjects.toolCall({ ...scope, target, tool });
   const data = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
-  await jetstream(mesh.nc).publish(subject, data, { headers: h, msgID: `raw-${++n}-${Date.now()}` });
+  await jetstream(mesh.nc).publish(subject, data, {
+    headers: h,
+    msgID: `raw-${++n}-${Date.now()}`,
+  });
 }
 
 async function expectFailure(id: string, code: string) {
@@ -61,7 +67,10 @@ const call = (id: string, extra: Record<string, unknown> = {}) => ({
 
 describe('bad input gets a failed result with its own code', () => {
   it('unknown tool', async () => {
-    await publishRaw({ tool: 'builtin.nope', body: call('unknown-1', { tool_name: 'builtin.nope' }) });
+    await publishRaw({
+      tool: 'builtin.nope',
+      body: call('unknown-1', { tool_name: 'builtin.nope' }),
+    });
     const ev = await expectFailure('unknown-1', 'unknown_tool');
     expect(ev.content.error?.details?.['known']).toEqual(['builtin.echo', 'builtin.sleep']);
   });
@@ -107,7 +116,10 @@ describe('bad input gets a failed result with its own code', () => {
   });
 
   it('a body naming another tool than its subject', async () => {
-    await publishRaw({ tool: 'builtin.echo', body: call('name-1', { tool_name: 'builtin.sleep' }) });
+    await publishRaw({
+      tool: 'builtin.echo',
+      body: call('name-1', { tool_name: 'builtin.sleep' }),
+    });
     await expectFailure('name-1', 'id_mismatch');
   });
 
@@ -117,36 +129,59 @@ describe('bad input gets a failed result with its own code', () => {
   });
 
   it('a tool token outside [A-Za-z0-9_-] in the subject', async () => {
-    await publishRaw({ project: scope.project, tool: 'builtin.ec$ho', body: call('badtool-1', { tool_name: 'builtin.ec$ho' }) });
+    await publishRaw({
+      project: scope.project,
+      tool: 'builtin.ec$ho',
+      body: call('badtool-1', { tool_name: 'builtin.ec$ho' }),
+    });
     await expectFailure('badtool-1', 'invalid_id');
   });
 
   it('a failed call wakes the agent that made it', async () => {
     const wakeups: string[] = [];
-    const sub = mesh.nc.subscribe(mesh.client.subjects.agentWakeup({ ...scope, agent: 'agent-7' }), {
-      callback: (_e, m) => wakeups.push(m.string()),
-    });
+    const sub = mesh.nc.subscribe(
+      mesh.client.subjects.agentWakeup({ ...scope, agent: 'agent-7' }),
+      {
+        callback: (_e, m) => wakeups.push(m.string()),
+      },
+    );
     await mesh.nc.flush();
     await publishRaw({ body: '{"v": 1,', headerId: 'agent-call-1', agentId: 'agent-7' });
     await expectFailure('agent-call-1', 'malformed_json');
     const inbox = await mesh.store.inbox.pending(scope.project, 'agent-7');
     expect(inbox.map((i) => i.correlation_id)).toEqual(['agent-call-1']);
-    for (let i = 0; i < 50 && wakeups.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 50 && wakeups.length === 0; i++)
+      await new Promise((r) => setTimeout(r, 20));
     sub.unsubscribe();
-    expect(JSON.parse(wakeups[0]!)).toMatchObject({ agent_id: 'agent-7', reason: 'tool_result', correlation_id: 'agent-call-1' });
+    expect(JSON.parse(wakeups[0]!)).toMatchObject({
+      agent_id: 'agent-7',
+      reason: 'tool_result',
+      correlation_id: 'agent-call-1',
+    });
   });
 
   it('a valid call reusing the id of a rejected one gets the rejection, and does not run', async () => {
-    await publishRaw({ tool: 'builtin.sleep', body: call('reuse-1', { tool_name: 'builtin.sleep', arguments: {} }) });
+    await publishRaw({
+      tool: 'builtin.sleep',
+      body: call('reuse-1', { tool_name: 'builtin.sleep', arguments: {} }),
+    });
     const rejected = await expectFailure('reuse-1', 'invalid_arguments');
-    const again = await mesh.client.callTool({ ...scope, tool: 'builtin.sleep', toolCallId: 'reuse-1', arguments: { ms: 1 } });
+    const again = await mesh.client.callTool({
+      ...scope,
+      tool: 'builtin.sleep',
+      toolCallId: 'reuse-1',
+      arguments: { ms: 1 },
+    });
     expect(again.card_id).toBe(rejected.card_id);
     expect(again.status).toBe('failed');
     expect((await mesh.store.executions.get(scope.project, 'reuse-1'))?.status).toBe('failed');
   });
 
   it('a result Postgres cannot store (a NUL character) fails with internal_error instead of looping', async () => {
-    const r = await mesh.client.callTool({ ...scope, tool: 'builtin.echo', arguments: { text: 'a\u0000b' } }, { waitMs: 10_000 });
+    const r = await mesh.client.callTool(
+      { ...scope, tool: 'builtin.echo', arguments: { text: 'a\u0000b' } },
+      { waitMs: 10_000 },
+    );
     expect(r.status).toBe('failed');
     expect(r.content.error?.code).toBe('internal_error');
     expect(r.content.error?.message).toContain('could not be stored');
@@ -158,14 +193,20 @@ describe('bad input gets a failed result with its own code', () => {
   });
 
   it('a project id outside [A-Za-z0-9_-] is refused by the client before publishing', async () => {
-    const err: unknown = await mesh.client.callTool({ project: 'pro$ject', channel: 'main', tool: 'builtin.echo' }).catch((e: unknown) => e);
+    const err: unknown = await mesh.client
+      .callTool({ project: 'pro$ject', channel: 'main', tool: 'builtin.echo' })
+      .catch((e: unknown) => e);
     expect(errorCodeOf(err)).toBe('invalid_id');
     expect((err as Error).message).toContain('project');
   });
 
   it('keeps serving after all of that, including a raw call on an invalid project subject', async () => {
     await publishRaw({ project: 'pro$ject', body: call('edge-1') });
-    const ok = await mesh.client.callTool({ ...scope, tool: 'builtin.echo', arguments: { still: 'here' } });
+    const ok = await mesh.client.callTool({
+      ...scope,
+      tool: 'builtin.echo',
+      arguments: { still: 'here' },
+    });
     expect(ok.status).toBe('succeeded');
     expect(ok.content.result).toEqual({ still: 'here' });
     expect(results.events.find((e) => e.tool_call_id === 'edge-1')).toBeUndefined();
@@ -174,7 +215,12 @@ describe('bad input gets a failed result with its own code', () => {
 
 describe('deadlines and cancel', () => {
   it('a call that outlives its deadline ends timeout', async () => {
-    const r = await mesh.client.callTool({ ...scope, tool: 'builtin.sleep', arguments: { ms: 10_000 }, timeoutMs: 300 });
+    const r = await mesh.client.callTool({
+      ...scope,
+      tool: 'builtin.sleep',
+      arguments: { ms: 10_000 },
+      timeoutMs: 300,
+    });
     expect(r.status).toBe('timeout');
     expect(r.content.error?.code).toBe('timeout');
     expect(r.content.duration_ms).toBeLessThan(5_000);
@@ -184,7 +230,12 @@ describe('deadlines and cancel', () => {
 
   it('builtin.sleep cancelled mid-way ends canceled', async () => {
     const toolCallId = `cancel-${Date.now()}`;
-    const pending = mesh.client.callTool({ ...scope, tool: 'builtin.sleep', toolCallId, arguments: { ms: 30_000 } });
+    const pending = mesh.client.callTool({
+      ...scope,
+      tool: 'builtin.sleep',
+      toolCallId,
+      arguments: { ms: 30_000 },
+    });
     // Wait until the call is running before canceling it.
     for (let i = 0; i < 100; i++) {
       if ((await mesh.store.executions.get(scope.project, toolCallId))?.status === 'running') break;

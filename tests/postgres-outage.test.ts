@@ -13,7 +13,11 @@ let results: ResultCollector;
 beforeAll(async () => {
   pg = await startLocalPostgres();
   mesh = await startMesh(
-    { CG__TOOLS__RETRY_BASE_MS: '100', CG__TOOLS__RETRY_MAX_MS: '1000', CG__POSTGRES__CONNECT_TIMEOUT_MS: '1000' },
+    {
+      CG__TOOLS__RETRY_BASE_MS: '100',
+      CG__TOOLS__RETRY_MAX_MS: '1000',
+      CG__POSTGRES__CONNECT_TIMEOUT_MS: '1000',
+    },
     { databaseUrl: pg.url },
   );
   await mesh.startService();
@@ -26,19 +30,31 @@ afterAll(async () => {
 });
 
 it('calls made while Postgres is stopped are retried, not lost', { timeout: 120_000 }, async () => {
-  const before = await mesh.client.callTool({ ...scope, tool: 'builtin.echo', arguments: { phase: 'before' } });
+  const before = await mesh.client.callTool({
+    ...scope,
+    tool: 'builtin.echo',
+    arguments: { phase: 'before' },
+  });
   expect(before.status).toBe('succeeded');
 
   // A call in flight across the outage: it starts now and finishes while Postgres is down, so
   // its card must wait for the database instead of being dropped or run twice.
-  const slow = await mesh.client.publishToolCall({ ...scope, tool: 'builtin.sleep', arguments: { ms: 1_500 } });
+  const slow = await mesh.client.publishToolCall({
+    ...scope,
+    tool: 'builtin.sleep',
+    arguments: { ms: 1_500 },
+  });
   while ((await mesh.store.executions.get(scope.project, slow.toolCallId))?.status !== 'running') {
     await new Promise((r) => setTimeout(r, 20));
   }
   await pg.stop();
   const ids: string[] = [];
   for (let i = 0; i < 20; i++) {
-    const sent = await mesh.client.publishToolCall({ ...scope, tool: 'builtin.echo', arguments: { i } });
+    const sent = await mesh.client.publishToolCall({
+      ...scope,
+      tool: 'builtin.echo',
+      arguments: { i },
+    });
     ids.push(sent.toolCallId);
   }
   await new Promise((r) => setTimeout(r, 3_000));

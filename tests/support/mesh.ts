@@ -31,9 +31,14 @@ export interface MeshOptions {
   databaseUrl?: string;
 }
 
-export async function startMesh(overrides: Record<string, string> = {}, opts: MeshOptions = {}): Promise<Mesh> {
+export async function startMesh(
+  overrides: Record<string, string> = {},
+  opts: MeshOptions = {},
+): Promise<Mesh> {
   const nats = await useNats();
-  const db = opts.databaseUrl ? { url: opts.databaseUrl, cleanup: async () => {} } : await usePostgres();
+  const db = opts.databaseUrl
+    ? { url: opts.databaseUrl, cleanup: async () => {} }
+    : await usePostgres();
   const env: Record<string, string> = {
     CG__NATS__URL: nats.url,
     CG__NATS__SUBJECT_ROOT: nats.root,
@@ -43,7 +48,13 @@ export async function startMesh(overrides: Record<string, string> = {}, opts: Me
   };
   const config = loadConfig({ env });
   const logger = pino({ level: config.log.level });
-  const pool = createPool({ url: db.url, max: 4, statementTimeoutMs: 10_000, connectTimeoutMs: 5_000, logger });
+  const pool = createPool({
+    url: db.url,
+    max: 4,
+    statementTimeoutMs: 10_000,
+    connectTimeoutMs: 5_000,
+    logger,
+  });
   await migrate({ pool, logger });
   const store = createStore(pool);
   const nc = await connect({ servers: nats.url });
@@ -78,7 +89,9 @@ export async function startMesh(overrides: Record<string, string> = {}, opts: Me
           out += b.toString();
           if (out.includes('tool service started')) resolve();
         });
-        child.once('exit', (code) => reject(new Error(`skills service exited (${code}) before starting:\n${out}`)));
+        child.once('exit', (code) =>
+          reject(new Error(`skills service exited (${code}) before starting:\n${out}`)),
+        );
       });
       child.stdout?.resume();
       return child;

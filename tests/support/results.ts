@@ -46,7 +46,11 @@ export async function collectResults(
   return {
     events,
     waitFor: async (id, timeoutMs = 10_000) => {
-      await until(() => byId.has(id), timeoutMs, () => `a result for ${id}`);
+      await until(
+        () => byId.has(id),
+        timeoutMs,
+        () => `a result for ${id}`,
+      );
       return byId.get(id)![0]!;
     },
     waitForAll: async (ids, timeoutMs) => {

@@ -2,7 +2,11 @@
 // checked before anything is sent, so a bad id fails here with `invalid_id` instead of being
 // rejected (without a result) by a tool service.
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
-import { headers as natsHeaders, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import {
+  headers as natsHeaders,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
 import { v7 as uuidv7 } from 'uuid';
 import {
   DEFAULT_ROOT,
@@ -61,13 +65,20 @@ export interface Client {
   /** Publishes a call and resolves with its result (whatever its status). */
   callTool(req: ToolCallRequest, opts?: CallOptions): Promise<ToolResult>;
   /** Asks every tool-service instance to abort a running call. */
-  cancel(req: { project: string; channel: string; toolCallId: string; reason?: string }): Promise<void>;
+  cancel(req: {
+    project: string;
+    channel: string;
+    toolCallId: string;
+    reason?: string;
+  }): Promise<void>;
   close(): Promise<void>;
 }
 
 export class ResultWaitTimeoutError extends MeshError {
   constructor(toolCallId: string, waitMs: number) {
-    super('timeout', `no result for tool call ${toolCallId} within ${waitMs} ms`, { details: { tool_call_id: toolCallId } });
+    super('timeout', `no result for tool call ${toolCallId} within ${waitMs} ms`, {
+      details: { tool_call_id: toolCallId },
+    });
   }
 }
 
@@ -133,7 +144,9 @@ export function createClient(opts: ClientOptions): Client {
       const ack = await js.publish(subject, body, { headers: h, msgID });
       return { toolCallId, subject, seq: ack.seq, duplicate: ack.duplicate };
     } catch (cause) {
-      throw new RetryableError(`publishing ${req.tool} failed: ${(cause as Error).message}`, { cause });
+      throw new RetryableError(`publishing ${req.tool} failed: ${(cause as Error).message}`, {
+        cause,
+      });
     }
   }
 
@@ -148,7 +161,8 @@ export function createClient(opts: ClientOptions): Client {
       waiters.set(key, resolve);
       timer = setTimeout(() => reject(new ResultWaitTimeoutError(toolCallId, waitMs)), waitMs);
       if (o.signal) {
-        onAbort = () => reject(o.signal?.reason instanceof Error ? o.signal.reason : new Error('aborted'));
+        onAbort = () =>
+          reject(o.signal?.reason instanceof Error ? o.signal.reason : new Error('aborted'));
         o.signal.addEventListener('abort', onAbort, { once: true });
       }
     });
@@ -171,7 +185,11 @@ export function createClient(opts: ClientOptions): Client {
     publishToolCall: (req) => publishToolCall(req),
     callTool,
     cancel: async ({ project, channel, toolCallId, reason }) => {
-      const data = encodeMessage('cancel', { v: 1, tool_call_id: assertId(IdKind.toolCall, toolCallId), ...(reason ? { reason } : {}) });
+      const data = encodeMessage('cancel', {
+        v: 1,
+        tool_call_id: assertId(IdKind.toolCall, toolCallId),
+        ...(reason ? { reason } : {}),
+      });
       nc.publish(subjects.cancel({ project, channel }), data);
       await nc.flush();
     },

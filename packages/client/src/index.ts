@@ -1,2 +1,9 @@
 export { createClient, ResultWaitTimeoutError } from './client.ts';
-export type { Client, ClientOptions, ToolCallRequest, CallOptions, ToolResult, Published } from './client.ts';
+export type {
+  Client,
+  ClientOptions,
+  ToolCallRequest,
+  CallOptions,
+  ToolResult,
+  Published,
+} from './client.ts';

@@ -3,13 +3,21 @@
 import { MeshError, RetryableError } from '@toolmesh/protocol';
 
 const RETRYABLE_SQLSTATE_CLASSES = ['08', '53', '57', '40'];
-const RETRYABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']);
+const RETRYABLE_NODE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 export function isRetryablePgError(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const code = 'code' in err && typeof err.code === 'string' ? err.code : '';
   if (RETRYABLE_NODE_CODES.has(code)) return true;
-  if (/^[0-9A-Z]{5}$/.test(code) && RETRYABLE_SQLSTATE_CLASSES.includes(code.slice(0, 2))) return true;
+  if (/^[0-9A-Z]{5}$/.test(code) && RETRYABLE_SQLSTATE_CLASSES.includes(code.slice(0, 2)))
+    return true;
   const message = err instanceof Error ? err.message : '';
   return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
     message,
@@ -19,7 +27,9 @@ export function isRetryablePgError(err: unknown): boolean {
 export function toStoreError(err: unknown, what: string): Error {
   if (err instanceof MeshError) return err;
   if (isRetryablePgError(err)) {
-    return new RetryableError(`${what}: Postgres unavailable: ${(err as Error).message}`, { cause: err });
+    return new RetryableError(`${what}: Postgres unavailable: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   return err instanceof Error ? err : new Error(`${what}: ${String(err)}`);
 }

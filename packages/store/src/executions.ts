@@ -56,7 +56,15 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
                instance_id = EXCLUDED.instance_id,
                started_at = now()
            WHERE state.tool_executions.status = 'running'`,
-        [e.projectId, e.toolCallId, e.channel, e.toolName, e.target, e.agentId ?? null, e.instanceId],
+        [
+          e.projectId,
+          e.toolCallId,
+          e.channel,
+          e.toolName,
+          e.target,
+          e.agentId ?? null,
+          e.instanceId,
+        ],
       );
     },
     get: async (projectId, toolCallId) =>

@@ -8,5 +8,11 @@ export type { RecordToolResult, RecordedResult, ResultsRepo } from './results.ts
 export { isRetryablePgError, toStoreError } from './errors.ts';
 export { createPool } from './pool.ts';
 export type { PoolOptions } from './pool.ts';
-export { migrate, loadMigrations, ensureDatabase, MigrationError, MIGRATIONS_DIR } from './migrate.ts';
+export {
+  migrate,
+  loadMigrations,
+  ensureDatabase,
+  MigrationError,
+  MIGRATIONS_DIR,
+} from './migrate.ts';
 export type { Migration, MigrateOptions, EnsureDatabaseOptions } from './migrate.ts';

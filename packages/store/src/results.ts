@@ -107,9 +107,16 @@ export function createResultsRepo(db: Db): ResultsRepo {
       ]);
       // A concurrent writer may have committed after this statement's snapshot was taken: the
       // insert then did nothing and the snapshot cannot see the winner, so read it afresh.
-      const row = rows[0] ?? (await db.query<Row>('results_existing', EXISTING_SQL, [r.projectId, r.toolCallId]))[0];
+      const row =
+        rows[0] ??
+        (await db.query<Row>('results_existing', EXISTING_SQL, [r.projectId, r.toolCallId]))[0];
       if (!row) throw new Error(`tool result for ${r.toolCallId} neither inserted nor found`);
-      return { cardId: row.card_id, createdAt: row.created_at, content: row.content, inserted: row.inserted };
+      return {
+        cardId: row.card_id,
+        createdAt: row.created_at,
+        content: row.content,
+        inserted: row.inserted,
+      };
     },
   };
 }
