@@ -1,10 +1,26 @@
 // The bus facade a process builds once: one connection, the JetStream client and manager, the
 // names of this deployment, publishing with Nats-Msg-Id, durable consumption and core
 // subscriptions. Errors talking to NATS become RetryableError at this boundary.
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { headers as natsHeaders, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import {
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
+import {
+  headers as natsHeaders,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { Header, RetryableError, createNames, createSubjects, type Names, type Subjects } from '@toolmesh/protocol';
+import {
+  Header,
+  RetryableError,
+  createNames,
+  createSubjects,
+  type Names,
+  type Subjects,
+} from '@toolmesh/protocol';
 import { consume, type ConsumeOptions, type Consumption } from './consume.ts';
 import { createLeaseStore, type LeaseStore } from './lease.ts';
 import {
@@ -76,11 +92,18 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
     provision: async (settings) => {
       try {
         await provisionStreams(jsm, subjects, names, settings);
-        leaseStore = createLeaseStore(await provisionLeaseBucket(nc, names, settings.leaseBucketMaxAgeSec));
+        leaseStore = createLeaseStore(
+          await provisionLeaseBucket(nc, jsm, names, settings.leaseBucketMaxAgeSec),
+        );
       } catch (cause) {
-        throw new RetryableError(`provisioning JetStream failed: ${(cause as Error).message}`, { cause });
+        throw new RetryableError(`provisioning JetStream failed: ${(cause as Error).message}`, {
+          cause,
+        });
       }
-      log.info({ streams: [names.commandStream, names.eventStream], bucket: names.leaseBucket }, 'JetStream provisioned');
+      log.info(
+        { streams: [names.commandStream, names.eventStream], bucket: names.leaseBucket },
+        'JetStream provisioned',
+      );
     },
     leases: () => {
       if (!leaseStore) throw new Error('bus.provision() must run before leases are used');
@@ -91,7 +114,9 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
         const ack = await js.publish(subject, data, { headers: toHeaders(o.headers, o.msgId) });
         return { seq: ack.seq, duplicate: ack.duplicate };
       } catch (cause) {
-        throw new RetryableError(`publish to ${subject} failed: ${(cause as Error).message}`, { cause });
+        throw new RetryableError(`publish to ${subject} failed: ${(cause as Error).message}`, {
+          cause,
+        });
       }
     },
     publishCore: (subject, data, hdrs) => {
@@ -103,7 +128,10 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
       return consume(consumer, { ...o, logger: log.child({ consumer: spec.durable }) });
     },
     subscribe: (subject, onMessage) =>
-      nc.subscribe(subject, { callback: (err, msg) => (err ? log.warn({ err, subject }, 'subscription error') : onMessage(msg.subject, msg.data)) }),
+      nc.subscribe(subject, {
+        callback: (err, msg) =>
+          err ? log.warn({ err, subject }, 'subscription error') : onMessage(msg.subject, msg.data),
+      }),
     close: async () => {
       if (!nc.isClosed()) await nc.drain();
     },

@@ -29,7 +29,9 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
       waitOnFirstConnect: false,
     });
   } catch (cause) {
-    throw new RetryableError(`cannot connect to NATS at ${opts.url}: ${(cause as Error).message}`, { cause });
+    throw new RetryableError(`cannot connect to NATS at ${opts.url}: ${(cause as Error).message}`, {
+      cause,
+    });
   }
   log.info({ server: nc.getServer() }, 'connected to NATS');
   void (async () => {
@@ -41,10 +43,20 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
         case 'staleConnection':
         case 'error':
         case 'ldm':
-          log.warn({ status: s.type, detail: 'server' in s ? s.server : undefined }, 'NATS connection status');
+        case 'slowConsumer': // the client dropped messages of a subscription that fell behind
+          log.warn(
+            { status: s.type, detail: 'server' in s ? s.server : undefined },
+            'NATS connection status',
+          );
+          break;
+        case 'update':
+        case 'ping':
+        case 'forceReconnect':
+        case 'close':
+          log.debug({ status: s.type }, 'NATS connection status');
           break;
         default:
-          log.debug({ status: s.type }, 'NATS connection status');
+          s satisfies never;
       }
     }
   })();

@@ -2,11 +2,17 @@
 // handled in its own task; while a handler runs longer than a third of the ack wait, the
 // message gets in-progress acks so the server does not redeliver it to another instance. The
 // handler decides ack, nak (with a delay) or term; a thrown error naks with backoff.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
-import type { MsgHdrs } from '@nats-io/transport-node';
+import {
+  ClosedConnectionError,
+  DrainingConnectionError,
+  type MsgHdrs,
+} from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 
-export type Disposition = { type: 'ack' } | { type: 'nak'; delayMs: number } | { type: 'term'; reason: string };
+export type Disposition =
+  { type: 'ack' } | { type: 'nak'; delayMs: number } | { type: 'term'; reason: string };
 
 export interface Delivery {
   readonly subject: string;
@@ -35,6 +41,11 @@ export interface Consumption {
   inFlight(): number;
 }
 
+/** How long one pull request waits for messages before the next is sent. */
+const FETCH_EXPIRES_MS = 10_000;
+/** Pause after a failed pull request (consumer missing, connection down) before the next. */
+const FETCH_RETRY_MS = 1_000;
+
 /** Exponential backoff with ±20 % jitter, so redeliveries of a burst do not arrive in lockstep. */
 export function backoffMs(attempt: number, baseMs: number, maxMs: number): number {
   const raw = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
@@ -52,12 +63,19 @@ function toDelivery(m: JsMsg): Delivery {
   };
 }
 
-export async function consume(consumer: Consumer, opts: ConsumeOptions): Promise<Consumption> {
+export function consume(consumer: Consumer, opts: ConsumeOptions): Consumption {
   const log = opts.logger;
   let active = 0;
   let stopping = false;
-  let wake: (() => void) | undefined;
-  const idle = (): Promise<void> => new Promise((r) => (wake = r));
+  let batch: ConsumerMessages | undefined;
+  // Wakes whoever waits for a change: a handler finished, or stop() was called.
+  let waiters: Array<() => void> = [];
+  const changed = (): Promise<void> => new Promise((r) => waiters.push(r));
+  const notify = (): void => {
+    const w = waiters;
+    waiters = [];
+    for (const r of w) r();
+  };
 
   async function run(m: JsMsg): Promise<void> {
     const heartbeat = setInterval(() => m.working(), Math.max(250, Math.floor(opts.ackWaitMs / 3)));
@@ -66,7 +84,10 @@ export async function consume(consumer: Consumer, opts: ConsumeOptions): Promise
       d = await opts.handler(toDelivery(m));
     } catch (err) {
       const delayMs = backoffMs(m.info.deliveryCount, opts.retryBaseMs, opts.retryMaxMs);
-      log.warn({ err, subject: m.subject, seq: m.seq, delivery: m.info.deliveryCount, delayMs }, 'handler failed; nak');
+      log.warn(
+        { err, subject: m.subject, seq: m.seq, delivery: m.info.deliveryCount, delayMs },
+        'handler failed; nak',
+      );
       d = { type: 'nak', delayMs };
     } finally {
       clearInterval(heartbeat);
@@ -79,32 +100,58 @@ export async function consume(consumer: Consumer, opts: ConsumeOptions): Promise
         m.nak(d.delayMs);
         break;
       case 'term':
-        m.term(d.reason);
+        // nats-server 2.9 only knows a bare `+TERM`: with a reason attached it ignores the term
+        // and redelivers the message after the ack wait. So the reason goes to the log instead.
+        log.info({ subject: m.subject, seq: m.seq, reason: d.reason }, 'message terminated');
+        m.term();
         break;
       default:
         d satisfies never;
     }
   }
 
-  // Pull no more than we may run at once: buffered messages would age against the ack wait.
-  const messages: ConsumerMessages = await consumer.consume({ max_messages: opts.concurrency });
+  // Pull only as many messages as there are free slots, so each one starts at once. A message
+  // pulled ahead of a free slot would wait without in-progress acks, outlive the ack wait and
+  // be delivered a second time while the first copy is still queued here.
   const loop = (async () => {
-    for await (const m of messages) {
-      // Buffered messages left after stop go back at once instead of waiting out the ack wait.
-      if (stopping) {
-        m.nak();
+    while (!stopping) {
+      if (active >= opts.concurrency) {
+        await changed();
         continue;
       }
-      while (active >= opts.concurrency) await idle();
-      active++;
-      void run(m)
-        .catch((err: unknown) => log.error({ err, subject: m.subject }, 'ack failed'))
-        .finally(() => {
-          active--;
-          const w = wake;
-          wake = undefined;
-          w?.();
+      try {
+        batch = await consumer.fetch({
+          max_messages: opts.concurrency - active,
+          expires: FETCH_EXPIRES_MS,
         });
+        if (stopping) batch.stop();
+        for await (const m of batch) {
+          // Messages that arrived after stop go back at once instead of waiting out the ack wait.
+          if (stopping) {
+            m.nak();
+            continue;
+          }
+          active++;
+          void run(m)
+            .catch((err: unknown) => log.error({ err, subject: m.subject }, 'ack failed'))
+            .finally(() => {
+              active--;
+              notify();
+            });
+        }
+      } catch (err) {
+        // A closing connection does not come back: pulling ends, as it does after stop().
+        if (
+          stopping ||
+          err instanceof ClosedConnectionError ||
+          err instanceof DrainingConnectionError
+        )
+          break;
+        log.warn({ err }, 'pull request failed; retrying');
+        await Promise.race([changed(), sleep(FETCH_RETRY_MS)]);
+      } finally {
+        batch = undefined;
+      }
     }
   })();
 
@@ -112,13 +159,18 @@ export async function consume(consumer: Consumer, opts: ConsumeOptions): Promise
     inFlight: () => active,
     stop: async (graceMs = 30_000) => {
       stopping = true;
-      await messages.close();
+      notify();
+      batch?.stop();
       await loop.catch((err: unknown) => log.warn({ err }, 'consume loop ended with an error'));
       const deadline = Date.now() + graceMs;
       while (active > 0 && Date.now() < deadline) {
-        await Promise.race([idle(), new Promise((r) => setTimeout(r, 100))]);
+        await Promise.race([changed(), sleep(100)]);
       }
-      if (active > 0) log.warn({ active }, 'stopped with handlers still running; their messages will be redelivered');
+      if (active > 0)
+        log.warn(
+          { active },
+          'stopped with handlers still running; their messages will be redelivered',
+        );
     },
   };
 }

@@ -3,7 +3,13 @@ export type { ConnectOptions } from './connection.ts';
 export { createBus } from './bus.ts';
 export type { Bus, BusOptions, PublishOptions, PublishAck } from './bus.ts';
 export { backoffMs } from './consume.ts';
-export type { Delivery, DeliveryHandler, Disposition, Consumption, ConsumeOptions } from './consume.ts';
+export type {
+  Delivery,
+  DeliveryHandler,
+  Disposition,
+  Consumption,
+  ConsumeOptions,
+} from './consume.ts';
 export { createLeaseStore } from './lease.ts';
 export type { Lease, LeaseRecord, LeaseStore, AcquireResult } from './lease.ts';
 export type { ConsumerSpec, StreamSettings } from './provision.ts';

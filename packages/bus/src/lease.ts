@@ -50,7 +50,13 @@ function decode(entry: KvEntry | null): LeaseRecord | undefined {
 }
 
 export function createLeaseStore(kv: KV, now: () => number = Date.now): LeaseStore {
-  function makeLease(key: string, record: LeaseRecord, revision: number, ttlMs: number, takeover: boolean): Lease {
+  function makeLease(
+    key: string,
+    record: LeaseRecord,
+    revision: number,
+    ttlMs: number,
+    takeover: boolean,
+  ): Lease {
     let rev = revision;
     let current = record;
     const write = async (next: LeaseRecord): Promise<boolean> => {
@@ -75,7 +81,8 @@ export function createLeaseStore(kv: KV, now: () => number = Date.now): LeaseSto
         try {
           await kv.delete(key, { previousSeq: rev });
         } catch (err) {
-          if (!isWrongRevision(err)) throw new RetryableError(`lease ${key}: ${(err as Error).message}`, { cause: err });
+          if (!isWrongRevision(err))
+            throw new RetryableError(`lease ${key}: ${(err as Error).message}`, { cause: err });
         }
       },
     };
@@ -108,7 +115,8 @@ export function createLeaseStore(kv: KV, now: () => number = Date.now): LeaseSto
         const rev = await kv.update(key, encode(record), entry.revision);
         return { acquired: true, lease: makeLease(key, record, rev, ttlMs, true) };
       } catch (err) {
-        if (!isWrongRevision(err)) throw new RetryableError(`lease ${key}: ${(err as Error).message}`, { cause: err });
+        if (!isWrongRevision(err))
+          throw new RetryableError(`lease ${key}: ${(err as Error).message}`, { cause: err });
       }
     }
     throw new RetryableError(`lease ${key}: contended, try again`);
@@ -125,6 +133,7 @@ function isWrongRevision(err: unknown): boolean {
   return (
     typeof err === 'object' &&
     err !== null &&
-    (('code' in err && err.code === 10071) || /wrong last sequence/i.test(String((err as Error).message)))
+    (('code' in err && err.code === 10071) ||
+      /wrong last sequence/i.test(String((err as Error).message)))
   );
 }

@@ -36,7 +36,10 @@ export interface ConsumerSpec {
   maxAckPending: number;
 }
 
-async function upsertStream(jsm: JetStreamManager, cfg: Partial<StreamConfig> & { name: string }): Promise<void> {
+async function upsertStream(
+  jsm: JetStreamManager,
+  cfg: Partial<StreamConfig> & { name: string },
+): Promise<void> {
   try {
     const info = await jsm.streams.info(cfg.name);
     const { name: _name, storage: _storage, retention: _retention, ...mutable } = cfg;
@@ -74,9 +77,21 @@ export async function provisionStreams(
 }
 
 /** Opens (creating if needed) the lease bucket; its max age bounds the bucket's growth. */
-export async function provisionLeaseBucket(nc: NatsConnection, names: Names, maxAgeSec: number): Promise<KV> {
+export async function provisionLeaseBucket(
+  nc: NatsConnection,
+  jsm: JetStreamManager,
+  names: Names,
+  maxAgeSec: number,
+): Promise<KV> {
   // nats-server 2.9 has no per-key TTL: leases carry their own expiry in the value instead.
-  return new Kvm(nc).create(names.leaseBucket, { history: 1, ttl: maxAgeSec * 1000 });
+  const kv = await new Kvm(nc).create(names.leaseBucket, { history: 1, ttl: maxAgeSec * 1000 });
+  // Kvm.create opens an existing bucket as it is, so a changed max age is applied here.
+  const { config } = (await kv.status()).streamInfo;
+  const maxAge = maxAgeSec * 1000 * NS;
+  if (config.max_age !== maxAge) {
+    await jsm.streams.update(config.name, { ...config, max_age: maxAge });
+  }
+  return kv;
 }
 
 export async function provisionConsumer(jsm: JetStreamManager, spec: ConsumerSpec): Promise<void> {
@@ -106,6 +121,7 @@ export async function provisionConsumer(jsm: JetStreamManager, spec: ConsumerSpe
 function isNotFound(err: unknown): boolean {
   return (
     err instanceof JetStreamApiError &&
-    (err.code === JetStreamApiCodes.StreamNotFound || err.code === JetStreamApiCodes.ConsumerNotFound)
+    (err.code === JetStreamApiCodes.StreamNotFound ||
+      err.code === JetStreamApiCodes.ConsumerNotFound)
   );
 }

@@ -1,4 +1,11 @@
-export { ID_PATTERN, TOOL_CALL_ID_PATTERN, IdKind, isValidId, isValidToolCallId, assertId } from './ids.ts';
+export {
+  ID_PATTERN,
+  TOOL_CALL_ID_PATTERN,
+  IdKind,
+  isValidId,
+  isValidToolCallId,
+  assertId,
+} from './ids.ts';
 export {
   ResultStatus,
   ERROR_CODES,

@@ -5,7 +5,9 @@ import { ID_PATTERN, TOOL_CALL_ID_PATTERN } from './ids.ts';
 import { ERROR_CODES, ResultStatus } from './errors.ts';
 
 const id = z.string().regex(ID_PATTERN, 'must be 1-64 characters of [A-Za-z0-9_-]');
-const toolCallId = z.string().regex(TOOL_CALL_ID_PATTERN, 'must be 1-128 characters of [A-Za-z0-9_-]');
+const toolCallId = z
+  .string()
+  .regex(TOOL_CALL_ID_PATTERN, 'must be 1-128 characters of [A-Za-z0-9_-]');
 const toolName = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,64}\.[A-Za-z0-9_-]{1,64}$/, 'must be <target>.<tool>');
@@ -26,7 +28,9 @@ export type ToolCall = z.infer<typeof ToolCall>;
 export type ToolCallInput = z.input<typeof ToolCall>;
 
 export const ErrorBody = z.strictObject({
-  code: z.enum(Object.keys(ERROR_CODES) as [keyof typeof ERROR_CODES, ...(keyof typeof ERROR_CODES)[]]),
+  code: z.enum(
+    Object.keys(ERROR_CODES) as [keyof typeof ERROR_CODES, ...(keyof typeof ERROR_CODES)[]],
+  ),
   message: z.string(),
   details: z.record(z.string(), z.unknown()).optional(),
 });

@@ -1,7 +1,7 @@
 // Stream, consumer, bucket, key and message-id names, derived from the subject root so that
 // several deployments (or test runs) can share one NATS server without colliding.
 import { assertId, IdKind } from './ids.ts';
-import { DEFAULT_ROOT } from './subjects.ts';
+import { assertRoot, DEFAULT_ROOT } from './subjects.ts';
 
 export interface Names {
   readonly commandStream: string;
@@ -16,6 +16,8 @@ export interface Names {
 }
 
 export function createNames(root: string = DEFAULT_ROOT): Names {
+  // Unchecked, a root like `a.b` would only fail later, at the server, as a bad stream name.
+  assertRoot(root);
   const upper = root.toUpperCase();
   return {
     commandStream: `${upper}_CMD`,
@@ -34,7 +36,8 @@ export const MsgId = {
   toolCall: (project: string, toolCallId: string) => `${project}/${toolCallId}`,
   /** A deliberate re-send of a call whose first publish was deduplicated: the tool service's
    *  lease and unique card answer it with the original result instead of running it again. */
-  toolCallResend: (project: string, toolCallId: string, nonce: string) => `${project}/${toolCallId}/resend/${nonce}`,
+  toolCallResend: (project: string, toolCallId: string, nonce: string) =>
+    `${project}/${toolCallId}/resend/${nonce}`,
   toolResult: (project: string, toolCallId: string) => `${project}/result/${toolCallId}`,
   wakeup: (project: string, agent: string, correlationId: string) =>
     `${project}/wakeup/${agent}/${correlationId}`,

@@ -55,15 +55,29 @@ function scoped(root: string, s: Scope, ...rest: string[]): string {
   return [root, PROTOCOL_VERSION, s.project, s.channel, ...rest].join('.');
 }
 
-export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
+/** The root names streams, buckets and consumers too, so it must be one plain token. */
+export function assertRoot(root: string): string {
   if (!ID_PATTERN.test(root)) {
-    throw new ProtocolError('invalid_id', `subject root ${JSON.stringify(root)} is not a valid token`);
+    const message = `subject root ${JSON.stringify(root)} is not a valid token`;
+    throw new ProtocolError('invalid_id', message, { details: { field: 'root' } });
   }
+  return root;
+}
+
+export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
+  assertRoot(root);
   const prefix = `${root}.${PROTOCOL_VERSION}.`;
   return {
     root,
     toolCall: (s) =>
-      scoped(root, s, 'cmd', 'tool', assertId(IdKind.target, s.target), assertId(IdKind.tool, s.tool)),
+      scoped(
+        root,
+        s,
+        'cmd',
+        'tool',
+        assertId(IdKind.target, s.target),
+        assertId(IdKind.tool, s.tool),
+      ),
     toolResult: (s) => scoped(root, s, 'evt', 'tool', assertId(IdKind.target, s.target), 'result'),
     agentWakeup: (s) => scoped(root, s, 'cmd', 'agent', assertId(IdKind.agent, s.agent), 'wakeup'),
     agentEvent: (s) => scoped(root, s, 'evt', 'agent', assertId(IdKind.agent, s.agent), s.event),
@@ -86,10 +100,18 @@ function bad(subject: string, why: string): ProtocolError {
 
 function parseSubject(root: string, subject: string): ParsedSubject {
   const t = subject.split('.');
-  if (t[0] !== root || t[1] !== PROTOCOL_VERSION) throw bad(subject, `expected ${root}.${PROTOCOL_VERSION}.*`);
+  if (t[0] !== root || t[1] !== PROTOCOL_VERSION)
+    throw bad(subject, `expected ${root}.${PROTOCOL_VERSION}.*`);
   if (t.length < 7) throw bad(subject, 'too few tokens');
   const [, , project, channel, kind, component, target, ...suffix] = t as [
-    string, string, string, string, string, string, string, ...string[],
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    ...string[],
   ];
   const scope: Scope = {
     project: assertId(IdKind.project, project),
@@ -97,7 +119,13 @@ function parseSubject(root: string, subject: string): ParsedSubject {
   };
   const one = suffix.length === 1 ? suffix[0] : undefined;
   if (kind === 'cmd' && component === 'tool' && one !== undefined) {
-    return { kind, component, ...scope, target: assertId(IdKind.target, target), tool: assertId(IdKind.tool, one) };
+    return {
+      kind,
+      component,
+      ...scope,
+      target: assertId(IdKind.target, target),
+      tool: assertId(IdKind.tool, one),
+    };
   }
   if (kind === 'cmd' && component === 'agent' && one === 'wakeup') {
     return { kind, component, ...scope, agent: assertId(IdKind.agent, target), action: one };
@@ -108,7 +136,11 @@ function parseSubject(root: string, subject: string): ParsedSubject {
   if (kind === 'evt' && component === 'tool' && one === 'result') {
     return { kind, component, ...scope, target: assertId(IdKind.target, target), event: one };
   }
-  if (kind === 'evt' && component === 'agent' && (one === 'task' || one === 'step' || one === 'state')) {
+  if (
+    kind === 'evt' &&
+    component === 'agent' &&
+    (one === 'task' || one === 'step' || one === 'state')
+  ) {
     return { kind, component, ...scope, agent: assertId(IdKind.agent, target), event: one };
   }
   if (kind === 'str' && component === 'agent' && one === 'chunk') {

@@ -1,0 +1,177 @@
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { useNats, type TestNats } from '@toolmesh/testing';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBus, type Bus } from './bus.ts';
+import { connectNats } from './connection.ts';
+import type { StreamSettings } from './provision.ts';
+
+const logger = pino({ level: 'silent' });
+const NS_PER_SEC = 1_000_000_000;
+const settings: StreamSettings = {
+  cmdMaxAgeSec: 86_400,
+  evtMaxAgeSec: 7 * 86_400,
+  dedupeWindowSec: 120,
+  leaseBucketMaxAgeSec: 3_600,
+};
+const scope = { project: 'proj', channel: 'chan' };
+
+let nats: TestNats;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+let bus: Bus;
+
+beforeAll(async () => {
+  nats = await useNats();
+  nc = await connectNats({
+    url: nats.url,
+    name: 'provision-test',
+    connectTimeoutMs: 5_000,
+    reconnectWaitMs: 500,
+    maxReconnectAttempts: 3,
+    logger,
+  });
+  jsm = await jetstreamManager(nc);
+  bus = await createBus({ nc, root: nats.root, logger });
+});
+
+afterAll(async () => {
+  await bus?.close();
+  await nats?.cleanup();
+});
+
+describe('provision', () => {
+  it('refuses leases before it ran', () => {
+    expect(() => bus.leases()).toThrow(/provision/);
+  });
+
+  it('creates the streams with their subjects, max age and duplicate window', async () => {
+    await bus.provision(settings);
+    const cmd = await jsm.streams.info(bus.names.commandStream);
+    expect(cmd.config.subjects).toEqual([`${nats.root}.v1.*.*.cmd.>`]);
+    expect(cmd.config.max_age).toBe(86_400 * NS_PER_SEC);
+    expect(cmd.config.duplicate_window).toBe(120 * NS_PER_SEC);
+    const evt = await jsm.streams.info(bus.names.eventStream);
+    expect(evt.config.subjects).toEqual([`${nats.root}.v1.*.*.evt.>`]);
+    expect(evt.config.max_age).toBe(7 * 86_400 * NS_PER_SEC);
+    expect(evt.config.duplicate_window).toBe(120 * NS_PER_SEC);
+  });
+
+  it('creates the lease bucket with its max age', async () => {
+    await bus.provision(settings);
+    const bucket = await jsm.streams.info(`KV_${bus.names.leaseBucket}`);
+    expect(bucket.config.max_age).toBe(3_600 * NS_PER_SEC);
+    expect(bucket.config.max_msgs_per_subject).toBe(1);
+    expect(bus.leases()).toBeDefined();
+  });
+
+  it('is idempotent: running it again keeps the streams and their messages', async () => {
+    await bus.provision(settings);
+    const before = await jsm.streams.info(bus.names.commandStream);
+    await bus.publish(bus.subjects.cancel(scope), new Uint8Array([1]));
+    await bus.provision(settings);
+    await bus.provision(settings);
+    const after = await jsm.streams.info(bus.names.commandStream);
+    expect(after.created).toBe(before.created);
+    expect(after.config).toEqual(before.config);
+    expect(after.state.messages).toBe(before.state.messages + 1);
+  });
+
+  it('runs from several processes at once on a fresh root', async () => {
+    const fresh = await useNats();
+    try {
+      const buses = await Promise.all(
+        [1, 2, 3].map(() => createBus({ nc, root: fresh.root, logger })),
+      );
+      await Promise.all(buses.map((b) => b.provision(settings)));
+      const names = buses[0]!.names;
+      expect((await jsm.streams.info(names.commandStream)).config.max_age).toBe(
+        86_400 * NS_PER_SEC,
+      );
+      expect((await jsm.streams.info(names.eventStream)).config.max_age).toBe(
+        7 * 86_400 * NS_PER_SEC,
+      );
+      expect((await jsm.streams.info(`KV_${names.leaseBucket}`)).config.max_age).toBe(
+        3_600 * NS_PER_SEC,
+      );
+    } finally {
+      await fresh.cleanup();
+    }
+  });
+
+  it('updates changed settings in place', async () => {
+    await bus.provision(settings);
+    const before = await jsm.streams.info(bus.names.commandStream);
+    const changed = {
+      cmdMaxAgeSec: 7_200,
+      evtMaxAgeSec: 14_400,
+      dedupeWindowSec: 30,
+      leaseBucketMaxAgeSec: 900,
+    };
+    await bus.provision(changed);
+    const cmd = await jsm.streams.info(bus.names.commandStream);
+    expect(cmd.created).toBe(before.created);
+    expect(cmd.state.messages).toBe(before.state.messages);
+    expect([cmd.config.max_age, cmd.config.duplicate_window]).toEqual([
+      7_200 * NS_PER_SEC,
+      30 * NS_PER_SEC,
+    ]);
+    expect((await jsm.streams.info(bus.names.eventStream)).config.max_age).toBe(
+      14_400 * NS_PER_SEC,
+    );
+    expect((await jsm.streams.info(`KV_${bus.names.leaseBucket}`)).config.max_age).toBe(
+      900 * NS_PER_SEC,
+    );
+    await bus.provision(settings);
+  });
+});
+
+describe('publish', () => {
+  it('drops a duplicate with the same message id inside the window', async () => {
+    await bus.provision(settings);
+    const subject = bus.subjects.toolCall({ ...scope, target: 'skills', tool: 'run_cmd' });
+    const first = await bus.publish(subject, new TextEncoder().encode('{"a":1}'), {
+      msgId: 'proj/call-1',
+    });
+    const second = await bus.publish(subject, new TextEncoder().encode('{"a":2}'), {
+      msgId: 'proj/call-1',
+    });
+    expect(first.duplicate).toBe(false);
+    expect(second).toEqual({ seq: first.seq, duplicate: true });
+    const stored = await jsm.streams.getMessage(bus.names.commandStream, { seq: first.seq });
+    expect(stored?.json()).toEqual({ a: 1 });
+    expect(stored?.header.get('Nats-Msg-Id')).toBe('proj/call-1');
+  });
+
+  it('keeps messages with different ids, or without one', async () => {
+    await bus.provision(settings);
+    const subject = bus.subjects.toolResult({ ...scope, target: 'skills' });
+    const acks = [
+      await bus.publish(subject, new Uint8Array(), { msgId: 'proj/result/a' }),
+      await bus.publish(subject, new Uint8Array(), { msgId: 'proj/result/b' }),
+      await bus.publish(subject, new Uint8Array()),
+      await bus.publish(subject, new Uint8Array()),
+    ];
+    expect(acks.map((a) => a.duplicate)).toEqual([false, false, false, false]);
+    expect(new Set(acks.map((a) => a.seq)).size).toBe(4);
+  });
+
+  it('sends the given headers along', async () => {
+    await bus.provision(settings);
+    const subject = bus.subjects.cancel(scope);
+    const ack = await bus.publish(subject, new Uint8Array(), {
+      headers: { 'CG-Trace-Id': 'trace-1', 'CG-Turn-Id': undefined },
+    });
+    const stored = await jsm.streams.getMessage(bus.names.commandStream, { seq: ack.seq });
+    expect(stored?.header.get('CG-Trace-Id')).toBe('trace-1');
+    expect(stored?.header.has('CG-Turn-Id')).toBe(false);
+  });
+
+  it('to a subject no stream holds fails as unavailable', async () => {
+    const err: unknown = await bus
+      .publish(`${nats.root}.nowhere`, new Uint8Array())
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'unavailable', retryable: true });
+  });
+});

@@ -1,0 +1,143 @@
+import { describe, expect, it } from 'vitest';
+import { ProtocolError } from './errors.ts';
+import { assertId, IdKind, isValidId, isValidToolCallId } from './ids.ts';
+import { createNames, MsgId } from './names.ts';
+
+function codeAndField(fn: () => unknown): { code: string; field: unknown } {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ProtocolError);
+    const e = err as ProtocolError;
+    return { code: e.code, field: e.details?.['field'] };
+  }
+  throw new Error('expected a ProtocolError, nothing was thrown');
+}
+
+describe('ids', () => {
+  it('accept 1-64 characters of [A-Za-z0-9_-]', () => {
+    for (const id of ['a', 'A-z_09', 'x'.repeat(64)]) expect(isValidId(id)).toBe(true);
+    for (const id of [
+      '',
+      'x'.repeat(65),
+      'a.b',
+      'a*',
+      'a>',
+      'a b',
+      'é',
+      'a\n',
+      42,
+      null,
+      undefined,
+    ]) {
+      expect(isValidId(id)).toBe(false);
+    }
+  });
+
+  it('allow tool call ids up to 128 characters', () => {
+    expect(isValidToolCallId('x'.repeat(128))).toBe(true);
+    expect(isValidToolCallId('x'.repeat(129))).toBe(false);
+    expect(isValidToolCallId('call.1')).toBe(false);
+    expect(assertId(IdKind.toolCall, 'x'.repeat(100))).toBe('x'.repeat(100));
+  });
+
+  it('assertId returns a valid id and rejects others naming the field and the limit', () => {
+    expect(assertId(IdKind.agent, 'agent-1')).toBe('agent-1');
+    for (const kind of Object.values(IdKind)) {
+      expect(codeAndField(() => assertId(kind, 'no.dots'))).toEqual({
+        code: 'invalid_id',
+        field: kind,
+      });
+    }
+    expect(() => assertId(IdKind.project, 'x'.repeat(65))).toThrow(/project .* 1-64 characters/);
+    expect(() => assertId(IdKind.toolCall, '')).toThrow(/tool_call_id .* 1-128 characters/);
+  });
+});
+
+describe('names', () => {
+  it('are derived from the root', () => {
+    const names = createNames('t0a1b2c3d4e');
+    expect(names.commandStream).toBe('T0A1B2C3D4E_CMD');
+    expect(names.eventStream).toBe('T0A1B2C3D4E_EVT');
+    expect(names.leaseBucket).toBe('t0a1b2c3d4e_leases');
+    expect(names.toolConsumer('skills')).toBe('t0a1b2c3d4e_tool_skills');
+    expect(names.agentConsumer('worker')).toBe('t0a1b2c3d4e_agent_worker');
+  });
+
+  it('default to the cg root', () => {
+    const names = createNames();
+    expect([names.commandStream, names.eventStream, names.leaseBucket]).toEqual([
+      'CG_CMD',
+      'CG_EVT',
+      'cg_leases',
+    ]);
+  });
+
+  it('of two roots never collide', () => {
+    const a = createNames('one');
+    const b = createNames('two');
+    expect(new Set([a.commandStream, a.eventStream, b.commandStream, b.eventStream]).size).toBe(4);
+    expect(a.leaseBucket).not.toBe(b.leaseBucket);
+    expect(a.toolConsumer('skills')).not.toBe(b.toolConsumer('skills'));
+  });
+
+  it('reject a root that would make invalid stream or bucket names', () => {
+    for (const root of ['', 'a.b', 'a*', 'a>', 'a b']) {
+      expect(codeAndField(() => createNames(root))).toEqual({ code: 'invalid_id', field: 'root' });
+    }
+  });
+
+  it('reject a consumer target that is not an id', () => {
+    const names = createNames('cg');
+    expect(codeAndField(() => names.toolConsumer('a.b'))).toEqual({
+      code: 'invalid_id',
+      field: 'target',
+    });
+    expect(codeAndField(() => names.agentConsumer('*'))).toEqual({
+      code: 'invalid_id',
+      field: 'target',
+    });
+  });
+});
+
+describe('lease keys', () => {
+  const names = createNames('cg');
+
+  it('scope the tool call id by project', () => {
+    expect(names.leaseKey('proj', 'call_1')).toBe('proj.call_1');
+    expect(names.leaseKey('other', 'call_1')).not.toBe(names.leaseKey('proj', 'call_1'));
+    expect(names.leaseKey('p', 'x'.repeat(128))).toBe(`p.${'x'.repeat(128)}`);
+  });
+
+  it('reject a bad project or tool call id, naming it', () => {
+    expect(codeAndField(() => names.leaseKey('a.b', 'call'))).toEqual({
+      code: 'invalid_id',
+      field: 'project',
+    });
+    expect(codeAndField(() => names.leaseKey('', 'call'))).toEqual({
+      code: 'invalid_id',
+      field: 'project',
+    });
+    for (const id of ['', 'a.b', 'a*', '>', 'x'.repeat(129), 'a/b']) {
+      expect(codeAndField(() => names.leaseKey('proj', id))).toEqual({
+        code: 'invalid_id',
+        field: 'tool_call_id',
+      });
+    }
+  });
+});
+
+describe('message ids', () => {
+  it('are scoped by project and distinct per kind of message', () => {
+    const ids = [
+      MsgId.toolCall('p', 'c1'),
+      MsgId.toolCall('q', 'c1'),
+      MsgId.toolCallResend('p', 'c1', 'n1'),
+      MsgId.toolCallResend('p', 'c1', 'n2'),
+      MsgId.toolResult('p', 'c1'),
+      MsgId.wakeup('p', 'agent', 'c1'),
+    ];
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(MsgId.toolCall('p', 'c1')).toBe(MsgId.toolCall('p', 'c1'));
+  });
+});
