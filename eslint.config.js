@@ -16,14 +16,22 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       'no-console': 'error',
       'no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              group: ['@toolmesh/*/src', '@toolmesh/*/src/*', '**/packages/*/src/*', '../../*/src/*'],
+              group: [
+                '@toolmesh/*/src',
+                '@toolmesh/*/src/*',
+                '**/packages/*/src/*',
+                '../../*/src/*',
+              ],
               message: 'Import a package through its front door (@toolmesh/<name>), not its src/.',
             },
           ],

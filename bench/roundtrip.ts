@@ -99,7 +99,7 @@ try {
   const conc = await drive(CONCURRENT, IN_FLIGHT, echo);
 
   // --- the floor ---
-  const floorStream = `${nats.root.toUpperCase()}_FLOOR`;
+  const floorStream = `${nats.root}_FLOOR`;
   const replyPrefix = `${nats.root}.floorreply`;
   const jsm = await jetstreamManager(nc);
   await jsm.streams.add({ name: floorStream, subjects: [`${nats.root}.floor.call.>`] });

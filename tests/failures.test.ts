@@ -142,7 +142,9 @@ describe('bad input gets a failed result with its own code', () => {
     const sub = mesh.nc.subscribe(
       mesh.client.subjects.agentWakeup({ ...scope, agent: 'agent-7' }),
       {
-        callback: (_e, m) => wakeups.push(m.string()),
+        callback: (_e, m) => {
+          wakeups.push(m.string());
+        },
       },
     );
     await mesh.nc.flush();

@@ -57,8 +57,8 @@ describe('ids', () => {
 describe('names', () => {
   it('are derived from the root', () => {
     const names = createNames('t0a1b2c3d4e');
-    expect(names.commandStream).toBe('T0A1B2C3D4E_CMD');
-    expect(names.eventStream).toBe('T0A1B2C3D4E_EVT');
+    expect(names.commandStream).toBe('t0a1b2c3d4e_CMD');
+    expect(names.eventStream).toBe('t0a1b2c3d4e_EVT');
     expect(names.leaseBucket).toBe('t0a1b2c3d4e_leases');
     expect(names.toolConsumer('skills')).toBe('t0a1b2c3d4e_tool_skills');
     expect(names.agentConsumer('worker')).toBe('t0a1b2c3d4e_agent_worker');
@@ -67,10 +67,14 @@ describe('names', () => {
   it('default to the cg root', () => {
     const names = createNames();
     expect([names.commandStream, names.eventStream, names.leaseBucket]).toEqual([
-      'CG_CMD',
-      'CG_EVT',
+      'cg_CMD',
+      'cg_EVT',
       'cg_leases',
     ]);
+  });
+
+  it('of roots that differ only in case never collide', () => {
+    expect(createNames('cg').commandStream).not.toBe(createNames('CG').commandStream);
   });
 
   it('of two roots never collide', () => {

@@ -18,10 +18,11 @@ export interface Names {
 export function createNames(root: string = DEFAULT_ROOT): Names {
   // Unchecked, a root like `a.b` would only fail later, at the server, as a bad stream name.
   assertRoot(root);
-  const upper = root.toUpperCase();
+  // Stream names keep the root's case: JetStream names are case-sensitive, so roots `cg` and
+  // `CG` (whose subjects differ) must not share streams.
   return {
-    commandStream: `${upper}_CMD`,
-    eventStream: `${upper}_EVT`,
+    commandStream: `${root}_CMD`,
+    eventStream: `${root}_EVT`,
     leaseBucket: `${root}_leases`,
     toolConsumer: (target) => `${root}_tool_${assertId(IdKind.target, target)}`,
     agentConsumer: (target) => `${root}_agent_${assertId(IdKind.target, target)}`,

@@ -45,7 +45,7 @@ async function deleteStreamsOf(jsm: JetStreamManager, root: string): Promise<voi
   const names = createNames(root);
   // Besides the two well-known streams, anything a test made with the root's prefix: the
   // root is random, so nothing else can carry it. A KV bucket is the stream KV_<bucket>.
-  const prefixes = [`${root.toUpperCase()}_`, `KV_${root}_`, `OBJ_${root}_`];
+  const prefixes = [`${root}_`, `KV_${root}_`, `OBJ_${root}_`];
   const doomed = new Set([names.commandStream, names.eventStream, `KV_${names.leaseBucket}`]);
   for await (const name of jsm.streams.names()) {
     if (prefixes.some((p) => name.startsWith(p))) doomed.add(name);
