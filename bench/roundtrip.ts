@@ -72,7 +72,7 @@ const pool = createPool({
 await migrate({ pool, logger });
 await pool.end();
 const children: ChildProcess[] = [];
-const nc = await connect({ servers: nats.url });
+const nc = await connect({ servers: nats.url, noAsyncTraces: true });
 try {
   // --- the mesh ---
   const env = {
@@ -81,9 +81,11 @@ try {
     CG__POSTGRES__URL: db.url,
     CG__LOG__LEVEL: 'warn',
   };
+  // BENCH_PROFILE=1 writes a CPU profile of the skills service to .tmp/profiles/.
+  const profile = process.env['BENCH_PROFILE'] ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT_DIR, '.tmp/profiles')}`] : [];
   children.push(
     await spawnReady(
-      [join(ROOT_DIR, 'services/skills/src/main.ts')],
+      [...profile, join(ROOT_DIR, 'services/skills/src/main.ts')],
       { ...env, CG__LOG__LEVEL: 'info' },
       'tool service started',
     ),

@@ -66,16 +66,22 @@ function toDelivery(m: JsMsg): Delivery {
 export function consume(consumer: Consumer, opts: ConsumeOptions): Consumption {
   const log = opts.logger;
   let active = 0;
+  /** Messages asked for by pull requests still open and not yet received. */
+  let requested = 0;
   let stopping = false;
-  let batch: ConsumerMessages | undefined;
-  // Wakes whoever waits for a change: a handler finished, or stop() was called.
-  let waiters: Array<() => void> = [];
-  const changed = (): Promise<void> => new Promise((r) => waiters.push(r));
+  let failedUntil = 0;
+  const batches = new Set<ConsumerMessages>();
+  let idle: Array<() => void> = [];
+  const changed = (): Promise<void> => new Promise((r) => idle.push(r));
   const notify = (): void => {
-    const w = waiters;
-    waiters = [];
+    const w = idle;
+    idle = [];
     for (const r of w) r();
   };
+  // Pull requests are topped up while earlier ones are still open, so a freed slot is refilled
+  // without waiting for an open request to fill or expire; small deficits wait for a batch to
+  // be worth a request, unless nothing at all is open.
+  const topUpAt = Math.max(1, Math.floor(opts.concurrency / 4));
 
   async function run(m: JsMsg): Promise<void> {
     const heartbeat = setInterval(() => m.working(), Math.max(250, Math.floor(opts.ackWaitMs / 3)));
@@ -100,8 +106,8 @@ export function consume(consumer: Consumer, opts: ConsumeOptions): Consumption {
         m.nak(d.delayMs);
         break;
       case 'term':
-        // nats-server 2.9 only knows a bare `+TERM`: with a reason attached it ignores the term
-        // and redelivers the message after the ack wait. So the reason goes to the log instead.
+        // nats-server 2.9 ignores a +TERM that carries a reason and redelivers the message, so
+        // the reason goes to the log instead.
         log.info({ subject: m.subject, seq: m.seq, reason: d.reason }, 'message terminated');
         m.term();
         break;
@@ -110,48 +116,58 @@ export function consume(consumer: Consumer, opts: ConsumeOptions): Consumption {
     }
   }
 
-  // Pull only as many messages as there are free slots, so each one starts at once. A message
-  // pulled ahead of a free slot would wait without in-progress acks, outlive the ack wait and
-  // be delivered a second time while the first copy is still queued here.
+  async function pull(count: number): Promise<void> {
+    requested += count;
+    let received = 0;
+    let batch: ConsumerMessages | undefined;
+    try {
+      batch = await consumer.fetch({ max_messages: count, expires: FETCH_EXPIRES_MS });
+      batches.add(batch);
+      if (stopping) batch.stop();
+      for await (const m of batch) {
+        received++;
+        requested--;
+        if (stopping) {
+          m.nak();
+          continue;
+        }
+        active++;
+        void run(m)
+          .catch((err: unknown) => log.error({ err, subject: m.subject }, 'ack failed'))
+          .finally(() => {
+            active--;
+            notify();
+          });
+      }
+    } catch (err) {
+      if (!(
+        stopping ||
+        err instanceof ClosedConnectionError ||
+        err instanceof DrainingConnectionError
+      )) {
+        log.warn({ err }, 'pull request failed; retrying');
+        failedUntil = Date.now() + FETCH_RETRY_MS;
+      }
+    } finally {
+      if (batch) batches.delete(batch);
+      requested -= count - received;
+      notify();
+    }
+  }
+
   const loop = (async () => {
     while (!stopping) {
-      if (active >= opts.concurrency) {
-        await changed();
+      const wait = failedUntil - Date.now();
+      if (wait > 0) {
+        await Promise.race([changed(), sleep(wait)]);
         continue;
       }
-      try {
-        batch = await consumer.fetch({
-          max_messages: opts.concurrency - active,
-          expires: FETCH_EXPIRES_MS,
-        });
-        if (stopping) batch.stop();
-        for await (const m of batch) {
-          // Messages that arrived after stop go back at once instead of waiting out the ack wait.
-          if (stopping) {
-            m.nak();
-            continue;
-          }
-          active++;
-          void run(m)
-            .catch((err: unknown) => log.error({ err, subject: m.subject }, 'ack failed'))
-            .finally(() => {
-              active--;
-              notify();
-            });
-        }
-      } catch (err) {
-        // A closing connection does not come back: pulling ends, as it does after stop().
-        if (
-          stopping ||
-          err instanceof ClosedConnectionError ||
-          err instanceof DrainingConnectionError
-        )
-          break;
-        log.warn({ err }, 'pull request failed; retrying');
-        await Promise.race([changed(), sleep(FETCH_RETRY_MS)]);
-      } finally {
-        batch = undefined;
+      const deficit = opts.concurrency - active - requested;
+      if (deficit > 0 && (deficit >= topUpAt || requested === 0)) {
+        void pull(deficit);
+        continue;
       }
+      await changed();
     }
   })();
 
@@ -160,7 +176,7 @@ export function consume(consumer: Consumer, opts: ConsumeOptions): Consumption {
     stop: async (graceMs = 30_000) => {
       stopping = true;
       notify();
-      batch?.stop();
+      for (const b of batches) b.stop();
       await loop.catch((err: unknown) => log.warn({ err }, 'consume loop ended with an error'));
       const deadline = Date.now() + graceMs;
       while (active > 0 && Date.now() < deadline) {

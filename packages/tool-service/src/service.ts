@@ -53,6 +53,8 @@ export interface ToolService {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Calls still running after this long get a `running` row in the execution log. */
+const RUNNING_ROW_AFTER_MS = 50;
 
 export function createToolService(opts: ToolServiceOptions): ToolService {
   const { bus, store, limits, target, instanceId } = opts;
@@ -124,9 +126,9 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
         duration_ms: content.duration_ms,
       });
     }
-    if (lease) await lease.complete(recorded.cardId);
-    // If publishing fails the message is nak'ed; its redelivery finds the lease done and
-    // re-emits this same card, so the event is never lost.
+    // The lease is left to lapse rather than rewritten as done: one KV write less per call. A
+    // copy of the call arriving meanwhile finds the card (below); if publishing fails, the
+    // message is nak'ed and its redelivery re-emits this same card, so the event is not lost.
     await emitResult(bus, ids, recorded);
     clog.info(
       {
@@ -214,6 +216,9 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
         clog.error({ lease: got.holder }, 'lease says done but no card exists; retrying');
         throw new RetryableError(`lease of ${ids.toolCallId} is done but its card is missing`);
       }
+      // The holder may have finished already (its lease lapses on its own): answer from the card.
+      const done = await reemit(ids, clog);
+      if (done) return done;
       if (lastDelivery) return { type: 'ack' }; // the holder acks its own message
       const delayMs = Math.min(Math.max(got.expiresInMs, 100), 2_000);
       clog.debug(
@@ -226,7 +231,6 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     if (lease.takeover) {
       const card = await store.cards.toolResult(ids.project, ids.toolCallId);
       if (card) {
-        await lease.complete(card.card_id);
         await emitResult(bus, ids, {
           cardId: card.card_id,
           createdAt: card.created_at,
@@ -242,20 +246,21 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       return finish(ids, failure(accepted.code, accepted.message, accepted.details), lease, clog);
     }
     const { def, args, timeoutMs, call } = accepted;
-    try {
-      await store.executions.start({
-        projectId: ids.project,
-        toolCallId: ids.toolCallId,
-        channel: ids.channel,
-        toolName: call.tool_name,
-        target,
-        agentId: ids.agentId,
-        instanceId,
-      });
-    } catch (err) {
-      await lease.release().catch(() => undefined);
-      throw err;
-    }
+    // The running row is written only for calls that last: most finish within milliseconds and
+    // their row is written once, with the card. A late start cannot reopen a finished row.
+    const openRow = setTimeout(() => {
+      store.executions
+        .start({
+          projectId: ids.project,
+          toolCallId: ids.toolCallId,
+          channel: ids.channel,
+          toolName: call.tool_name,
+          target,
+          agentId: ids.agentId,
+          instanceId,
+        })
+        .catch((err: unknown) => clog.warn({ err }, 'could not record the running execution'));
+    }, RUNNING_ROW_AFTER_MS);
 
     const controller = new AbortController();
     const unregister = cancels?.register(ids.project, ids.toolCallId, controller);
@@ -289,6 +294,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       );
     } finally {
       clearInterval(renew);
+      clearTimeout(openRow);
       unregister?.();
     }
     if (outcome.kind === 'retry') {

@@ -11,11 +11,18 @@ try {
   process.stderr.write(`skills: ${err.message}\n`);
   process.exit(2);
 }
-const logger = pino({ level: config.log.level, base: { service: 'skills' } });
+// Buffered asynchronous writes: one log line per call must not cost one write syscall each.
+const logger = pino(
+  { level: config.log.level, base: { service: 'skills' } },
+  pino.destination({ sync: false, minLength: 4096 }),
+);
+// The buffer is flushed at least once a second, so a quiet service's lines are not held back.
+setInterval(() => logger.flush(), 1_000).unref();
 logger.info({ config: redactConfig(config) }, 'starting');
 
 try {
   const service = await startSkillsService(config, logger);
+  logger.flush();
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
