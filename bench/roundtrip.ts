@@ -30,13 +30,17 @@ async function spawnReady(
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString();
-      if (out.includes(ready)) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)));
-  });
+  const onData = (b: Buffer) => {
+    out = (out + b.toString()).slice(-8_192);
+    if (out.includes(ready)) ready$.resolve();
+  };
+  const ready$ = Promise.withResolvers<void>();
+  child.stdout.on('data', onData);
+  child.once('exit', (code) => ready$.reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)));
+  await ready$.promise;
+  // From here on the child's output is drained and dropped; keeping it would cost the
+  // benchmark's own process CPU that belongs to the measurement.
+  child.stdout.off('data', onData);
   child.stdout.resume();
   return child;
 }

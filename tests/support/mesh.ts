@@ -82,13 +82,20 @@ export async function startMesh(
       });
       children.push(child);
       let out = '';
-      child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
-      // Ready once the runtime logged its start line.
+      const keep = (b: Buffer) => {
+        out = (out + b.toString()).slice(-16_384);
+      };
+      child.stderr?.on('data', keep);
+      // Ready once the runtime logged its start line; later output is drained, not kept.
       await new Promise<void>((resolve, reject) => {
-        child.stdout?.on('data', (b: Buffer) => {
-          out += b.toString();
-          if (out.includes('tool service started')) resolve();
-        });
+        const onData = (b: Buffer) => {
+          keep(b);
+          if (out.includes('tool service started')) {
+            child.stdout?.off('data', onData);
+            resolve();
+          }
+        };
+        child.stdout?.on('data', onData);
         child.once('exit', (code) =>
           reject(new Error(`skills service exited (${code}) before starting:\n${out}`)),
         );

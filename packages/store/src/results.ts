@@ -70,7 +70,7 @@ inbox AS (
   FROM card WHERE $10::text IS NOT NULL
   ON CONFLICT (project_id, message_type, md5(correlation_id)) DO NOTHING
 )
-SELECT card_id, created_at, content, inserted FROM card`;
+SELECT card_id, created_at, CASE WHEN inserted THEN NULL ELSE content END AS content, inserted FROM card`;
 
 const EXISTING_SQL = `SELECT card_id, created_at, content, false AS inserted FROM cards
   WHERE tool_call_id = $2 AND project_id = $1 AND kind = 'tool.result'`;
@@ -78,7 +78,8 @@ const EXISTING_SQL = `SELECT card_id, created_at, content, false AS inserted FRO
 interface Row {
   card_id: string;
   created_at: Date;
-  content: ToolResultContent;
+  /** Null for a card this statement inserted. */
+  content: ToolResultContent | null;
   inserted: boolean;
 }
 
@@ -111,10 +112,11 @@ export function createResultsRepo(db: Db): ResultsRepo {
         rows[0] ??
         (await db.query<Row>('results_existing', EXISTING_SQL, [r.projectId, r.toolCallId]))[0];
       if (!row) throw new Error(`tool result for ${r.toolCallId} neither inserted nor found`);
+      // A new card's content is what was passed in: it is not sent back, only an existing one.
       return {
         cardId: row.card_id,
         createdAt: row.created_at,
-        content: row.content,
+        content: row.content ?? c,
         inserted: row.inserted,
       };
     },
