@@ -1,10 +1,13 @@
-// Writing a tool result: the card, the closed execution row, the execution edge and (when an
-// agent waits) the inbox row, in one statement and one round trip. The card insert is
-// `ON CONFLICT DO NOTHING` on (project_id, md5(tool_call_id)): whoever writes second gets the
-// first card back, so a redelivered call re-emits the same card id and writes nothing new.
+// Writing tool results: the card, the closed execution row, the execution edge and (when an
+// agent waits) the inbox row, in one statement for a whole batch of calls (see batcher.ts). The
+// card insert is `ON CONFLICT DO NOTHING` on (project_id, md5(tool_call_id)): whoever writes
+// second gets the first card back, so a redelivered call re-emits the same card id and writes
+// nothing new.
 import { v7 as uuidv7 } from 'uuid';
 import type { ResultStatus, ToolResultContent } from '@toolmesh/protocol';
+import { createBatcher } from './batcher.ts';
 import type { Db } from './db.ts';
+import { isRetryablePgError } from './errors.ts';
 
 export interface RecordToolResult {
   projectId: string;
@@ -33,26 +36,56 @@ export interface ResultsRepo {
   record(r: RecordToolResult): Promise<RecordedResult>;
 }
 
+const COLUMNS = [
+  'card_id uuid',
+  'project_id text',
+  'tool_call_id text',
+  'author text',
+  'content jsonb',
+  'metadata jsonb',
+  'channel text',
+  'tool_name text',
+  'target text',
+  'agent_id text',
+  'status text',
+  'error_code text',
+  'instance_id text',
+  'duration_ms float8',
+  'turn_id text',
+  'turn_epoch int',
+  'inbox_id uuid',
+] as const;
+
+const UNNEST = COLUMNS.map((c, i) => `$${i + 1}::${c.split(' ')[1]}[]`).join(', ');
+const NAMES = COLUMNS.map((c) => c.split(' ')[0]).join(', ');
+
 const RECORD_SQL = `
-WITH ins AS (
+WITH input AS (
+  SELECT * FROM unnest(${UNNEST}) AS t(${NAMES})
+),
+ins AS (
   INSERT INTO cards (card_id, project_id, kind, tool_call_id, author, content, metadata)
-  VALUES ($1, $2, 'tool.result', $3, $4, $5, $6)
+  SELECT card_id, project_id, 'tool.result', tool_call_id, author, content, metadata FROM input
   ON CONFLICT (project_id, md5(tool_call_id)) WHERE kind = 'tool.result' DO NOTHING
-  RETURNING card_id, created_at, content
+  RETURNING card_id, project_id, tool_call_id, created_at
 ),
 card AS (
-  SELECT card_id, created_at, content, true AS inserted FROM ins
+  SELECT project_id, tool_call_id, card_id, created_at, NULL::jsonb AS content, true AS inserted
+  FROM ins
   UNION ALL
-  SELECT card_id, created_at, content, false FROM cards
-  WHERE tool_call_id = $3 AND project_id = $2 AND kind = 'tool.result' AND NOT EXISTS (SELECT 1 FROM ins)
+  SELECT c.project_id, c.tool_call_id, c.card_id, c.created_at, c.content, false
+  FROM input t JOIN cards c
+    ON c.tool_call_id = t.tool_call_id AND c.project_id = t.project_id AND c.kind = 'tool.result'
+  WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.project_id = t.project_id AND ins.tool_call_id = t.tool_call_id)
 ),
 exec AS (
-  INSERT INTO state.tool_executions AS t
+  INSERT INTO state.tool_executions
     (project_id, tool_call_id, channel, tool_name, target, agent_id, status, error_code,
      instance_id, card_id, started_at, finished_at, duration_ms)
-  SELECT $2, $3, $7, $8, $9, $10, $11, $12, $13, ins.card_id,
-         now() - make_interval(secs => $14::double precision / 1000), now(), $14
-  FROM ins
+  SELECT t.project_id, t.tool_call_id, t.channel, t.tool_name, t.target, t.agent_id, t.status,
+         t.error_code, t.instance_id, ins.card_id,
+         now() - make_interval(secs => t.duration_ms / 1000), now(), t.duration_ms
+  FROM input t JOIN ins ON ins.project_id = t.project_id AND ins.tool_call_id = t.tool_call_id
   ON CONFLICT (project_id, md5(tool_call_id)) DO UPDATE
     SET status = EXCLUDED.status, error_code = EXCLUDED.error_code, card_id = EXCLUDED.card_id,
         instance_id = EXCLUDED.instance_id, finished_at = EXCLUDED.finished_at,
@@ -60,22 +93,27 @@ exec AS (
 ),
 edge AS (
   INSERT INTO state.execution_edges (project_id, agent_id, turn_id, turn_epoch, tool_call_id)
-  SELECT $2, $10, $15, coalesce($16, 0), $3 WHERE $10::text IS NOT NULL AND $15::text IS NOT NULL
+  SELECT project_id, agent_id, turn_id, coalesce(turn_epoch, 0), tool_call_id FROM input
+  WHERE agent_id IS NOT NULL AND turn_id IS NOT NULL
   ON CONFLICT (project_id, md5(tool_call_id)) DO NOTHING
 ),
 inbox AS (
   INSERT INTO state.agent_inbox (inbox_id, project_id, agent_id, message_type, correlation_id, payload)
-  SELECT $17, $2, $10, 'tool_result', $3,
-         jsonb_build_object('card_id', card.card_id, 'status', $11::text, 'turn_id', $15::text, 'turn_epoch', $16::int)
-  FROM card WHERE $10::text IS NOT NULL
+  SELECT t.inbox_id, t.project_id, t.agent_id, 'tool_result', t.tool_call_id,
+         jsonb_build_object('card_id', card.card_id, 'status', t.status, 'turn_id', t.turn_id,
+                            'turn_epoch', t.turn_epoch)
+  FROM input t JOIN card ON card.project_id = t.project_id AND card.tool_call_id = t.tool_call_id
+  WHERE t.agent_id IS NOT NULL
   ON CONFLICT (project_id, message_type, md5(correlation_id)) DO NOTHING
 )
-SELECT card_id, created_at, CASE WHEN inserted THEN NULL ELSE content END AS content, inserted FROM card`;
+SELECT project_id, tool_call_id, card_id, created_at, content, inserted FROM card`;
 
-const EXISTING_SQL = `SELECT card_id, created_at, content, false AS inserted FROM cards
-  WHERE tool_call_id = $2 AND project_id = $1 AND kind = 'tool.result'`;
+const EXISTING_SQL = `SELECT project_id, tool_call_id, card_id, created_at, content, false AS inserted
+  FROM cards WHERE tool_call_id = $2 AND project_id = $1 AND kind = 'tool.result'`;
 
 interface Row {
+  project_id: string;
+  tool_call_id: string;
   card_id: string;
   created_at: Date;
   /** Null for a card this statement inserted. */
@@ -83,42 +121,90 @@ interface Row {
   inserted: boolean;
 }
 
-export function createResultsRepo(db: Db): ResultsRepo {
-  return {
-    record: async (r) => {
-      const c = r.content;
-      const rows = await db.query<Row>('results_record', RECORD_SQL, [
-        uuidv7(),
-        r.projectId,
-        r.toolCallId,
-        r.author,
-        c,
-        r.metadata ?? {},
-        r.channel,
-        r.toolName,
-        r.target,
-        r.agentId ?? null,
-        c.status satisfies ResultStatus,
-        c.error?.code ?? null,
-        r.instanceId,
-        c.duration_ms,
-        r.turnId ?? null,
-        r.turnEpoch ?? null,
-        uuidv7(),
-      ]);
-      // A concurrent writer may have committed after this statement's snapshot was taken: the
-      // insert then did nothing and the snapshot cannot see the winner, so read it afresh.
-      const row =
-        rows[0] ??
-        (await db.query<Row>('results_existing', EXISTING_SQL, [r.projectId, r.toolCallId]))[0];
-      if (!row) throw new Error(`tool result for ${r.toolCallId} neither inserted nor found`);
-      // A new card's content is what was passed in: it is not sent back, only an existing one.
-      return {
-        cardId: row.card_id,
-        createdAt: row.created_at,
-        content: row.content ?? c,
-        inserted: row.inserted,
-      };
+/** One column array per field, in COLUMNS order: the statement unnests them into rows. */
+function toColumns(items: RecordToolResult[]): unknown[][] {
+  const cols: unknown[][] = COLUMNS.map(() => []);
+  for (const r of items) {
+    const c = r.content;
+    const values: unknown[] = [
+      uuidv7(),
+      r.projectId,
+      r.toolCallId,
+      r.author,
+      JSON.stringify(c),
+      JSON.stringify(r.metadata ?? {}),
+      r.channel,
+      r.toolName,
+      r.target,
+      r.agentId ?? null,
+      c.status satisfies ResultStatus,
+      c.error?.code ?? null,
+      r.instanceId,
+      c.duration_ms,
+      r.turnId ?? null,
+      r.turnEpoch ?? null,
+      uuidv7(),
+    ];
+    values.forEach((v, i) => cols[i]!.push(v));
+  }
+  return cols;
+}
+
+const keyOf = (project: string, toolCallId: string) => `${project}\u0000${toolCallId}`;
+
+export interface ResultsRepoOptions {
+  /** Most results written by one statement. */
+  maxBatch?: number;
+  /** Statements in flight at once (each holds a pool connection). */
+  maxInFlight?: number;
+}
+
+export function createResultsRepo(db: Db, opts: ResultsRepoOptions = {}): ResultsRepo {
+  async function writeBatch(items: RecordToolResult[]): Promise<(RecordedResult | Error)[]> {
+    const rows = await db.query<Row>('results_record', RECORD_SQL, toColumns(items));
+    const byKey = new Map(rows.map((row) => [keyOf(row.project_id, row.tool_call_id), row]));
+    return Promise.all(
+      items.map(async (r): Promise<RecordedResult | Error> => {
+        // A concurrent writer may have committed after this statement's snapshot was taken:
+        // the insert then did nothing and the snapshot cannot see the winner, so read it afresh.
+        const row =
+          byKey.get(keyOf(r.projectId, r.toolCallId)) ??
+          (await db.query<Row>('results_existing', EXISTING_SQL, [r.projectId, r.toolCallId]))[0];
+        if (!row) return new Error(`tool result for ${r.toolCallId} neither inserted nor found`);
+        // A new card's content is what was passed in: it is not sent back, only an existing one.
+        return {
+          cardId: row.card_id,
+          createdAt: row.created_at,
+          content: row.content ?? r.content,
+          inserted: row.inserted,
+        };
+      }),
+    );
+  }
+
+  const batcher = createBatcher<RecordToolResult, RecordedResult>({
+    maxBatch: opts.maxBatch ?? 256,
+    maxInFlight: opts.maxInFlight ?? 2,
+    key: (r) => keyOf(r.projectId, r.toolCallId),
+    run: async (items) => {
+      try {
+        return await writeBatch(items);
+      } catch (err) {
+        // Postgres refused the batch itself (one row it cannot store, say): write each item on
+        // its own so only that one fails. Unreachable Postgres fails them all, to be retried.
+        if (items.length === 1 || isRetryablePgError((err as { cause?: unknown }).cause ?? err))
+          throw err;
+        return Promise.all(
+          items.map((r) =>
+            writeBatch([r]).then(
+              (o) => o[0]!,
+              (e: unknown) => e as Error,
+            ),
+          ),
+        );
+      }
     },
-  };
+  });
+
+  return { record: (r) => batcher.submit(r) };
 }
