@@ -36,7 +36,9 @@ async function spawnReady(
   };
   const ready$ = Promise.withResolvers<void>();
   child.stdout.on('data', onData);
-  child.once('exit', (code) => ready$.reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)));
+  child.once('exit', (code) =>
+    ready$.reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)),
+  );
   await ready$.promise;
   // From here on the child's output is drained and dropped; keeping it would cost the
   // benchmark's own process CPU that belongs to the measurement.
@@ -86,7 +88,9 @@ try {
     CG__LOG__LEVEL: 'warn',
   };
   // BENCH_PROFILE=1 writes a CPU profile of the skills service to .tmp/profiles/.
-  const profile = process.env['BENCH_PROFILE'] ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT_DIR, '.tmp/profiles')}`] : [];
+  const profile = process.env['BENCH_PROFILE']
+    ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT_DIR, '.tmp/profiles')}`]
+    : [];
   children.push(
     await spawnReady(
       [...profile, join(ROOT_DIR, 'services/skills/src/main.ts')],
