@@ -8,6 +8,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { createNames } from '@toolmesh/protocol';
 import { dockerAvailable } from './docker.ts';
+import { sharedPerProcess } from './processes.ts';
 import { startLocalNats } from './local-nats.ts';
 
 export interface TestNats {
@@ -81,13 +82,7 @@ async function withJetStream<T>(
 }
 
 function sharedServer(): Promise<string> {
-  const store = globalThis as { [SHARED]?: Promise<string> };
-  const started = (store[SHARED] ??= startServer());
-  // A failed start is not cached, so a later test file gets a fresh try.
-  started.catch(() => {
-    if (store[SHARED] === started) delete store[SHARED];
-  });
-  return started;
+  return sharedPerProcess(SHARED, startServer);
 }
 
 async function startServer(): Promise<string> {

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { dockerAvailable } from './docker.ts';
+import { sharedPerProcess } from './processes.ts';
 import { startLocalPostgres } from './local-postgres.ts';
 
 export interface TestPostgres {
@@ -65,13 +66,7 @@ async function onServer(url: string, sql: string): Promise<void> {
 }
 
 function sharedServer(): Promise<string> {
-  const store = globalThis as { [SHARED]?: Promise<string> };
-  const started = (store[SHARED] ??= startServer());
-  // A failed start is not cached, so a later test file gets a fresh try.
-  started.catch(() => {
-    if (store[SHARED] === started) delete store[SHARED];
-  });
-  return started;
+  return sharedPerProcess(SHARED, startServer);
 }
 
 async function startServer(): Promise<string> {

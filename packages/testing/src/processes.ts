@@ -161,3 +161,14 @@ export function onExit(cleanup: Cleanup): () => void {
     set.delete(cleanup);
   };
 }
+
+/** One server per test process, shared by every file it runs; a failed start is not kept, so a
+ *  later test file gets a fresh try. */
+export function sharedPerProcess(key: symbol, start: () => Promise<string>): Promise<string> {
+  const store = globalThis as Record<symbol, Promise<string> | undefined>;
+  const started = (store[key] ??= start());
+  started.catch(() => {
+    if (store[key] === started) delete store[key];
+  });
+  return started;
+}

@@ -232,16 +232,9 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     }
     const lease = got.lease;
     if (lease.takeover) {
-      const card = await store.cards.toolResult(ids.project, ids.toolCallId);
-      if (card) {
-        await emitResult(bus, ids, {
-          cardId: card.card_id,
-          createdAt: card.created_at,
-          content: card.content as ToolResultContent,
-        });
-        clog.info({ card_id: card.card_id }, 'took over a finished call: re-emitted its result');
-        return { type: 'ack' };
-      }
+      // The previous owner may have written the card before its lease lapsed.
+      const done = await reemit(ids, clog);
+      if (done) return done;
       clog.warn('took over the lease of a stalled or crashed owner');
     }
     if (!accepted.ok) {
