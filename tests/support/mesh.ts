@@ -2,6 +2,7 @@
 // configuration pointing at them, skills-service instances (in-process or as real child
 // processes that can be SIGKILLed), a client and a store to check what was written.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
@@ -27,6 +28,8 @@ export interface Mesh {
 }
 
 export interface MeshOptions {
+  /** A NATS server of the test's own (e.g. one it will restart); the shared one by default. */
+  natsUrl?: string;
   /** A database of the test's own (e.g. a server it will stop); a fresh one by default. */
   databaseUrl?: string;
 }
@@ -35,7 +38,9 @@ export async function startMesh(
   overrides: Record<string, string> = {},
   opts: MeshOptions = {},
 ): Promise<Mesh> {
-  const nats = await useNats();
+  const nats = opts.natsUrl
+    ? { url: opts.natsUrl, root: `t${randomBytes(5).toString('hex')}`, cleanup: async () => {} }
+    : await useNats();
   const db = opts.databaseUrl
     ? { url: opts.databaseUrl, cleanup: async () => {} }
     : await usePostgres();
@@ -57,7 +62,7 @@ export async function startMesh(
   });
   await migrate({ pool, logger });
   const store = createStore(pool);
-  const nc = await connect({ servers: nats.url });
+  const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
   const client = createClient({ nc, root: nats.root });
   const services: SkillsService[] = [];
   const children: ChildProcess[] = [];

@@ -166,6 +166,9 @@ export function createClient(opts: ClientOptions): Client {
         o.signal.addEventListener('abort', onAbort, { once: true });
       }
     });
+    // The wait may end (timeout, abort) while the publish is still pending; the rejection is
+    // observed below, this only keeps it from being reported as unhandled meanwhile.
+    result.catch(() => undefined);
     try {
       const sent = await publishToolCall({ ...req, toolCallId });
       // A deduplicated publish means this id was sent moments ago; its result event may be long
