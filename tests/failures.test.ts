@@ -249,4 +249,16 @@ describe('deadlines and cancel', () => {
     expect(r.content.error?.code).toBe('canceled');
     expect((await mesh.store.executions.get(scope.project, toolCallId))?.status).toBe('canceled');
   });
+
+  it('a call canceled before it arrives ends canceled without running', async () => {
+    const toolCallId = `precancel-${Date.now()}`;
+    await mesh.client.cancel({ ...scope, toolCallId, reason: 'changed my mind' });
+    const r = await mesh.client.callTool(
+      { ...scope, tool: 'builtin.sleep', toolCallId, arguments: { ms: 20_000 } },
+      { waitMs: 5_000 },
+    );
+    expect(r.status).toBe('canceled');
+    expect(r.content.error?.message).toContain('changed my mind');
+    expect(r.content.duration_ms).toBeLessThan(1_000);
+  });
 });

@@ -19,29 +19,41 @@ afterAll(async () => {
   await nats?.close();
 });
 
-it('SIGTERM lets calls in flight finish, then the process exits 0', { timeout: 60_000 }, async () => {
-  const child = await mesh.spawnService();
-  const pending = mesh.client.callTool({ ...scope, tool: 'builtin.sleep', arguments: { ms: 1_500 } });
-  const toolCallIdKnown = async () => {
-    for (let i = 0; i < 200; i++) {
-      const running = await mesh.store.executions.running(scope.project);
-      if (running.length > 0) return;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    throw new Error('the call never started');
-  };
-  await toolCallIdKnown();
-  child.kill('SIGTERM');
-  const [code] = (await once(child, 'exit')) as [number | null];
-  expect(code).toBe(0);
-  const result = await pending;
-  expect(result.status).toBe('succeeded');
-  expect(result.content.result).toMatchObject({ slept_ms: expect.any(Number) as number });
-});
+it(
+  'SIGTERM lets calls in flight finish, then the process exits 0',
+  { timeout: 60_000 },
+  async () => {
+    const child = await mesh.spawnService();
+    const pending = mesh.client.callTool({
+      ...scope,
+      tool: 'builtin.sleep',
+      arguments: { ms: 1_500 },
+    });
+    const toolCallIdKnown = async () => {
+      for (let i = 0; i < 200; i++) {
+        const running = await mesh.store.executions.running(scope.project);
+        if (running.length > 0) return;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error('the call never started');
+    };
+    await toolCallIdKnown();
+    child.kill('SIGTERM');
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+    const result = await pending;
+    expect(result.status).toBe('succeeded');
+    expect(result.content.result).toMatchObject({ slept_ms: expect.any(Number) as number });
+  },
+);
 
 it('calls flow again after NATS restarts', { timeout: 60_000 }, async () => {
   await mesh.startService();
-  const before = await mesh.client.callTool({ ...scope, tool: 'builtin.echo', arguments: { n: 1 } });
+  const before = await mesh.client.callTool({
+    ...scope,
+    tool: 'builtin.echo',
+    arguments: { n: 1 },
+  });
   expect(before.status).toBe('succeeded');
   await nats.stop();
   await new Promise((r) => setTimeout(r, 500));

@@ -49,7 +49,10 @@ export async function execute(
     else signal.addEventListener('abort', onAbort, { once: true });
   });
   aborted.catch(() => undefined);
-  const running = Promise.resolve().then(() => def.handler(args, { ...ctx, signal, deadline }));
+  // A call canceled before it started never reaches its handler.
+  const running = signal.aborted
+    ? aborted
+    : Promise.resolve().then(() => def.handler(args, { ...ctx, signal, deadline }));
   try {
     const result = await Promise.race([running, aborted]);
     return { kind: 'result', status: 'succeeded', result };
