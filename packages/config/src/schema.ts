@@ -125,6 +125,42 @@ export const toolsSchema = section({
   }
 });
 
+export const apiSchema = section({
+  host: z.string(expected('a host name or address')).min(1, expected('a host name or address')).default('127.0.0.1'),
+  port: z.int(expected('a port number')).min(0, expected('a port number')).max(65_535, expected('a port number')).default(8080),
+  // Empty disables the admin key: projects can then not be created over HTTP.
+  admin_key: z.string(expected('a string')).default(''),
+  body_limit_bytes: positiveInt().default(1_048_576),
+  upload_limit_bytes: positiveInt().default(20_971_520),
+  execution_wait_default_ms: positiveInt().default(30_000),
+  execution_wait_min_ms: positiveInt().default(1_000),
+  execution_wait_max_ms: positiveInt().default(300_000),
+}).superRefine((api, ctx) => {
+  const { execution_wait_min_ms: min, execution_wait_default_ms: def, execution_wait_max_ms: max } = api;
+  if (!(min <= def && def <= max)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['execution_wait_default_ms'],
+      message: `must lie between api.execution_wait_min_ms (${min}) and api.execution_wait_max_ms (${max}), got ${def}`,
+    });
+  }
+});
+
+export const ArtifactsKind = { fs: 'fs', gcs: 'gcs' } as const;
+export type ArtifactsKind = (typeof ArtifactsKind)[keyof typeof ArtifactsKind];
+
+export const artifactsSchema = section({
+  kind: z.enum(ArtifactsKind, expected('one of fs, gcs')).default('fs'),
+  // fs: the folder objects are written to, relative to the working directory when not absolute.
+  root: z.string(expected('a folder')).min(1, expected('a folder')).default('.data/artifacts'),
+});
+
+export const skillsSchema = section({
+  max_zip_bytes: positiveInt().default(20_971_520),
+  max_entries: positiveInt().default(2_000),
+  max_uncompressed_bytes: positiveInt().default(104_857_600),
+});
+
 // prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.
 export const configSchema = z.strictObject(
   {
@@ -133,6 +169,9 @@ export const configSchema = z.strictObject(
     nats: natsSchema.prefault({}),
     postgres: postgresSchema.prefault({}),
     tools: toolsSchema.prefault({}),
+    api: apiSchema.prefault({}),
+    artifacts: artifactsSchema.prefault({}),
+    skills: skillsSchema.prefault({}),
   },
   expected('a table'),
 );
@@ -143,6 +182,9 @@ export type LogConfig = z.infer<typeof logSchema>;
 export type NatsConfig = z.infer<typeof natsSchema>;
 export type PostgresConfig = z.infer<typeof postgresSchema>;
 export type ToolsConfig = z.infer<typeof toolsSchema>;
+export type ApiConfig = z.infer<typeof apiSchema>;
+export type ArtifactsConfig = z.infer<typeof artifactsSchema>;
+export type SkillsConfig = z.infer<typeof skillsSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

@@ -4,7 +4,7 @@
 import type { ResultStatus } from '@toolmesh/protocol';
 import type { Db } from './db.ts';
 
-export type ExecutionStatus = 'running' | ResultStatus;
+export type ExecutionStatus = 'queued' | 'running' | ResultStatus;
 
 export interface Execution {
   project_id: string;
@@ -55,7 +55,7 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
            SET attempts = state.tool_executions.attempts + 1,
                instance_id = EXCLUDED.instance_id,
                started_at = now()
-           WHERE state.tool_executions.status = 'running'`,
+           WHERE state.tool_executions.status IN ('queued', 'running')`,
         [
           e.projectId,
           e.toolCallId,

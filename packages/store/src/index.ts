@@ -1,5 +1,5 @@
 export { createStore } from './store.ts';
-export type { Store } from './store.ts';
+export type { Store, TxStore } from './store.ts';
 export { CardKind } from './cards.ts';
 export type { Card, CardsRepo } from './cards.ts';
 export type { Execution, ExecutionStatus, ExecutionsRepo, StartExecution } from './executions.ts';
@@ -16,3 +16,9 @@ export {
   MIGRATIONS_DIR,
 } from './migrate.ts';
 export type { Migration, MigrateOptions, EnsureDatabaseOptions } from './migrate.ts';
+export { hashKey } from './projects.ts';
+export type { Project, ApiKey, ProjectsRepo } from './projects.ts';
+export { ToolOrigin } from './tools.ts';
+export type { ToolRecord, NewTool, ToolFilter, ToolPatch, ToolsRepo } from './tools.ts';
+export type { SkillRecord, SkillVersion, NewSkillVersion, SkillsRepo } from './skills.ts';
+export type { ArtifactRecord, NewArtifact, ArtifactsRepo } from './artifacts.ts';

@@ -4,6 +4,11 @@ import { createCardsRepo, type CardsRepo } from './cards.ts';
 import { createDb } from './db.ts';
 import { createExecutionsRepo, type ExecutionsRepo } from './executions.ts';
 import { createInboxRepo, type InboxRepo } from './inbox.ts';
+import { createProjectsRepo, type ProjectsRepo } from './projects.ts';
+import { createToolsRepo, type ToolsRepo } from './tools.ts';
+import { createSkillsRepo, type SkillsRepo } from './skills.ts';
+import { createArtifactsRepo, type ArtifactsRepo } from './artifacts.ts';
+import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 
 export interface Store {
@@ -12,17 +17,37 @@ export interface Store {
   readonly executions: ExecutionsRepo;
   readonly results: ResultsRepo;
   readonly inbox: InboxRepo;
+  readonly projects: ProjectsRepo;
+  readonly tools: ToolsRepo;
+  readonly skills: SkillsRepo;
+  readonly artifacts: ArtifactsRepo;
+  /** Runs `fn` with repositories bound to one transaction. */
+  tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/** The repositories that may take part in a transaction. */
+export interface TxStore {
+  readonly projects: ProjectsRepo;
+  readonly tools: ToolsRepo;
+}
+
+function txRepos(db: Db): TxStore {
+  return { projects: createProjectsRepo(db), tools: createToolsRepo(db) };
 }
 
 export function createStore(pool: pg.Pool): Store {
   const db = createDb(pool);
   return {
+    ...txRepos(db),
+    tx: (fn) => db.tx((inner) => fn(txRepos(inner))),
     pool,
     cards: createCardsRepo(db),
     executions: createExecutionsRepo(db),
     results: createResultsRepo(db),
     inbox: createInboxRepo(db),
+    skills: createSkillsRepo(db),
+    artifacts: createArtifactsRepo(db),
     close: () => pool.end(),
   };
 }

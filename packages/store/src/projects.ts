@@ -1,0 +1,103 @@
+// Projects and their API keys (resource.projects, resource.api_keys). Keys are stored as a
+// sha256 hash; the key itself exists only in the response that created it.
+import { createHash, randomBytes } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
+import type { Db } from './db.ts';
+
+export interface Project {
+  project_id: string;
+  name: string;
+  created_at: Date;
+}
+
+export interface ApiKey {
+  key_id: string;
+  project_id: string;
+  name: string;
+  key_prefix: string;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface ProjectsRepo {
+  /** Undefined when the id is taken. */
+  create(projectId: string, name: string): Promise<Project | undefined>;
+  get(projectId: string): Promise<Project | undefined>;
+  list(limit: number, after?: string): Promise<Project[]>;
+  createKey(projectId: string, name: string): Promise<{ key: string; record: ApiKey }>;
+  listKeys(projectId: string): Promise<ApiKey[]>;
+  /** False when no active key of that id exists in the project. */
+  revokeKey(projectId: string, keyId: string): Promise<boolean>;
+  /** The project an active key belongs to. */
+  resolveKey(key: string): Promise<{ projectId: string; keyId: string } | undefined>;
+}
+
+export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+
+const KEY_COLUMNS = 'key_id, project_id, name, key_prefix, created_at, last_used_at, revoked_at';
+
+export function createProjectsRepo(db: Db): ProjectsRepo {
+  return {
+    create: async (projectId, name) =>
+      (
+        await db.query<Project>(
+          'projects_create',
+          `INSERT INTO resource.projects (project_id, name) VALUES ($1, $2)
+           ON CONFLICT (project_id) DO NOTHING RETURNING project_id, name, created_at`,
+          [projectId, name],
+        )
+      )[0],
+    get: async (projectId) =>
+      (
+        await db.query<Project>(
+          'projects_get',
+          'SELECT project_id, name, created_at FROM resource.projects WHERE project_id = $1',
+          [projectId],
+        )
+      )[0],
+    list: (limit, after) =>
+      db.query<Project>(
+        'projects_list',
+        `SELECT project_id, name, created_at FROM resource.projects
+         WHERE $2::text IS NULL OR project_id > $2 ORDER BY project_id LIMIT $1`,
+        [limit, after ?? null],
+      ),
+    createKey: async (projectId, name) => {
+      const key = `tmk_${randomBytes(32).toString('base64url')}`;
+      const rows = await db.query<ApiKey>(
+        'projects_create_key',
+        `INSERT INTO resource.api_keys (key_id, project_id, name, key_hash, key_prefix)
+         VALUES ($1, $2, $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
+        [uuidv7(), projectId, name, hashKey(key), key.slice(0, 12)],
+      );
+      return { key, record: rows[0]! };
+    },
+    listKeys: (projectId) =>
+      db.query<ApiKey>(
+        'projects_list_keys',
+        `SELECT ${KEY_COLUMNS} FROM resource.api_keys WHERE project_id = $1 ORDER BY created_at`,
+        [projectId],
+      ),
+    revokeKey: async (projectId, keyId) =>
+      (
+        await db.query(
+          'projects_revoke_key',
+          `UPDATE resource.api_keys SET revoked_at = now()
+           WHERE project_id = $1 AND key_id = $2 AND revoked_at IS NULL RETURNING key_id`,
+          [projectId, keyId],
+        )
+      ).length === 1,
+    resolveKey: async (key) => {
+      const row = (
+        await db.query<{ project_id: string; key_id: string }>(
+          'projects_resolve_key',
+          `SELECT project_id, key_id FROM resource.api_keys
+           WHERE key_hash = $1 AND revoked_at IS NULL`,
+          [hashKey(key)],
+        )
+      )[0];
+      return row ? { projectId: row.project_id, keyId: row.key_id } : undefined;
+    },
+  };
+}

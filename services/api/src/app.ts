@@ -1,0 +1,59 @@
+// Builds the HTTP API: Fastify with zod schemas for every request and response, an OpenAPI 3.1
+// document generated from them, one error shape, authentication, metrics, and the route groups.
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import fastifySwagger from '@fastify/swagger';
+import multipart from '@fastify/multipart';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import { createAuth } from './auth.ts';
+import type { ApiDeps, RouteDeps } from './deps.ts';
+import { errorHandler } from './errors.ts';
+import { createHttpMetrics } from './metrics.ts';
+import { healthRoutes } from './routes/health.ts';
+import { projectRoutes } from './routes/projects.ts';
+
+export async function buildApp(deps: ApiDeps) {
+  const app = Fastify({
+    loggerInstance: deps.logger.child({ component: 'http' }) as FastifyBaseLogger,
+    bodyLimit: deps.config.api.body_limit_bytes,
+    disableRequestLogging: true,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((req, reply) =>
+    reply.status(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } }),
+  );
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'toolmesh api', version: '1.0.0', description: 'Projects, tools, skills, agents, tasks and executions of a toolmesh deployment.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(multipart, {
+    limits: { fileSize: deps.config.api.upload_limit_bytes, files: 1, fields: 10, parts: 12 },
+  });
+
+  const metrics = createHttpMetrics();
+  app.addHook('onResponse', (req, reply, done) => {
+    metrics.observe(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
+
+  const routeDeps: RouteDeps = { ...deps, auth: createAuth(deps.store, deps.config.api.admin_key) };
+  await app.register(healthRoutes(routeDeps, metrics));
+  await app.register(projectRoutes(routeDeps), { prefix: '/v1' });
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  return app;
+}
+export type ApiApp = Awaited<ReturnType<typeof buildApp>>;

@@ -1,0 +1,19 @@
+// What the route groups are built from: one object, passed down from main.ts (or a test).
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import type { Client } from '@toolmesh/client';
+import type { Config } from '@toolmesh/config';
+import type { Store } from '@toolmesh/store';
+import type { Auth } from './auth.ts';
+
+export interface ApiDeps {
+  config: Config;
+  store: Store;
+  nc: NatsConnection;
+  client: Client;
+  logger: Logger;
+}
+
+export interface RouteDeps extends ApiDeps {
+  auth: Auth;
+}

@@ -1,0 +1,99 @@
+// Every 4xx and 5xx answer has one shape, `{ error: { code, message, details? } }`, with a
+// machine-readable code. Fastify's own errors (bad JSON, oversize bodies, schema failures) are
+// mapped here, at one boundary.
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { MeshError } from '@toolmesh/protocol';
+
+export const ApiErrorCode = {
+  unauthorized: 401,
+  not_found: 404,
+  invalid_request: 400,
+  invalid_id: 400,
+  malformed_json: 400,
+  invalid_schema: 400,
+  reserved_name: 400,
+  invalid_upload: 400,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  unavailable: 503,
+  internal_error: 500,
+} as const;
+export type ApiErrorCode = keyof typeof ApiErrorCode;
+
+export class ApiError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly details: Record<string, unknown> | undefined;
+  constructor(code: ApiErrorCode | { code: string; status: number }, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = typeof code === 'string' ? code : code.code;
+    this.status = typeof code === 'string' ? ApiErrorCode[code] : code.status;
+    this.details = details;
+  }
+}
+
+export const notFound = (what: string, id: string): ApiError =>
+  new ApiError('not_found', `${what} ${JSON.stringify(id)} not found`);
+
+export const ErrorResponse = z
+  .object({
+    error: z.object({
+      code: z.string(),
+      message: z.string(),
+      details: z.record(z.string(), z.unknown()).optional(),
+    }),
+  })
+  .meta({ id: 'Error' });
+
+function send(reply: FastifyReply, status: number, code: string, message: string, details?: Record<string, unknown>) {
+  return reply.status(status).send({ error: details ? { code, message, details } : { code, message } });
+}
+
+export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
+  if (err instanceof ApiError) return send(reply, err.status, err.code, err.message, err.details);
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const issues = err.validation.map((v) => ({ path: v.instancePath, message: v.message ?? 'invalid' }));
+    const inParams = err.validationContext === 'params';
+    const first = issues[0];
+    return send(
+      reply,
+      400,
+      inParams ? 'invalid_id' : 'invalid_request',
+      `${err.validationContext ?? 'request'}${first?.path ?? ''}: ${first?.message ?? 'invalid'}`,
+      { issues },
+    );
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return send(reply, 400, 'malformed_json', `request body is not valid JSON: ${err.message}`);
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+    case 'FST_REQ_FILE_TOO_LARGE':
+    case 'FST_FILES_LIMIT':
+    case 'FST_PARTS_LIMIT':
+      return send(reply, 413, 'payload_too_large', err.message);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+      return send(reply, 415, 'unsupported_media_type', err.message);
+    default:
+  }
+  if (err instanceof SyntaxError && err.statusCode === 400) {
+    return send(reply, 400, 'malformed_json', `request body is not valid JSON: ${err.message}`);
+  }
+  if (err instanceof MeshError && err.code === 'unavailable') {
+    req.log.warn({ err }, 'dependency unavailable');
+    return send(reply, 503, 'unavailable', err.message);
+  }
+  if (err instanceof MeshError && err.code === 'invalid_id') {
+    return send(reply, 400, 'invalid_id', err.message, err.details);
+  }
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    return send(reply, err.statusCode, 'invalid_request', err.message);
+  }
+  req.log.error({ err }, 'request failed');
+  return send(reply, 500, 'internal_error', 'internal error; see the api logs');
+}

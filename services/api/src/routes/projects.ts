@@ -1,0 +1,153 @@
+// Projects and their API keys. Creating a project needs the admin key, seeds its tool registry
+// and returns its first API key (shown this once; only a hash is kept).
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import type { ApiKey, Project } from '@toolmesh/store';
+import { bootstrapTools } from '../bootstrap.ts';
+import type { RouteDeps } from '../deps.ts';
+import { ApiError, ErrorResponse, notFound } from '../errors.ts';
+import { Id, Limit, ProjectParams, Uuid, iso } from '../schemas.ts';
+
+const ProjectOut = z
+  .object({ id: z.string(), name: z.string(), created_at: z.string() })
+  .meta({ id: 'Project' });
+const KeyOut = z
+  .object({
+    key_id: z.string(),
+    name: z.string(),
+    prefix: z.string(),
+    created_at: z.string(),
+    revoked_at: z.string().nullable(),
+  })
+  .meta({ id: 'ApiKey' });
+const NewKeyOut = KeyOut.extend({ key: z.string().describe('the key itself; shown only here') }).meta({
+  id: 'NewApiKey',
+});
+
+const projectOut = (p: Project) => ({ id: p.project_id, name: p.name, created_at: p.created_at.toISOString() });
+const keyOut = (k: ApiKey) => ({
+  key_id: k.key_id,
+  name: k.name,
+  prefix: k.key_prefix,
+  created_at: k.created_at.toISOString(),
+  revoked_at: iso(k.revoked_at),
+});
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
+
+export const projectRoutes =
+  ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
+  async (app) => {
+    app.post(
+      '/projects',
+      {
+        onRequest: auth.requireAdmin,
+        schema: {
+          tags: ['projects'],
+          summary: 'Create a project (admin key); returns its first API key',
+          body: z.strictObject({
+            id: Id.optional().describe('1-64 characters of [A-Za-z0-9_-]; generated when absent'),
+            name: z.string().min(1).max(200),
+            key_name: z.string().min(1).max(200).default('default'),
+          }),
+          response: { 201: z.object({ project: ProjectOut, key: NewKeyOut }), 409: ErrorResponse, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const id = req.body.id ?? `p_${randomBytes(8).toString('hex')}`;
+        const created = await store.tx(async (tx) => {
+          const project = await tx.projects.create(id, req.body.name);
+          if (!project) return undefined;
+          await tx.tools.seed(id, bootstrapTools());
+          const key = await tx.projects.createKey(id, req.body.key_name);
+          return { project, key };
+        });
+        if (!created) throw new ApiError('conflict', `project ${JSON.stringify(id)} already exists`);
+        return reply.status(201).send({
+          project: projectOut(created.project),
+          key: { ...keyOut(created.key.record), key: created.key.key },
+        });
+      },
+    );
+
+    app.get(
+      '/projects',
+      {
+        onRequest: auth.requireKey,
+        schema: {
+          tags: ['projects'],
+          summary: 'List projects: all of them for the admin key, its own for a project key',
+          querystring: z.strictObject({ limit: Limit, after: Id.optional() }),
+          response: { 200: z.object({ projects: z.array(ProjectOut) }), ...errors },
+        },
+      },
+      async (req) => {
+        const p = req.principal;
+        if (p?.kind === 'project') {
+          const own = await store.projects.get(p.projectId);
+          return { projects: own ? [projectOut(own)] : [] };
+        }
+        const list = await store.projects.list(req.query.limit, req.query.after);
+        return { projects: list.map(projectOut) };
+      },
+    );
+
+    app.get(
+      '/projects/:project',
+      {
+        onRequest: auth.requireProject,
+        schema: { tags: ['projects'], params: ProjectParams, response: { 200: ProjectOut, ...errors } },
+      },
+      async (req) => {
+        const p = await store.projects.get(req.params.project);
+        if (!p) throw notFound('project', req.params.project);
+        return projectOut(p);
+      },
+    );
+
+    app.post(
+      '/projects/:project/keys',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['keys'],
+          summary: 'Create an API key; the key is shown only in this response',
+          params: ProjectParams,
+          body: z.strictObject({ name: z.string().min(1).max(200) }),
+          response: { 201: NewKeyOut, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const { key, record } = await store.projects.createKey(req.params.project, req.body.name);
+        return reply.status(201).send({ ...keyOut(record), key });
+      },
+    );
+
+    app.get(
+      '/projects/:project/keys',
+      {
+        onRequest: auth.requireProject,
+        schema: { tags: ['keys'], params: ProjectParams, response: { 200: z.object({ keys: z.array(KeyOut) }), ...errors } },
+      },
+      async (req) => ({ keys: (await store.projects.listKeys(req.params.project)).map(keyOut) }),
+    );
+
+    app.delete(
+      '/projects/:project/keys/:key_id',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['keys'],
+          summary: 'Revoke an API key; it stops working at once',
+          params: ProjectParams.extend({ key_id: Uuid }),
+          response: { 204: z.null(), ...errors },
+        },
+      },
+      async (req, reply) => {
+        if (!(await store.projects.revokeKey(req.params.project, req.params.key_id))) {
+          throw notFound('key', req.params.key_id);
+        }
+        return reply.status(204).send(null);
+      },
+    );
+  };

@@ -1,0 +1,108 @@
+// The api under test: a NATS root and a database of its own (migrated), the app built with an
+// admin key, requests through Fastify's inject (no port), and helpers to make projects. Used by
+// the route tests beside this file and by the cross-service tests in tests/.
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { createClient } from '@toolmesh/client';
+import { loadConfig, type Config } from '@toolmesh/config';
+import { createPool, createStore, migrate, type Store } from '@toolmesh/store';
+import { useNats, usePostgres } from '@toolmesh/testing';
+import { buildApp, type ApiApp } from './app.ts';
+
+export const ADMIN_KEY = 'test-admin-key-0123456789';
+
+export interface TestResponse {
+  status: number;
+  // Tests read whatever the route returned.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  headers: Record<string, unknown>;
+  raw: string;
+}
+
+export interface RequestOptions {
+  key?: string | undefined;
+  body?: unknown;
+  /** A raw payload (string or Buffer) with its own content type. */
+  payload?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface TestApi {
+  app: ApiApp;
+  config: Config;
+  env: Record<string, string>;
+  store: Store;
+  nc: NatsConnection;
+  request(method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, o?: RequestOptions): Promise<TestResponse>;
+  /** A project with its first key. */
+  createProject(id?: string): Promise<{ id: string; key: string }>;
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+export async function startTestApi(overrides: Record<string, string> = {}): Promise<TestApi> {
+  const nats = await useNats();
+  const db = await usePostgres();
+  const env: Record<string, string> = {
+    CG__NATS__URL: nats.url,
+    CG__NATS__SUBJECT_ROOT: nats.root,
+    CG__POSTGRES__URL: db.url,
+    CG__API__ADMIN_KEY: ADMIN_KEY,
+    CG__LOG__LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
+    ...overrides,
+  };
+  const config = loadConfig({ env });
+  const logger = pino({ level: config.log.level });
+  const pool = createPool({ url: db.url, max: 8, statementTimeoutMs: 10_000, connectTimeoutMs: 5_000, logger });
+  await migrate({ pool, logger });
+  const store = createStore(pool);
+  const nc = await connect({ servers: nats.url });
+  const client = createClient({ nc, root: nats.root });
+  const app = await buildApp({ config, store, nc, client, logger });
+  await app.ready();
+
+  const request: TestApi['request'] = async (method, url, o = {}) => {
+    const headers: Record<string, string> = { ...o.headers };
+    if (o.key) headers['authorization'] = `Bearer ${o.key}`;
+    let payload: string | Buffer | undefined = o.payload;
+    if (o.body !== undefined) {
+      payload = JSON.stringify(o.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await app.inject({ method, url, headers, ...(payload !== undefined ? { payload } : {}) });
+    let body: unknown;
+    try {
+      body = res.body ? JSON.parse(res.body) : undefined;
+    } catch {
+      body = undefined;
+    }
+    return { status: res.statusCode, body, headers: res.headers, raw: res.body };
+  };
+
+  return {
+    app,
+    config,
+    env,
+    store,
+    nc,
+    request,
+    createProject: async (id) => {
+      const res = await request('POST', '/v1/projects', {
+        key: ADMIN_KEY,
+        body: { id: id ?? `proj-${process.pid}-${++counter}`, name: 'test project' },
+      });
+      if (res.status !== 201) throw new Error(`creating a project failed: ${res.status} ${res.raw}`);
+      return { id: res.body.project.id as string, key: res.body.key.key as string };
+    },
+    close: async () => {
+      await app.close();
+      await client.close();
+      await nc.close();
+      await store.close();
+      await nats.cleanup();
+      await db.cleanup();
+    },
+  };
+}
