@@ -33,7 +33,16 @@ export function createArtifactsRepo(db: Db): ArtifactsRepo {
           `INSERT INTO resource.artifacts
              (artifact_id, project_id, filename, mime, size_bytes, sha256, storage_uri, tool_call_id)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-          [a.artifact_id, a.project_id, a.filename, a.mime, a.size_bytes, a.sha256, a.storage_uri, a.tool_call_id],
+          [
+            a.artifact_id,
+            a.project_id,
+            a.filename,
+            a.mime,
+            a.size_bytes,
+            a.sha256,
+            a.storage_uri,
+            a.tool_call_id,
+          ],
         )
       )[0]!,
     get: async (projectId, artifactId) =>

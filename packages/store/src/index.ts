@@ -2,8 +2,19 @@ export { createStore } from './store.ts';
 export type { Store, TxStore } from './store.ts';
 export { CardKind } from './cards.ts';
 export type { Card, CardsRepo } from './cards.ts';
-export type { Execution, ExecutionStatus, ExecutionsRepo, StartExecution } from './executions.ts';
-export type { InboxItem, InboxRepo } from './inbox.ts';
+export { ExecutionStatus } from './executions.ts';
+export type { Execution, ExecutionsRepo, StartExecution } from './executions.ts';
+export type {
+  ExecutionFilter,
+  ExecutionMetrics,
+  HistoryKey,
+  HistoryRow,
+  HistorySummary,
+  MostUsedTool,
+} from './execution-stats.ts';
+export type { InboxItem, InboxRepo, NewTaskItem } from './inbox.ts';
+export { TaskState } from './tasks.ts';
+export type { Task, NewTask, TasksRepo } from './tasks.ts';
 export type { RecordToolResult, RecordedResult, ResultsRepo } from './results.ts';
 export { isRetryablePgError, toStoreError } from './errors.ts';
 export { createPool } from './pool.ts';
@@ -19,6 +30,24 @@ export type { Migration, MigrateOptions, EnsureDatabaseOptions } from './migrate
 export { hashKey } from './projects.ts';
 export type { Project, ApiKey, ProjectsRepo } from './projects.ts';
 export { ToolOrigin } from './tools.ts';
-export type { ToolRecord, NewTool, ToolFilter, ToolPatch, ToolsRepo } from './tools.ts';
+export type { ToolRecord, NewTool, ToolFilter, ToolPatch, ToolUsage, ToolsRepo } from './tools.ts';
+export { InternalTool } from './profiles.ts';
+export type {
+  ProfileRecord,
+  NewProfile,
+  ProfilePatch,
+  ProfileUpdate,
+  ProfileDelete,
+  ProfilesRepo,
+} from './profiles.ts';
+export type {
+  AgentRecord,
+  AgentToolRecord,
+  NewAgent,
+  AgentPatch,
+  AgentWrite,
+  AttachTool,
+  AgentsRepo,
+} from './agents.ts';
 export type { SkillRecord, SkillVersion, NewSkillVersion, SkillsRepo } from './skills.ts';
 export type { ArtifactRecord, NewArtifact, ArtifactsRepo } from './artifacts.ts';

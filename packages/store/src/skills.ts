@@ -39,7 +39,10 @@ export interface NewSkillVersion {
 
 export interface SkillsRepo {
   /** Adds the version (creating the skill on first upload); `created` is false for a re-upload. */
-  addVersion(projectId: string, v: NewSkillVersion): Promise<{ skill: SkillRecord; created: boolean }>;
+  addVersion(
+    projectId: string,
+    v: NewSkillVersion,
+  ): Promise<{ skill: SkillRecord; created: boolean }>;
   list(projectId: string): Promise<SkillRecord[]>;
   get(projectId: string, name: string): Promise<SkillRecord | undefined>;
   versions(skillId: string): Promise<SkillVersion[]>;
@@ -85,7 +88,15 @@ export function createSkillsRepo(db: Db): SkillsRepo {
              (skill_id, version, storage_uri, size_bytes, description, front_matter, files)
            VALUES ($1, $2, $3, $4, $5, $6, $7)
            ON CONFLICT (skill_id, version) DO NOTHING RETURNING version`,
-          [skill.skill_id, v.version, v.storageUri, v.sizeBytes, v.description, v.frontMatter, v.files],
+          [
+            skill.skill_id,
+            v.version,
+            v.storageUri,
+            v.sizeBytes,
+            v.description,
+            v.frontMatter,
+            v.files,
+          ],
         );
         if (v.activate) {
           await tx.query(
@@ -153,7 +164,9 @@ export function createSkillsRepo(db: Db): SkillsRepo {
           `SELECT ${VERSION} FROM resource.skill_versions WHERE skill_id = $1 ORDER BY created_at DESC`,
           [skill.skill_id],
         );
-        await tx.query('skills_delete', 'DELETE FROM resource.skills WHERE skill_id = $1', [skill.skill_id]);
+        await tx.query('skills_delete', 'DELETE FROM resource.skills WHERE skill_id = $1', [
+          skill.skill_id,
+        ]);
         return versions;
       }),
   };

@@ -4,8 +4,11 @@ import { createCardsRepo, type CardsRepo } from './cards.ts';
 import { createDb } from './db.ts';
 import { createExecutionsRepo, type ExecutionsRepo } from './executions.ts';
 import { createInboxRepo, type InboxRepo } from './inbox.ts';
+import { createTasksRepo, type TasksRepo } from './tasks.ts';
 import { createProjectsRepo, type ProjectsRepo } from './projects.ts';
 import { createToolsRepo, type ToolsRepo } from './tools.ts';
+import { createProfilesRepo, type ProfilesRepo } from './profiles.ts';
+import { createAgentsRepo, type AgentsRepo } from './agents.ts';
 import { createSkillsRepo, type SkillsRepo } from './skills.ts';
 import { createArtifactsRepo, type ArtifactsRepo } from './artifacts.ts';
 import type { Db } from './db.ts';
@@ -17,9 +20,12 @@ export interface Store {
   readonly executions: ExecutionsRepo;
   readonly results: ResultsRepo;
   readonly inbox: InboxRepo;
+  readonly tasks: TasksRepo;
   readonly projects: ProjectsRepo;
   readonly tools: ToolsRepo;
   readonly skills: SkillsRepo;
+  readonly profiles: ProfilesRepo;
+  readonly agents: AgentsRepo;
   readonly artifacts: ArtifactsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
@@ -30,10 +36,17 @@ export interface Store {
 export interface TxStore {
   readonly projects: ProjectsRepo;
   readonly tools: ToolsRepo;
+  readonly tasks: TasksRepo;
+  readonly inbox: InboxRepo;
 }
 
 function txRepos(db: Db): TxStore {
-  return { projects: createProjectsRepo(db), tools: createToolsRepo(db) };
+  return {
+    projects: createProjectsRepo(db),
+    tools: createToolsRepo(db),
+    tasks: createTasksRepo(db),
+    inbox: createInboxRepo(db),
+  };
 }
 
 export function createStore(pool: pg.Pool): Store {
@@ -45,7 +58,8 @@ export function createStore(pool: pg.Pool): Store {
     cards: createCardsRepo(db),
     executions: createExecutionsRepo(db),
     results: createResultsRepo(db),
-    inbox: createInboxRepo(db),
+    profiles: createProfilesRepo(db),
+    agents: createAgentsRepo(db),
     skills: createSkillsRepo(db),
     artifacts: createArtifactsRepo(db),
     close: () => pool.end(),

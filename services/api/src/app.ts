@@ -16,10 +16,18 @@ import { errorHandler } from './errors.ts';
 import { createHttpMetrics } from './metrics.ts';
 import { healthRoutes } from './routes/health.ts';
 import { projectRoutes } from './routes/projects.ts';
+import { executionRoutes } from './routes/executions.ts';
+import { taskRoutes } from './routes/tasks.ts';
+import { cardRoutes } from './routes/cards.ts';
+import { toolRoutes } from './routes/tools.ts';
+import { profileRoutes } from './routes/profiles.ts';
+import { agentRoutes } from './routes/agents.ts';
+import { skillRoutes } from './routes/skills.ts';
+import { artifactRoutes } from './routes/artifacts.ts';
 
 export async function buildApp(deps: ApiDeps) {
   const app = Fastify({
-    loggerInstance: deps.logger.child({ component: 'http' }) as FastifyBaseLogger,
+    loggerInstance: deps.logger.child({ component: 'http' }),
     bodyLimit: deps.config.api.body_limit_bytes,
     disableRequestLogging: true,
   }).withTypeProvider<ZodTypeProvider>();
@@ -27,13 +35,22 @@ export async function buildApp(deps: ApiDeps) {
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((req, reply) =>
-    reply.status(404).send({ error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` } }),
+    reply
+      .status(404)
+      .send({
+        error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` },
+      }),
   );
 
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'toolmesh api', version: '1.0.0', description: 'Projects, tools, skills, agents, tasks and executions of a toolmesh deployment.' },
+      info: {
+        title: 'toolmesh api',
+        version: '1.0.0',
+        description:
+          'Projects, tools, skills, agents, tasks and executions of a toolmesh deployment.',
+      },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
@@ -46,13 +63,26 @@ export async function buildApp(deps: ApiDeps) {
 
   const metrics = createHttpMetrics();
   app.addHook('onResponse', (req, reply, done) => {
-    metrics.observe(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    metrics.observe(
+      req.method,
+      req.routeOptions.url ?? 'unmatched',
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
     done();
   });
 
   const routeDeps: RouteDeps = { ...deps, auth: createAuth(deps.store, deps.config.api.admin_key) };
   await app.register(healthRoutes(routeDeps, metrics));
   await app.register(projectRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(executionRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(taskRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(cardRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(toolRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(profileRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(agentRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(skillRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(artifactRoutes(routeDeps), { prefix: '/v1' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   return app;
 }

@@ -1,6 +1,7 @@
 // What the route groups are built from: one object, passed down from main.ts (or a test).
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import type { ArtifactStore } from '@toolmesh/artifacts';
 import type { Client } from '@toolmesh/client';
 import type { Config } from '@toolmesh/config';
 import type { Store } from '@toolmesh/store';
@@ -11,6 +12,7 @@ export interface ApiDeps {
   store: Store;
   nc: NatsConnection;
   client: Client;
+  artifacts: ArtifactStore;
   logger: Logger;
 }
 

@@ -27,7 +27,11 @@ export class ApiError extends Error {
   readonly code: string;
   readonly status: number;
   readonly details: Record<string, unknown> | undefined;
-  constructor(code: ApiErrorCode | { code: string; status: number }, message: string, details?: Record<string, unknown>) {
+  constructor(
+    code: ApiErrorCode | { code: string; status: number },
+    message: string,
+    details?: Record<string, unknown>,
+  ) {
     super(message);
     this.name = 'ApiError';
     this.code = typeof code === 'string' ? code : code.code;
@@ -49,14 +53,25 @@ export const ErrorResponse = z
   })
   .meta({ id: 'Error' });
 
-function send(reply: FastifyReply, status: number, code: string, message: string, details?: Record<string, unknown>) {
-  return reply.status(status).send({ error: details ? { code, message, details } : { code, message } });
+function send(
+  reply: FastifyReply,
+  status: number,
+  code: string,
+  message: string,
+  details?: Record<string, unknown>,
+) {
+  return reply
+    .status(status)
+    .send({ error: details ? { code, message, details } : { code, message } });
 }
 
 export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
   if (err instanceof ApiError) return send(reply, err.status, err.code, err.message, err.details);
   if (hasZodFastifySchemaValidationErrors(err)) {
-    const issues = err.validation.map((v) => ({ path: v.instancePath, message: v.message ?? 'invalid' }));
+    const issues = err.validation.map((v) => ({
+      path: v.instancePath,
+      message: v.message ?? 'invalid',
+    }));
     const inParams = err.validationContext === 'params';
     const first = issues[0];
     return send(

@@ -1,6 +1,8 @@
 // The api process: load the configuration, connect, listen; stop cleanly on SIGTERM/SIGINT.
 import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import { pino } from 'pino';
+import { createArtifactStore } from '@toolmesh/artifacts';
 import { connectNats } from '@toolmesh/bus';
 import { createClient } from '@toolmesh/client';
 import { ConfigError, loadConfig, redactConfig, type Config } from '@toolmesh/config';
@@ -43,7 +45,8 @@ try {
     }),
   );
   const client = createClient({ nc, root: config.nats.subject_root });
-  const app = await buildApp({ config, store, nc, client, logger });
+  const artifacts = createArtifactStore({ kind: 'fs', root: resolve(config.artifacts.root) });
+  const app = await buildApp({ config, store, nc, client, artifacts, logger });
   const address = await app.listen({ host: config.api.host, port: config.api.port });
   logger.info({ address }, 'api listening');
   logger.flush();

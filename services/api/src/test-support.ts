@@ -1,7 +1,11 @@
 // The api under test: a NATS root and a database of its own (migrated), the app built with an
 // admin key, requests through Fastify's inject (no port), and helpers to make projects. Used by
 // the route tests beside this file and by the cross-service tests in tests/.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { createArtifactStore, type ArtifactStore } from '@toolmesh/artifacts';
 import { pino } from 'pino';
 import { createClient } from '@toolmesh/client';
 import { loadConfig, type Config } from '@toolmesh/config';
@@ -13,8 +17,7 @@ export const ADMIN_KEY = 'test-admin-key-0123456789';
 
 export interface TestResponse {
   status: number;
-  // Tests read whatever the route returned.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  /** Whatever the route returned, parsed from JSON. */
   body: any;
   headers: Record<string, unknown>;
   raw: string;
@@ -33,8 +36,15 @@ export interface TestApi {
   config: Config;
   env: Record<string, string>;
   store: Store;
+  artifacts: ArtifactStore;
+  /** The artifact store's folder. */
+  artifactsRoot: string;
   nc: NatsConnection;
-  request(method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, o?: RequestOptions): Promise<TestResponse>;
+  request(
+    method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE',
+    url: string,
+    o?: RequestOptions,
+  ): Promise<TestResponse>;
   /** A project with its first key. */
   createProject(id?: string): Promise<{ id: string; key: string }>;
   close(): Promise<void>;
@@ -43,6 +53,7 @@ export interface TestApi {
 let counter = 0;
 
 export async function startTestApi(overrides: Record<string, string> = {}): Promise<TestApi> {
+  const artifactsRoot = await mkdtemp(join(tmpdir(), 'toolmesh-artifacts-'));
   const nats = await useNats();
   const db = await usePostgres();
   const env: Record<string, string> = {
@@ -50,17 +61,25 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
     CG__NATS__SUBJECT_ROOT: nats.root,
     CG__POSTGRES__URL: db.url,
     CG__API__ADMIN_KEY: ADMIN_KEY,
+    CG__ARTIFACTS__ROOT: artifactsRoot,
     CG__LOG__LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
     ...overrides,
   };
   const config = loadConfig({ env });
   const logger = pino({ level: config.log.level });
-  const pool = createPool({ url: db.url, max: 8, statementTimeoutMs: 10_000, connectTimeoutMs: 5_000, logger });
+  const pool = createPool({
+    url: db.url,
+    max: 8,
+    statementTimeoutMs: 10_000,
+    connectTimeoutMs: 5_000,
+    logger,
+  });
   await migrate({ pool, logger });
   const store = createStore(pool);
   const nc = await connect({ servers: nats.url });
   const client = createClient({ nc, root: nats.root });
-  const app = await buildApp({ config, store, nc, client, logger });
+  const artifacts = createArtifactStore({ kind: 'fs', root: artifactsRoot });
+  const app = await buildApp({ config, store, nc, client, artifacts, logger });
   await app.ready();
 
   const request: TestApi['request'] = async (method, url, o = {}) => {
@@ -71,7 +90,12 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
       payload = JSON.stringify(o.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await app.inject({ method, url, headers, ...(payload !== undefined ? { payload } : {}) });
+    const res = await app.inject({
+      method,
+      url,
+      headers,
+      ...(payload !== undefined ? { payload } : {}),
+    });
     let body: unknown;
     try {
       body = res.body ? JSON.parse(res.body) : undefined;
@@ -86,6 +110,8 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
     config,
     env,
     store,
+    artifacts,
+    artifactsRoot,
     nc,
     request,
     createProject: async (id) => {
@@ -93,7 +119,8 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
         key: ADMIN_KEY,
         body: { id: id ?? `proj-${process.pid}-${++counter}`, name: 'test project' },
       });
-      if (res.status !== 201) throw new Error(`creating a project failed: ${res.status} ${res.raw}`);
+      if (res.status !== 201)
+        throw new Error(`creating a project failed: ${res.status} ${res.raw}`);
       return { id: res.body.project.id as string, key: res.body.key.key as string };
     },
     close: async () => {
@@ -103,6 +130,7 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
       await store.close();
       await nats.cleanup();
       await db.cleanup();
+      await rm(artifactsRoot, { recursive: true, force: true });
     },
   };
 }

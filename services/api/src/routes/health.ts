@@ -4,12 +4,19 @@ import { z } from 'zod';
 import type { RouteDeps } from '../deps.ts';
 import type { HttpMetrics } from '../metrics.ts';
 
-const Health = z.object({ status: z.enum(['ok', 'unavailable']), checks: z.record(z.string(), z.string()).optional() });
+const Health = z.object({
+  status: z.enum(['ok', 'unavailable']),
+  checks: z.record(z.string(), z.string()).optional(),
+});
 
 export const healthRoutes =
   (deps: RouteDeps, metrics: HttpMetrics): FastifyPluginAsyncZod =>
   async (app) => {
-    app.get('/healthz', { schema: { tags: ['health'], security: [], response: { 200: Health } } }, () => ({ status: 'ok' as const }));
+    app.get(
+      '/healthz',
+      { schema: { tags: ['health'], security: [], response: { 200: Health } } },
+      () => ({ status: 'ok' as const }),
+    );
 
     app.get(
       '/readyz',
@@ -34,7 +41,11 @@ export const healthRoutes =
       },
     );
 
-    app.get('/metrics', { schema: { tags: ['health'], security: [], hide: true } }, async (_req, reply) => {
-      return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
-    });
+    app.get(
+      '/metrics',
+      { schema: { tags: ['health'], security: [], hide: true } },
+      async (_req, reply) => {
+        return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+      },
+    );
   };

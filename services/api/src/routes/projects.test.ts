@@ -12,7 +12,11 @@ afterAll(async () => {
   await api?.close();
 });
 
-function expectError(res: { status: number; body: { error?: { code?: string; message?: string } } }, status: number, code: string) {
+function expectError(
+  res: { status: number; body: { error?: { code?: string; message?: string } } },
+  status: number,
+  code: string,
+) {
   expect(res.status).toBe(status);
   expect(res.body.error?.code).toBe(code);
   expect(res.body.error?.message).toEqual(expect.any(String));
@@ -20,36 +24,77 @@ function expectError(res: { status: number; body: { error?: { code?: string; mes
 
 describe('projects', () => {
   it('the admin creates a project, gets its first key, and the registry is seeded', async () => {
-    const res = await api.request('POST', '/v1/projects', { key: ADMIN_KEY, body: { id: 'acme', name: 'Acme' } });
+    const res = await api.request('POST', '/v1/projects', {
+      key: ADMIN_KEY,
+      body: { id: 'acme', name: 'Acme' },
+    });
     expect(res.status).toBe(201);
     expect(res.body.project).toMatchObject({ id: 'acme', name: 'Acme' });
     expect(res.body.key.key).toMatch(/^tmk_/);
-    const rows = await api.store.pool.query<{ key_hash: string }>('SELECT key_hash FROM resource.api_keys WHERE project_id = $1', ['acme']);
+    const rows = await api.store.pool.query<{ key_hash: string }>(
+      'SELECT key_hash FROM resource.api_keys WHERE project_id = $1',
+      ['acme'],
+    );
     expect(rows.rows).toEqual([{ key_hash: hashKey(res.body.key.key as string) }]); // only the hash is kept
     const tools = await api.store.tools.list('acme', {});
     const names = tools.map((t) => t.name);
     expect(names.filter((n) => n.startsWith('skills.'))).toHaveLength(12);
-    expect(names).toEqual(expect.arrayContaining(['builtin.echo', 'builtin.sleep', 'skills.run_cmd']));
+    expect(names).toEqual(
+      expect.arrayContaining(['builtin.echo', 'builtin.sleep', 'skills.run_cmd']),
+    );
     const got = await api.request('GET', '/v1/projects/acme', { key: res.body.key.key as string });
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({ id: 'acme', name: 'Acme' });
   });
 
   it('generates an id when none is given', async () => {
-    const res = await api.request('POST', '/v1/projects', { key: ADMIN_KEY, body: { name: 'anon' } });
+    const res = await api.request('POST', '/v1/projects', {
+      key: ADMIN_KEY,
+      body: { name: 'anon' },
+    });
     expect(res.status).toBe(201);
     expect(res.body.project.id).toMatch(/^p_[0-9a-f]{16}$/);
   });
 
   it('refuses a duplicate id, a bad id, unknown fields, a project key and no key', async () => {
     await api.createProject('dup');
-    expectError(await api.request('POST', '/v1/projects', { key: ADMIN_KEY, body: { id: 'dup', name: 'x' } }), 409, 'conflict');
-    expectError(await api.request('POST', '/v1/projects', { key: ADMIN_KEY, body: { id: 'bad id!', name: 'x' } }), 400, 'invalid_request');
-    expectError(await api.request('POST', '/v1/projects', { key: ADMIN_KEY, body: { name: 'x', owner: 'me' } }), 400, 'invalid_request');
+    expectError(
+      await api.request('POST', '/v1/projects', { key: ADMIN_KEY, body: { id: 'dup', name: 'x' } }),
+      409,
+      'conflict',
+    );
+    expectError(
+      await api.request('POST', '/v1/projects', {
+        key: ADMIN_KEY,
+        body: { id: 'bad id!', name: 'x' },
+      }),
+      400,
+      'invalid_request',
+    );
+    expectError(
+      await api.request('POST', '/v1/projects', {
+        key: ADMIN_KEY,
+        body: { name: 'x', owner: 'me' },
+      }),
+      400,
+      'invalid_request',
+    );
     const { key } = await api.createProject();
-    expectError(await api.request('POST', '/v1/projects', { key, body: { name: 'x' } }), 401, 'unauthorized');
-    expectError(await api.request('POST', '/v1/projects', { body: { name: 'x' } }), 401, 'unauthorized');
-    expectError(await api.request('GET', '/v1/projects', { key: 'tmk_not-a-key' }), 401, 'unauthorized');
+    expectError(
+      await api.request('POST', '/v1/projects', { key, body: { name: 'x' } }),
+      401,
+      'unauthorized',
+    );
+    expectError(
+      await api.request('POST', '/v1/projects', { body: { name: 'x' } }),
+      401,
+      'unauthorized',
+    );
+    expectError(
+      await api.request('GET', '/v1/projects', { key: 'tmk_not-a-key' }),
+      401,
+      'unauthorized',
+    );
   });
 
   it('lists every project for the admin and only its own for a project key', async () => {
@@ -60,36 +105,69 @@ describe('projects', () => {
     expect(own.body.projects.map((p: { id: string }) => p.id)).toEqual([a.id]);
   });
 
-  it("a key of project A gets 404 for project B, exactly like a missing project", async () => {
+  it('a key of project A gets 404 for project B, exactly like a missing project', async () => {
     const a = await api.createProject();
     const b = await api.createProject();
     expectError(await api.request('GET', `/v1/projects/${b.id}`, { key: a.key }), 404, 'not_found');
     expectError(await api.request('GET', '/v1/projects/nope', { key: a.key }), 404, 'not_found');
-    expectError(await api.request('GET', `/v1/projects/${b.id}/keys`, { key: a.key }), 404, 'not_found');
-    expectError(await api.request('POST', `/v1/projects/${b.id}/keys`, { key: a.key, body: { name: 'x' } }), 404, 'not_found');
+    expectError(
+      await api.request('GET', `/v1/projects/${b.id}/keys`, { key: a.key }),
+      404,
+      'not_found',
+    );
+    expectError(
+      await api.request('POST', `/v1/projects/${b.id}/keys`, { key: a.key, body: { name: 'x' } }),
+      404,
+      'not_found',
+    );
     expect((await api.store.projects.listKeys(b.id)).length).toBe(1);
   });
 
   it('a project id with characters outside [A-Za-z0-9_-] in the path is invalid_id', async () => {
-    expectError(await api.request('GET', '/v1/projects/bad%24id', { key: ADMIN_KEY }), 400, 'invalid_id');
+    expectError(
+      await api.request('GET', '/v1/projects/bad%24id', { key: ADMIN_KEY }),
+      400,
+      'invalid_id',
+    );
   });
 });
 
 describe('api keys', () => {
   it('creates (shown once), lists (never shown again) and revokes keys', async () => {
     const p = await api.createProject();
-    const created = await api.request('POST', `/v1/projects/${p.id}/keys`, { key: p.key, body: { name: 'ci' } });
+    const created = await api.request('POST', `/v1/projects/${p.id}/keys`, {
+      key: p.key,
+      body: { name: 'ci' },
+    });
     expect(created.status).toBe(201);
     const second = created.body.key as string;
     expect(second).toMatch(/^tmk_/);
     const list = await api.request('GET', `/v1/projects/${p.id}/keys`, { key: second });
     expect(list.body.keys.map((k: { name: string }) => k.name)).toEqual(['default', 'ci']);
     expect(JSON.stringify(list.body)).not.toContain(second);
-    const revoked = await api.request('DELETE', `/v1/projects/${p.id}/keys/${created.body.key_id}`, { key: p.key });
+    const revoked = await api.request(
+      'DELETE',
+      `/v1/projects/${p.id}/keys/${created.body.key_id}`,
+      { key: p.key },
+    );
     expect(revoked.status).toBe(204);
-    expectError(await api.request('GET', `/v1/projects/${p.id}`, { key: second }), 401, 'unauthorized');
-    expectError(await api.request('DELETE', `/v1/projects/${p.id}/keys/${created.body.key_id}`, { key: p.key }), 404, 'not_found');
-    expectError(await api.request('DELETE', `/v1/projects/${p.id}/keys/not-a-uuid`, { key: p.key }), 400, 'invalid_id');
+    expectError(
+      await api.request('GET', `/v1/projects/${p.id}`, { key: second }),
+      401,
+      'unauthorized',
+    );
+    expectError(
+      await api.request('DELETE', `/v1/projects/${p.id}/keys/${created.body.key_id}`, {
+        key: p.key,
+      }),
+      404,
+      'not_found',
+    );
+    expectError(
+      await api.request('DELETE', `/v1/projects/${p.id}/keys/not-a-uuid`, { key: p.key }),
+      400,
+      'invalid_id',
+    );
   });
 });
 
@@ -98,10 +176,26 @@ describe('request hygiene', () => {
     const p = await api.createProject();
     const url = `/v1/projects/${p.id}/keys`;
     const headers = { 'content-type': 'application/json' };
-    expectError(await api.request('POST', url, { key: p.key, payload: '{"name": ', headers }), 400, 'malformed_json');
+    expectError(
+      await api.request('POST', url, { key: p.key, payload: '{"name": ', headers }),
+      400,
+      'malformed_json',
+    );
     const big = JSON.stringify({ name: 'x'.repeat(api.config.api.body_limit_bytes + 10) });
-    expectError(await api.request('POST', url, { key: p.key, payload: big, headers }), 413, 'payload_too_large');
-    expectError(await api.request('POST', url, { key: p.key, payload: 'name=x', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+    expectError(
+      await api.request('POST', url, { key: p.key, payload: big, headers }),
+      413,
+      'payload_too_large',
+    );
+    expectError(
+      await api.request('POST', url, {
+        key: p.key,
+        payload: '<name>x</name>',
+        headers: { 'content-type': 'application/xml' },
+      }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('an unknown route is a 404 in the same shape', async () => {

@@ -21,11 +21,17 @@ const KeyOut = z
     revoked_at: z.string().nullable(),
   })
   .meta({ id: 'ApiKey' });
-const NewKeyOut = KeyOut.extend({ key: z.string().describe('the key itself; shown only here') }).meta({
+const NewKeyOut = KeyOut.extend({
+  key: z.string().describe('the key itself; shown only here'),
+}).meta({
   id: 'NewApiKey',
 });
 
-const projectOut = (p: Project) => ({ id: p.project_id, name: p.name, created_at: p.created_at.toISOString() });
+const projectOut = (p: Project) => ({
+  id: p.project_id,
+  name: p.name,
+  created_at: p.created_at.toISOString(),
+});
 const keyOut = (k: ApiKey) => ({
   key_id: k.key_id,
   name: k.name,
@@ -50,7 +56,11 @@ export const projectRoutes =
             name: z.string().min(1).max(200),
             key_name: z.string().min(1).max(200).default('default'),
           }),
-          response: { 201: z.object({ project: ProjectOut, key: NewKeyOut }), 409: ErrorResponse, ...errors },
+          response: {
+            201: z.object({ project: ProjectOut, key: NewKeyOut }),
+            409: ErrorResponse,
+            ...errors,
+          },
         },
       },
       async (req, reply) => {
@@ -62,7 +72,8 @@ export const projectRoutes =
           const key = await tx.projects.createKey(id, req.body.key_name);
           return { project, key };
         });
-        if (!created) throw new ApiError('conflict', `project ${JSON.stringify(id)} already exists`);
+        if (!created)
+          throw new ApiError('conflict', `project ${JSON.stringify(id)} already exists`);
         return reply.status(201).send({
           project: projectOut(created.project),
           key: { ...keyOut(created.key.record), key: created.key.key },
@@ -96,7 +107,11 @@ export const projectRoutes =
       '/projects/:project',
       {
         onRequest: auth.requireProject,
-        schema: { tags: ['projects'], params: ProjectParams, response: { 200: ProjectOut, ...errors } },
+        schema: {
+          tags: ['projects'],
+          params: ProjectParams,
+          response: { 200: ProjectOut, ...errors },
+        },
       },
       async (req) => {
         const p = await store.projects.get(req.params.project);
@@ -127,7 +142,11 @@ export const projectRoutes =
       '/projects/:project/keys',
       {
         onRequest: auth.requireProject,
-        schema: { tags: ['keys'], params: ProjectParams, response: { 200: z.object({ keys: z.array(KeyOut) }), ...errors } },
+        schema: {
+          tags: ['keys'],
+          params: ProjectParams,
+          response: { 200: z.object({ keys: z.array(KeyOut) }), ...errors },
+        },
       },
       async (req) => ({ keys: (await store.projects.listKeys(req.params.project)).map(keyOut) }),
     );
