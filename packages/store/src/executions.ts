@@ -1,10 +1,13 @@
-// The tool execution log (state.tool_executions): one row per tool call, opened when a handler
-// starts and closed with the result card (see results.ts). Status, history, metrics and the
-// list of active executions read from here.
-import type { ResultStatus } from '@toolmesh/protocol';
+// The tool execution log (state.tool_executions): one row per tool call, queued by the api when
+// it publishes a call over HTTP, opened when a handler starts and closed with the result card
+// (see results.ts). Status, history, metrics and the list of active executions read from here;
+// the history and metrics queries live in execution-stats.ts.
+import { ResultStatus } from '@toolmesh/protocol';
 import type { Db } from './db.ts';
+import { createExecutionStats, type ExecutionStats } from './execution-stats.ts';
 
-export type ExecutionStatus = 'queued' | 'running' | ResultStatus;
+export const ExecutionStatus = { queued: 'queued', running: 'running', ...ResultStatus } as const;
+export type ExecutionStatus = (typeof ExecutionStatus)[keyof typeof ExecutionStatus];
 
 export interface Execution {
   project_id: string;
@@ -18,6 +21,8 @@ export interface Execution {
   instance_id: string;
   attempts: number;
   card_id: string | null;
+  /** When the row was first written: queued by the api, or opened by the tool service. */
+  created_at: Date;
   started_at: Date;
   finished_at: Date | null;
   duration_ms: number | null;
@@ -33,15 +38,21 @@ export interface StartExecution {
   instanceId: string;
 }
 
-export interface ExecutionsRepo {
+export interface ExecutionsRepo extends ExecutionStats {
   /** Opens (or, on a retry, re-opens) the row as running; a finished row is left alone. */
   start(e: StartExecution): Promise<void>;
+  /** Records a call as queued before it is published; undefined if the id is already known. */
+  enqueue(e: StartExecution): Promise<Execution | undefined>;
+  /** Removes a row that is still queued (its publish failed); a started one is kept. */
+  dropQueued(projectId: string, toolCallId: string): Promise<void>;
   get(projectId: string, toolCallId: string): Promise<Execution | undefined>;
   running(projectId: string): Promise<Execution[]>;
+  /** Queued and running executions, oldest first. */
+  active(projectId: string, limit: number): Promise<Execution[]>;
 }
 
 const COLUMNS = `project_id, tool_call_id, channel, tool_name, target, agent_id, status, error_code,
-  instance_id, attempts, card_id, started_at, finished_at, duration_ms`;
+  instance_id, attempts, card_id, created_at, started_at, finished_at, duration_ms`;
 
 export function createExecutionsRepo(db: Db): ExecutionsRepo {
   return {
@@ -52,7 +63,10 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
            (project_id, tool_call_id, channel, tool_name, target, agent_id, status, instance_id)
          VALUES ($1, $2, $3, $4, $5, $6, 'running', $7)
          ON CONFLICT (project_id, md5(tool_call_id)) DO UPDATE
-           SET attempts = state.tool_executions.attempts + 1,
+           SET status = 'running',
+               -- A queued row (published over HTTP) is starting its first attempt, not a retry.
+               attempts = state.tool_executions.attempts
+                 + CASE WHEN state.tool_executions.status = 'queued' THEN 0 ELSE 1 END,
                instance_id = EXCLUDED.instance_id,
                started_at = now()
            WHERE state.tool_executions.status IN ('queued', 'running')`,
@@ -65,6 +79,34 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
           e.agentId ?? null,
           e.instanceId,
         ],
+      );
+    },
+    enqueue: async (e) =>
+      (
+        await db.query<Execution>(
+          'executions_enqueue',
+          `INSERT INTO state.tool_executions
+             (project_id, tool_call_id, channel, tool_name, target, agent_id, status, instance_id)
+           VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7)
+           ON CONFLICT (project_id, md5(tool_call_id)) DO NOTHING
+           RETURNING ${COLUMNS}`,
+          [
+            e.projectId,
+            e.toolCallId,
+            e.channel,
+            e.toolName,
+            e.target,
+            e.agentId ?? null,
+            e.instanceId,
+          ],
+        )
+      )[0],
+    dropQueued: async (projectId, toolCallId) => {
+      await db.query(
+        'executions_drop_queued',
+        `DELETE FROM state.tool_executions
+         WHERE tool_call_id = $2 AND project_id = $1 AND status = 'queued'`,
+        [projectId, toolCallId],
       );
     },
     get: async (projectId, toolCallId) =>
@@ -82,5 +124,14 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
          WHERE project_id = $1 AND status = 'running' ORDER BY started_at`,
         [projectId],
       ),
+    active: (projectId, limit) =>
+      db.query<Execution>(
+        'executions_active',
+        `SELECT ${COLUMNS} FROM state.tool_executions
+         WHERE project_id = $1 AND status IN ('queued', 'running')
+         ORDER BY created_at, tool_call_id LIMIT $2`,
+        [projectId, limit],
+      ),
+    ...createExecutionStats(db),
   };
 }

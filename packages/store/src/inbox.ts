@@ -1,5 +1,6 @@
 // The agent inbox (state.agent_inbox): what waits for an agent. Tool results are added through
 // results.ts in the same statement as their card; tasks are added by the api.
+import { v7 as uuidv7 } from 'uuid';
 import type { Db } from './db.ts';
 
 export interface InboxItem {
@@ -13,8 +14,17 @@ export interface InboxItem {
   created_at: Date;
 }
 
+export interface NewTaskItem {
+  projectId: string;
+  agentId: string;
+  taskId: string;
+  payload: Record<string, unknown>;
+}
+
 export interface InboxRepo {
   pending(projectId: string, agentId: string): Promise<InboxItem[]>;
+  /** Files a task for its agent (correlation id = task id); false if it was filed already. */
+  addTask(t: NewTaskItem): Promise<boolean>;
 }
 
 export function createInboxRepo(db: Db): InboxRepo {
@@ -28,5 +38,17 @@ export function createInboxRepo(db: Db): InboxRepo {
          ORDER BY created_at`,
         [projectId, agentId],
       ),
+    addTask: async (t) =>
+      (
+        await db.query(
+          'inbox_add_task',
+          `INSERT INTO state.agent_inbox
+             (inbox_id, project_id, agent_id, message_type, correlation_id, payload)
+           VALUES ($1, $2, $3, 'task', $4, $5)
+           ON CONFLICT (project_id, message_type, md5(correlation_id)) DO NOTHING
+           RETURNING inbox_id`,
+          [uuidv7(), t.projectId, t.agentId, t.taskId, JSON.stringify(t.payload)],
+        )
+      ).length === 1,
   };
 }

@@ -1,0 +1,72 @@
+// Agent tasks (state.tasks): work handed to an agent over the api. A task is created pending
+// together with its inbox row (inbox.ts) in one transaction; the agent worker moves it on and
+// links its final card.
+import { v7 as uuidv7 } from 'uuid';
+import type { Db } from './db.ts';
+
+export const TaskState = {
+  pending: 'pending',
+  running: 'running',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  canceled: 'canceled',
+} as const;
+export type TaskState = (typeof TaskState)[keyof typeof TaskState];
+
+export interface Task {
+  task_id: string;
+  project_id: string;
+  agent_id: string;
+  channel: string;
+  input: unknown;
+  status: TaskState;
+  final_card_id: string | null;
+  error: Record<string, unknown> | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface NewTask {
+  projectId: string;
+  agentId: string;
+  channel: string;
+  /** Any JSON value; a string stays a string. */
+  input: unknown;
+}
+
+export interface TasksRepo {
+  /** Undefined when the agent does not exist in the project. */
+  create(t: NewTask): Promise<Task | undefined>;
+  get(projectId: string, taskId: string): Promise<Task | undefined>;
+}
+
+const COLUMNS = `task_id, project_id, agent_id, channel, input, status, final_card_id, error,
+  created_at, updated_at`;
+
+export function createTasksRepo(db: Db): TasksRepo {
+  return {
+    // Inserting from the agent row makes "unknown agent" an empty result rather than a foreign
+    // key violation to decode.
+    create: async (t) =>
+      (
+        await db.query<Task>(
+          'tasks_create',
+          `INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input)
+           SELECT $1, project_id, agent_id, $4, $5::jsonb FROM resource.agents
+           WHERE project_id = $2 AND agent_id = $3
+           RETURNING ${COLUMNS}`,
+          // Always serialized: pg would send a bare string as invalid JSON and an array as a
+          // Postgres array.
+          [uuidv7(), t.projectId, t.agentId, t.channel, JSON.stringify(t.input)],
+        )
+      )[0],
+    get: async (projectId, taskId) =>
+      (
+        await db.query<Task>(
+          'tasks_get',
+          `SELECT ${COLUMNS} FROM state.tasks WHERE project_id = $1 AND task_id = $2`,
+          [projectId, taskId],
+        )
+      )[0],
+  };
+}

@@ -1,0 +1,169 @@
+// Tasks for agents. Starting one writes the task and its inbox row in one transaction, then
+// publishes the agent's wakeup: the row comes first so that an agent woken for any reason finds
+// the task, and a wakeup that cannot be published loses nothing (the task waits in the inbox
+// for the agent's next wakeup; the answer says it was not woken).
+import { Buffer } from 'node:buffer';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { z } from 'zod';
+import { Header, MsgId, WakeupReason, createSubjects, encodeMessage } from '@toolmesh/protocol';
+import { TaskState, type Task } from '@toolmesh/store';
+import type { RouteDeps } from '../deps.ts';
+import { ErrorResponse, notFound } from '../errors.ts';
+import { Id, ProjectParams, Uuid, iso } from '../schemas.ts';
+import { CardOut, cardOut } from './cards.ts';
+
+/** Largest task input, as JSON; a task is a prompt and its context, not a payload store. */
+export const TASK_INPUT_MAX_BYTES = 65_536;
+
+const TaskInput = z
+  .union([z.string().min(1), z.record(z.string(), z.unknown())])
+  .refine((v) => Buffer.byteLength(JSON.stringify(v)) <= TASK_INPUT_MAX_BYTES, {
+    message: `must be at most ${TASK_INPUT_MAX_BYTES} bytes as JSON`,
+  })
+  .describe('a prompt, or an object of structured input');
+
+const TaskOut = z
+  .object({
+    task_id: z.string(),
+    agent_id: z.string(),
+    channel: z.string(),
+    status: z.enum(TaskState),
+    input: z.unknown(),
+    error: z.record(z.string(), z.unknown()).nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    final_card: CardOut.nullable().describe('the final answer, once finished'),
+  })
+  .meta({ id: 'Task' });
+
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
+
+/**
+ * A JetStream publish is a request whose reply is the stream's PubAck; sending it over the core
+ * connection spares the api a JetStream client (and the account lookup one costs at start).
+ */
+async function jetStreamPublish(
+  nc: NatsConnection,
+  subject: string,
+  data: Uint8Array,
+  msgId: string,
+) {
+  const h = natsHeaders();
+  h.set(Header.msgId, msgId);
+  const reply = await nc.request(subject, data, { headers: h, timeout: 5_000 });
+  const ack = reply.json<{ seq?: number; error?: { description?: string } }>();
+  if (ack.error || typeof ack.seq !== 'number') {
+    throw new Error(
+      `JetStream refused the publish: ${ack.error?.description ?? 'no sequence in ack'}`,
+    );
+  }
+}
+
+export const taskRoutes =
+  ({ store, auth, nc, config }: RouteDeps): FastifyPluginAsyncZod =>
+  async (app) => {
+    const subjects = createSubjects(config.nats.subject_root);
+
+    app.post(
+      '/projects/:project/agents/:agent/tasks',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['tasks'],
+          summary: 'Start a task for an agent: file it in the inbox, then wake the agent',
+          params: ProjectParams.extend({ agent: Id }),
+          body: z.strictObject({ input: TaskInput, channel: Id.default('api') }),
+          response: {
+            202: z
+              .object({
+                task_id: z.string(),
+                status: z.enum(TaskState),
+                woken: z
+                  .boolean()
+                  .describe(
+                    'false: the wakeup could not be published; the task waits in the inbox',
+                  ),
+              })
+              .meta({ id: 'TaskStarted' }),
+            ...errors,
+          },
+        },
+      },
+      async (req, reply) => {
+        const { project, agent } = req.params;
+        const { input, channel } = req.body;
+        const task = await store.tx(async (tx) => {
+          const t = await tx.tasks.create({ projectId: project, agentId: agent, channel, input });
+          if (t)
+            await tx.inbox.addTask({
+              projectId: project,
+              agentId: agent,
+              taskId: t.task_id,
+              payload: { channel },
+            });
+          return t;
+        });
+        if (!task) throw notFound('agent', agent);
+
+        const wakeup = encodeMessage('wakeup', {
+          v: 1,
+          agent_id: agent,
+          reason: WakeupReason.task,
+          correlation_id: task.task_id,
+        });
+        let woken = true;
+        try {
+          await jetStreamPublish(
+            nc,
+            subjects.agentWakeup({ project, channel, agent }),
+            wakeup,
+            MsgId.wakeup(project, agent, task.task_id),
+          );
+        } catch (err) {
+          woken = false;
+          req.log.warn(
+            { err, task_id: task.task_id, agent_id: agent },
+            'publishing a task wakeup failed',
+          );
+        }
+        return reply.status(202).send({ task_id: task.task_id, status: task.status, woken });
+      },
+    );
+
+    app.get(
+      '/projects/:project/tasks/:task_id',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['tasks'],
+          summary: "A task's status, with its final card once finished",
+          params: ProjectParams.extend({ task_id: Uuid }),
+          response: { 200: TaskOut, ...errors },
+        },
+      },
+      async (req) => {
+        const { project, task_id } = req.params;
+        const task = await store.tasks.get(project, task_id);
+        if (!task) throw notFound('task', task_id);
+        const card = task.final_card_id
+          ? await store.cards.byId(project, task.final_card_id)
+          : undefined;
+        return taskOut(task, card ? cardOut(card) : null);
+      },
+    );
+  };
+
+function taskOut(t: Task, finalCard: z.infer<typeof CardOut> | null) {
+  return {
+    task_id: t.task_id,
+    agent_id: t.agent_id,
+    channel: t.channel,
+    status: t.status,
+    input: t.input,
+    error: t.error,
+    created_at: t.created_at.toISOString(),
+    updated_at: iso(t.updated_at) ?? t.created_at.toISOString(),
+    final_card: finalCard,
+  };
+}
