@@ -1,6 +1,6 @@
 // Builds the HTTP API: Fastify with zod schemas for every request and response, an OpenAPI 3.1
 // document generated from them, one error shape, authentication, metrics, and the route groups.
-import Fastify, { type FastifyBaseLogger } from 'fastify';
+import Fastify from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import multipart from '@fastify/multipart';
 import {
