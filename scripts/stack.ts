@@ -83,7 +83,11 @@ try {
     dbUrl = pg.url.replace(/\/postgres$/, '/toolmesh');
     say(`Postgres on 127.0.0.1:${pg.port} (data in .data/postgres)`);
   }
-  const env: Record<string, string> = { CG__NATS__URL: natsUrl, CG__POSTGRES__URL: dbUrl };
+  const env: Record<string, string> = {
+    CG__NATS__URL: natsUrl,
+    CG__POSTGRES__URL: dbUrl,
+    CG__ARTIFACTS__ROOT: process.env['CG__ARTIFACTS__ROOT'] ?? join(DATA, 'artifacts'),
+  };
   const config = loadConfig({ env: { ...process.env, ...env } });
   const logger = pino({ level: 'warn' });
   await ensureDatabase({
