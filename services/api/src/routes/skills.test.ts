@@ -10,7 +10,11 @@ import { startTestApi, type TestApi } from '../test-support.ts';
 let api: TestApi;
 let project: { id: string; key: string };
 beforeAll(async () => {
-  api = await startTestApi({ CG__SKILLS__MAX_ENTRIES: '50', CG__SKILLS__MAX_ZIP_BYTES: '200000' });
+  api = await startTestApi({
+    CG__SKILLS__MAX_ENTRIES: '50',
+    CG__SKILLS__MAX_ZIP_BYTES: '200000',
+    CG__SKILLS__MAX_UNCOMPRESSED_BYTES: '1000000',
+  });
   project = await api.createProject();
 });
 afterAll(async () => {
@@ -199,6 +203,16 @@ describe('upload', () => {
         ]),
       413,
       'zip_too_large',
+    ],
+    [
+      'over the uncompressed size (a zip bomb)',
+      () =>
+        zip([
+          { path: 'bomb/SKILL.md', data: skillMd('bomb') },
+          { path: 'bomb/zeros', data: '\0'.repeat(3_000_000) },
+        ]),
+      413,
+      'uncompressed_too_large',
     ],
     ['no SKILL.md', () => zip([{ path: 'bare/readme.txt', data: 'x' }]), 400, 'missing_skill_md'],
     [
