@@ -39,6 +39,22 @@ export interface ToolFilter {
   /** Matched case-insensitively against name and description. */
   q?: string | undefined;
   origin?: ToolOrigin | undefined;
+  /** Page size (all when absent) and the last name of the previous page. */
+  limit?: number | undefined;
+  after?: string | undefined;
+}
+
+/** How a tool has been used, from state.tool_executions (kept after the tool is deleted). */
+export interface ToolUsage {
+  calls: number;
+  succeeded: number;
+  failed: number;
+  timeout: number;
+  canceled: number;
+  /** Queued or running now. */
+  active: number;
+  avg_duration_ms: number | null;
+  last_called_at: Date | null;
 }
 
 export interface ToolPatch {
@@ -59,6 +75,7 @@ export interface ToolsRepo {
   list(projectId: string, f: ToolFilter): Promise<ToolRecord[]>;
   update(projectId: string, name: string, p: ToolPatch): Promise<ToolRecord | undefined>;
   delete(projectId: string, name: string): Promise<boolean>;
+  usage(projectId: string, name: string): Promise<ToolUsage>;
 }
 
 const COLUMNS = `tool_id, project_id, name, target, description, category, tags, parameters, origin,
@@ -82,10 +99,12 @@ export function createToolsRepo(db: Db): ToolsRepo {
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
     ON CONFLICT (project_id, name) DO NOTHING RETURNING ${COLUMNS}`;
   return {
-    create: async (projectId, t) => (await db.query<ToolRecord>('tools_create', INSERT, insert(projectId, t)))[0],
+    create: async (projectId, t) =>
+      (await db.query<ToolRecord>('tools_create', INSERT, insert(projectId, t)))[0],
     seed: async (projectId, tools) => {
       let n = 0;
-      for (const t of tools) n += (await db.query('tools_create', INSERT, insert(projectId, t))).length;
+      for (const t of tools)
+        n += (await db.query('tools_create', INSERT, insert(projectId, t))).length;
       return n;
     },
     get: async (projectId, name) =>
@@ -103,10 +122,21 @@ export function createToolsRepo(db: Db): ToolsRepo {
          WHERE project_id = $1
            AND ($2::text IS NULL OR category = $2)
            AND ($3::text IS NULL OR $3 = ANY (tags))
-           AND ($4::text IS NULL OR name ILIKE '%' || $4 || '%' OR description ILIKE '%' || $4 || '%')
+           -- strpos, not ILIKE: '_' and '%' in a search (run_cmd) are literal characters.
+           AND ($4::text IS NULL OR strpos(lower(name), lower($4)) > 0
+                OR strpos(lower(description), lower($4)) > 0)
            AND ($5::text IS NULL OR origin = $5)
-         ORDER BY name`,
-        [projectId, f.category ?? null, f.tag ?? null, f.q ?? null, f.origin ?? null],
+           AND ($7::text IS NULL OR name > $7)
+         ORDER BY name LIMIT $6`,
+        [
+          projectId,
+          f.category ?? null,
+          f.tag ?? null,
+          f.q ?? null,
+          f.origin ?? null,
+          f.limit ?? null,
+          f.after ?? null,
+        ],
       ),
     update: async (projectId, name, p) =>
       (
@@ -141,5 +171,34 @@ export function createToolsRepo(db: Db): ToolsRepo {
           [projectId, name],
         )
       ).length === 1,
+    usage: async (projectId, name) => {
+      const row = (
+        await db.query<Record<keyof ToolUsage, string | number | Date | null>>(
+          'tools_usage',
+          `SELECT count(*) AS calls,
+             count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+             count(*) FILTER (WHERE status = 'failed') AS failed,
+             count(*) FILTER (WHERE status = 'timeout') AS timeout,
+             count(*) FILTER (WHERE status = 'canceled') AS canceled,
+             count(*) FILTER (WHERE status IN ('queued', 'running')) AS active,
+             avg(duration_ms) AS avg_duration_ms,
+             max(started_at) AS last_called_at
+           FROM state.tool_executions WHERE project_id = $1 AND tool_name = $2`,
+          [projectId, name],
+        )
+      )[0];
+      // count() is a bigint, which pg hands over as a string.
+      const n = (v: unknown) => Number(v ?? 0);
+      return {
+        calls: n(row?.calls),
+        succeeded: n(row?.succeeded),
+        failed: n(row?.failed),
+        timeout: n(row?.timeout),
+        canceled: n(row?.canceled),
+        active: n(row?.active),
+        avg_duration_ms: row?.avg_duration_ms == null ? null : Number(row.avg_duration_ms),
+        last_called_at: row?.last_called_at instanceof Date ? row.last_called_at : null,
+      };
+    },
   };
 }

@@ -1,0 +1,108 @@
+// What a registered tool is checked against before it enters the registry: its name (reserved
+// targets), the JSON Schema of its parameters (compiled with ajv, draft 2020-12), its options.
+import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { z } from 'zod';
+import { isReservedToolName } from '@toolmesh/skills';
+import { ApiError } from '../errors.ts';
+
+/** The parameters schema is sent to the model with every turn, so it is kept small. */
+export const MAX_PARAMETERS_BYTES = 64 * 1024;
+
+export const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v), 'utf8');
+
+/**
+ * Targets no one may register besides the reserved `skills` and `builtin`: `sys` is the
+ * control-plane component of the subject grammar (`cmd.sys.cancel`), and a tool under it would
+ * read as a system command in subjects, logs and to the model. Compared without case, as the
+ * skills package compares its reserved targets.
+ */
+const REFUSED_TARGETS: ReadonlySet<string> = new Set(['sys']);
+
+/** Throws `reserved_name` for `skills.*`, `builtin.*` and `sys.*` (any case). */
+export function assertRegistrable(name: string): void {
+  const target = name.slice(0, name.indexOf('.'));
+  if (isReservedToolName(name) || REFUSED_TARGETS.has(target.toLowerCase())) {
+    throw new ApiError(
+      'reserved_name',
+      `tool name ${JSON.stringify(name)} uses the reserved target ${JSON.stringify(target)}: skills, builtin and sys are reserved`,
+    );
+  }
+}
+
+/**
+ * Tool options. Kept deliberately small: only what a caller of the tool acts on.
+ * `timeout_ms` is the deadline of a call that does not set its own (the execution route and the
+ * agent worker read it); without it their configured default applies.
+ */
+export const ToolOptions = z
+  .strictObject({
+    timeout_ms: z
+      .number()
+      .int()
+      .min(1)
+      .max(3_600_000)
+      .optional()
+      .describe('default deadline of a call to this tool, 1 ms to 1 h'),
+  })
+  .meta({ id: 'ToolOptions' });
+
+export const ParametersSchema = z
+  .record(z.string(), z.unknown())
+  .refine((s) => jsonBytes(s) <= MAX_PARAMETERS_BYTES, {
+    message: `must be at most ${MAX_PARAMETERS_BYTES} bytes of JSON`,
+  })
+  .describe('JSON Schema (draft 2020-12) of the arguments; must be `type: "object"`');
+
+const issue = (e: ErrorObject) => ({
+  path: e.instancePath || '/',
+  keyword: e.keyword,
+  message: e.message ?? 'invalid',
+});
+
+/**
+ * Compiles a parameters schema the way callers will validate arguments with it. Strict mode
+ * turns unknown keywords (a misspelt `requried`) and unknown formats into errors instead of
+ * silently ignored constraints; `strictTypes` stays off because nested schemas without a
+ * `type` are common and valid. A fresh ajv per check: schemas with the same `$id` in two tools
+ * must not collide in a shared cache. No `loadSchema`, so a remote `$ref` is an error, never a
+ * network fetch.
+ */
+export function checkParametersSchema(schema: Record<string, unknown>): void {
+  const ajv = new Ajv2020({
+    allErrors: true,
+    strict: true,
+    strictTypes: false,
+    strictTuples: false,
+    strictRequired: false,
+    logger: false,
+  });
+  addFormats.default(ajv);
+  if (!ajv.validateSchema(schema)) {
+    const issues = (ajv.errors ?? []).map(issue);
+    throw new ApiError(
+      'invalid_schema',
+      `parameters is not a valid JSON Schema: ${ajv.errorsText(ajv.errors, { dataVar: 'parameters' })}`,
+      {
+        issues,
+      },
+    );
+  }
+  try {
+    ajv.compile(schema);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    throw new ApiError('invalid_schema', `parameters does not compile: ${message}`, {
+      issues: [{ path: '/', keyword: 'compile', message }],
+    });
+  }
+  if (schema['type'] !== 'object') {
+    throw new ApiError(
+      'invalid_schema',
+      'parameters must be an object schema (`"type": "object"`): tool arguments are a JSON object',
+      {
+        issues: [{ path: '/type', keyword: 'type', message: 'must be "object"' }],
+      },
+    );
+  }
+}

@@ -1,0 +1,455 @@
+// The tool registry over HTTP: registration with ajv-checked parameter schemas, search, details
+// with usage from the execution log, updates, deletion, reserved names, and another project's
+// key refused without changing anything.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi, type TestApi } from '../test-support.ts';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api?.close();
+});
+
+function expectError(
+  res: { status: number; body: { error?: { code?: string; message?: string } } },
+  status: number,
+  code: string,
+) {
+  expect(res.status).toBe(status);
+  expect(res.body.error?.code).toBe(code);
+  expect(res.body.error?.message).toEqual(expect.any(String));
+}
+
+const searchParams = {
+  type: 'object',
+  properties: {
+    query: { type: 'string', minLength: 1 },
+    limit: { type: 'integer', minimum: 1, maximum: 50, default: 10 },
+    since: { type: 'string', format: 'date-time' },
+  },
+  required: ['query'],
+  additionalProperties: false,
+};
+const tool = (name: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  description: 'Search the web for pages about a query',
+  parameters: searchParams,
+  ...extra,
+});
+
+describe('register', () => {
+  it('registers an external tool with defaults and returns it', async () => {
+    const p = await api.createProject();
+    const res = await api.request('POST', `/v1/projects/${p.id}/tools`, {
+      key: p.key,
+      body: tool('web.search', {
+        tags: ['net', 'read-only', 'net'],
+        options: { timeout_ms: 20_000 },
+      }),
+    });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      name: 'web.search',
+      target: 'web',
+      description: 'Search the web for pages about a query',
+      category: 'general',
+      tags: ['net', 'read-only'],
+      parameters: searchParams,
+      options: { timeout_ms: 20_000 },
+      origin: 'external',
+      reserved: false,
+      enabled: true,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    const got = await api.request('GET', `/v1/projects/${p.id}/tools/web.search`, { key: p.key });
+    expect(got.status).toBe(200);
+    expect(got.body).toMatchObject({
+      name: 'web.search',
+      category: 'general',
+      options: { timeout_ms: 20_000 },
+    });
+  });
+
+  it('refuses reserved targets in any case: skills, builtin and sys', async () => {
+    const p = await api.createProject();
+    for (const name of [
+      'skills.run_cmd',
+      'skills.mine',
+      'builtin.echo',
+      'Skills.load',
+      'sys.cancel',
+      'SYS.reboot',
+    ]) {
+      const res = await api.request('POST', `/v1/projects/${p.id}/tools`, {
+        key: p.key,
+        body: tool(name),
+      });
+      expectError(res, 400, 'reserved_name');
+      expect(res.body.error.message).toContain(name);
+    }
+    const reserved = await api.request('GET', `/v1/projects/${p.id}/tools/skills.run_cmd`, {
+      key: p.key,
+    });
+    expect(reserved.body).toMatchObject({ origin: 'skills', reserved: true }); // the seeded one is untouched
+  });
+
+  it('refuses schemas ajv rejects, with its errors in details', async () => {
+    const p = await api.createProject();
+    const post = (parameters: unknown) =>
+      api.request('POST', `/v1/projects/${p.id}/tools`, {
+        key: p.key,
+        body: tool('web.search', { parameters }),
+      });
+
+    const badType = await post({ type: 'object', properties: { q: { type: 'strin' } } });
+    expectError(badType, 400, 'invalid_schema');
+    expect(badType.body.error.details.issues).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: '/properties/q/type' })]),
+    );
+    const typo = await post({ type: 'object', properties: {}, requried: ['q'] });
+    expectError(typo, 400, 'invalid_schema');
+    expect(typo.body.error.message).toContain('requried');
+    const format = await post({
+      type: 'object',
+      properties: { at: { type: 'string', format: 'timestampz' } },
+    });
+    expectError(format, 400, 'invalid_schema');
+    expect(format.body.error.message).toContain('timestampz');
+    const remote = await post({
+      type: 'object',
+      properties: { x: { $ref: 'https://example.com/x.json' } },
+    });
+    expectError(remote, 400, 'invalid_schema');
+    const notObject = await post({ type: 'string' });
+    expectError(notObject, 400, 'invalid_schema');
+    expect(notObject.body.error.message).toContain('object');
+    expectError(await post({ properties: {} }), 400, 'invalid_schema');
+    expectError(await post([{ type: 'object' }]), 400, 'invalid_request');
+    expect(
+      (await api.request('GET', `/v1/projects/${p.id}/tools/web.search`, { key: p.key })).status,
+    ).toBe(404);
+  });
+
+  it('refuses duplicates, unknown fields, bad names and options, bad JSON and a missing key', async () => {
+    const p = await api.createProject();
+    const url = `/v1/projects/${p.id}/tools`;
+    expect((await api.request('POST', url, { key: p.key, body: tool('web.search') })).status).toBe(
+      201,
+    );
+    expectError(
+      await api.request('POST', url, { key: p.key, body: tool('web.search') }),
+      409,
+      'conflict',
+    );
+    expectError(
+      await api.request('POST', url, { key: p.key, body: tool('web.fetch', { handler: 'x' }) }),
+      400,
+      'invalid_request',
+    );
+    for (const name of ['search', 'web.search.deep', 'web.', 'we b.search']) {
+      expectError(
+        await api.request('POST', url, { key: p.key, body: tool(name) }),
+        400,
+        'invalid_request',
+      );
+    }
+    const opts = (options: unknown) =>
+      api.request('POST', url, { key: p.key, body: tool('web.fetch', { options }) });
+    expectError(await opts({ timeout_ms: 0 }), 400, 'invalid_request');
+    expectError(await opts({ timeout_ms: 3_600_001 }), 400, 'invalid_request');
+    expectError(await opts({ retries: 3 }), 400, 'invalid_request');
+    expectError(
+      await api.request('POST', url, {
+        key: p.key,
+        body: tool('web.fetch', { tags: ['has space'] }),
+      }),
+      400,
+      'invalid_request',
+    );
+    expectError(
+      await api.request('POST', url, {
+        key: p.key,
+        body: { name: 'web.fetch', parameters: searchParams },
+      }),
+      400,
+      'invalid_request',
+    );
+    expectError(
+      await api.request('POST', url, {
+        key: p.key,
+        payload: '{"name": ',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'malformed_json',
+    );
+    expectError(await api.request('POST', url, { body: tool('web.fetch') }), 401, 'unauthorized');
+    expectError(
+      await api.request('POST', '/v1/projects/bad$id/tools', {
+        key: p.key,
+        body: tool('web.fetch'),
+      }),
+      400,
+      'invalid_id',
+    );
+  });
+});
+
+describe('list and details', () => {
+  it('filters by category, tag, origin and text in name or description', async () => {
+    const p = await api.createProject();
+    const url = `/v1/projects/${p.id}/tools`;
+    const mk = (body: unknown) => api.request('POST', url, { key: p.key, body });
+    await mk(tool('web.search', { category: 'web', tags: ['net'] }));
+    await mk(
+      tool('mail.find_mail', {
+        category: 'email',
+        tags: ['net', 'pii'],
+        description: 'Find e-mails by sender',
+      }),
+    );
+    await mk(tool('fs.read', { category: 'filesystem', description: 'Read a file (100% local)' }));
+    const names = async (qs: string) => {
+      const res = await api.request('GET', `${url}?${qs}`, { key: p.key });
+      expect(res.status).toBe(200);
+      return (res.body.tools as { name: string }[]).map((t) => t.name);
+    };
+    expect(await names('origin=external')).toEqual(['fs.read', 'mail.find_mail', 'web.search']);
+    expect(await names('category=email')).toEqual(['mail.find_mail']);
+    expect(await names('tag=net')).toEqual(['mail.find_mail', 'web.search']);
+    expect(await names('tag=net&category=web')).toEqual(['web.search']);
+    expect(await names('q=SENDER')).toEqual(['mail.find_mail']);
+    expect(await names('q=find_')).toEqual(['mail.find_mail']); // `_` is a plain character
+    expect(await names('q=100%25')).toEqual(['fs.read']);
+    expect(await names('q=run_cmd')).toEqual(['skills.run_cmd', 'skills.run_cmd_async']);
+    expect(await names('q=run_cmd_')).toEqual(['skills.run_cmd_async']);
+    expect((await names('origin=builtin')).every((n) => n.startsWith('builtin.'))).toBe(true);
+    expect(await names('origin=external&limit=2')).toEqual(['fs.read', 'mail.find_mail']);
+    expect(await names('origin=external&limit=2&after=mail.find_mail')).toEqual(['web.search']);
+    expectError(
+      await api.request('GET', `${url}?origin=mine`, { key: p.key }),
+      400,
+      'invalid_request',
+    );
+    expectError(
+      await api.request('GET', `${url}?owner=me`, { key: p.key }),
+      400,
+      'invalid_request',
+    );
+  });
+
+  it('details carry usage from the execution log', async () => {
+    const p = await api.createProject();
+    await api.request('POST', `/v1/projects/${p.id}/tools`, {
+      key: p.key,
+      body: tool('web.search'),
+    });
+    const fresh = await api.request('GET', `/v1/projects/${p.id}/tools/web.search`, { key: p.key });
+    expect(fresh.body.usage).toEqual({
+      calls: 0,
+      succeeded: 0,
+      failed: 0,
+      timeout: 0,
+      canceled: 0,
+      active: 0,
+      avg_duration_ms: null,
+      last_called_at: null,
+    });
+    const last = new Date('2030-01-02T03:04:05.000Z');
+    const rows: [string, number | null, Date][] = [
+      ['succeeded', 100, new Date('2030-01-01T00:00:00Z')],
+      ['succeeded', 300, new Date('2030-01-01T00:00:01Z')],
+      ['failed', 50, new Date('2030-01-01T00:00:02Z')],
+      ['timeout', 1000, new Date('2030-01-01T00:00:03Z')],
+      ['canceled', 150, new Date('2030-01-01T00:00:04Z')],
+      ['running', null, last],
+    ];
+    const insert = (project: string, name: string, status: string, ms: number | null, at: Date) =>
+      api.store.pool.query(
+        `INSERT INTO state.tool_executions
+           (project_id, tool_call_id, channel, tool_name, target, status, instance_id, started_at, duration_ms)
+         VALUES ($1, $2, 'main', $3, 'web', $4, 'test', $5, $6)`,
+        [project, randomUUID(), name, status, at, ms],
+      );
+    for (const [status, ms, at] of rows) await insert(p.id, 'web.search', status, ms, at);
+    await insert(p.id, 'web.other', 'succeeded', 9_999, last); // another tool
+    const other = await api.createProject();
+    await insert(other.id, 'web.search', 'failed', 9_999, last); // another project
+    const res = await api.request('GET', `/v1/projects/${p.id}/tools/web.search`, { key: p.key });
+    expect(res.status).toBe(200);
+    expect(res.body.usage).toEqual({
+      calls: 6,
+      succeeded: 2,
+      failed: 1,
+      timeout: 1,
+      canceled: 1,
+      active: 1,
+      avg_duration_ms: 320,
+      last_called_at: last.toISOString(),
+    });
+  });
+
+  it('answers 404 for a missing tool and invalid_id for a malformed name', async () => {
+    const p = await api.createProject();
+    expectError(
+      await api.request('GET', `/v1/projects/${p.id}/tools/web.nothing`, { key: p.key }),
+      404,
+      'not_found',
+    );
+    expectError(
+      await api.request('GET', `/v1/projects/${p.id}/tools/nodot`, { key: p.key }),
+      400,
+      'invalid_id',
+    );
+    expectError(await api.request('GET', `/v1/projects/${p.id}/tools`), 401, 'unauthorized');
+  });
+});
+
+describe('update and delete', () => {
+  it('updates the fields it is given and checks a new schema', async () => {
+    const p = await api.createProject();
+    const url = `/v1/projects/${p.id}/tools/web.search`;
+    await api.request('POST', `/v1/projects/${p.id}/tools`, {
+      key: p.key,
+      body: tool('web.search', { tags: ['a'] }),
+    });
+    const params = { type: 'object', properties: { url: { type: 'string', format: 'uri' } } };
+    const res = await api.request('PATCH', url, {
+      key: p.key,
+      body: {
+        description: 'Fetch one page',
+        tags: ['b'],
+        parameters: params,
+        options: {},
+        enabled: false,
+      },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      name: 'web.search',
+      description: 'Fetch one page',
+      category: 'general',
+      tags: ['b'],
+      parameters: params,
+      options: {},
+      enabled: false,
+    });
+    expect(res.body.updated_at > res.body.created_at).toBe(true);
+    const cat = await api.request('PATCH', url, { key: p.key, body: { category: 'web' } });
+    expect(cat.body).toMatchObject({
+      category: 'web',
+      description: 'Fetch one page',
+      enabled: false,
+    });
+
+    expectError(
+      await api.request('PATCH', url, { key: p.key, body: { parameters: { type: 'objekt' } } }),
+      400,
+      'invalid_schema',
+    );
+    expectError(await api.request('PATCH', url, { key: p.key, body: {} }), 400, 'invalid_request');
+    expectError(
+      await api.request('PATCH', url, { key: p.key, body: { name: 'web.x' } }),
+      400,
+      'invalid_request',
+    );
+    expectError(
+      await api.request('PATCH', `/v1/projects/${p.id}/tools/web.none`, {
+        key: p.key,
+        body: { enabled: true },
+      }),
+      404,
+      'not_found',
+    );
+    expectError(
+      await api.request('PATCH', `/v1/projects/${p.id}/tools/a.b.c`, {
+        key: p.key,
+        body: { enabled: true },
+      }),
+      400,
+      'invalid_id',
+    );
+    const after = await api.request('GET', url, { key: p.key });
+    expect(after.body.parameters).toEqual(params); // refused updates left it alone
+  });
+
+  it('reserved tools can be switched off and on, but not changed or deleted', async () => {
+    const p = await api.createProject();
+    const url = `/v1/projects/${p.id}/tools/builtin.echo`;
+    const off = await api.request('PATCH', url, { key: p.key, body: { enabled: false } });
+    expect(off.status).toBe(200);
+    expect(off.body).toMatchObject({
+      name: 'builtin.echo',
+      origin: 'builtin',
+      reserved: true,
+      enabled: false,
+    });
+    const change = await api.request('PATCH', url, {
+      key: p.key,
+      body: { enabled: true, description: 'mine' },
+    });
+    expectError(change, 400, 'reserved_name');
+    expect(change.body.error.details).toEqual({ fields: ['description'] });
+    expectError(
+      await api.request('DELETE', `/v1/projects/${p.id}/tools/skills.run_cmd`, { key: p.key }),
+      400,
+      'reserved_name',
+    );
+    const got = await api.request('GET', url, { key: p.key });
+    expect(got.body).toMatchObject({ enabled: false, description: off.body.description });
+    expect(
+      (await api.request('GET', `/v1/projects/${p.id}/tools/skills.run_cmd`, { key: p.key }))
+        .status,
+    ).toBe(200);
+  });
+
+  it('deletes an external tool', async () => {
+    const p = await api.createProject();
+    const url = `/v1/projects/${p.id}/tools/web.search`;
+    await api.request('POST', `/v1/projects/${p.id}/tools`, {
+      key: p.key,
+      body: tool('web.search'),
+    });
+    const res = await api.request('DELETE', url, { key: p.key });
+    expect(res.status).toBe(204);
+    expect(res.raw).toBe('');
+    expectError(await api.request('GET', url, { key: p.key }), 404, 'not_found');
+    expectError(await api.request('DELETE', url, { key: p.key }), 404, 'not_found');
+    expectError(await api.request('DELETE', url), 401, 'unauthorized');
+  });
+});
+
+it("another project's key gets 404 for every tool route and changes nothing", async () => {
+  const a = await api.createProject();
+  const b = await api.createProject();
+  const base = `/v1/projects/${a.id}/tools`;
+  await api.request('POST', base, { key: a.key, body: tool('web.search') });
+  const calls: [Parameters<TestApi['request']>[0], string, unknown?][] = [
+    ['POST', base, tool('web.fetch')],
+    ['GET', base],
+    ['GET', `${base}/web.search`],
+    ['PATCH', `${base}/web.search`, { description: 'hijacked' }],
+    ['PATCH', `${base}/builtin.echo`, { enabled: false }],
+    ['DELETE', `${base}/web.search`],
+  ];
+  for (const [method, url, body] of calls) {
+    expectError(await api.request(method, url, { key: b.key, body }), 404, 'not_found');
+  }
+  const list = await api.request('GET', `${base}?origin=external`, { key: a.key });
+  expect(list.body.tools).toHaveLength(1);
+  expect(list.body.tools[0]).toMatchObject({
+    name: 'web.search',
+    description: 'Search the web for pages about a query',
+  });
+  expect((await api.request('GET', `${base}/builtin.echo`, { key: a.key })).body.enabled).toBe(
+    true,
+  );
+  expect(
+    (await api.request('GET', `/v1/projects/${b.id}/tools?origin=external`, { key: b.key })).body
+      .tools,
+  ).toEqual([]);
+});

@@ -1,0 +1,233 @@
+// The tool registry of a project: register external tools, find them (category, tag, text,
+// origin), read one with its usage, update and delete. The seeded `skills.*` and `builtin.*`
+// tools are reserved: they cannot be registered, changed or deleted; the one exception is
+// `enabled`, so a project can switch off a reserved tool it does not want its agents to use.
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ToolOrigin, type ToolRecord, type ToolUsage } from '@toolmesh/store';
+import type { RouteDeps } from '../deps.ts';
+import { ApiError, ErrorResponse, notFound } from '../errors.ts';
+import { Id, Limit, ProjectParams, ToolName, iso } from '../schemas.ts';
+import {
+  ParametersSchema,
+  ToolOptions,
+  assertRegistrable,
+  checkParametersSchema,
+} from './tools-schema.ts';
+
+const Category = Id.describe('1-64 characters of [A-Za-z0-9_-]');
+const Tags = z
+  .array(Id)
+  .max(32)
+  .transform((tags) => [...new Set(tags)])
+  .describe('up to 32 tags of [A-Za-z0-9_-]; duplicates are dropped');
+const Description = z.string().min(1).max(8192).describe('what the tool does, for the model');
+
+export const ToolOut = z
+  .object({
+    name: z.string(),
+    target: z.string(),
+    description: z.string(),
+    category: z.string(),
+    tags: z.array(z.string()),
+    parameters: z.record(z.string(), z.unknown()),
+    options: z.record(z.string(), z.unknown()),
+    origin: z.enum(ToolOrigin),
+    reserved: z.boolean().describe('a seeded skills.* or builtin.* tool'),
+    enabled: z.boolean(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'Tool' });
+const UsageOut = z
+  .object({
+    calls: z.number().int(),
+    succeeded: z.number().int(),
+    failed: z.number().int(),
+    timeout: z.number().int(),
+    canceled: z.number().int(),
+    active: z.number().int().describe('queued or running now'),
+    avg_duration_ms: z.number().nullable(),
+    last_called_at: z.string().nullable(),
+  })
+  .meta({ id: 'ToolUsage' });
+const ToolDetailsOut = ToolOut.extend({ usage: UsageOut }).meta({ id: 'ToolDetails' });
+
+const ToolParams = ProjectParams.extend({ name: ToolName });
+
+const isReserved = (t: ToolRecord) => t.origin !== ToolOrigin.external;
+export const toolOut = (t: ToolRecord) => ({
+  name: t.name,
+  target: t.target,
+  description: t.description,
+  category: t.category,
+  tags: t.tags,
+  parameters: t.parameters,
+  options: t.options,
+  origin: t.origin,
+  reserved: isReserved(t),
+  enabled: t.enabled,
+  created_at: t.created_at.toISOString(),
+  updated_at: t.updated_at.toISOString(),
+});
+const usageOut = (u: ToolUsage) => ({ ...u, last_called_at: iso(u.last_called_at) });
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
+
+export const toolRoutes =
+  ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
+  async (app) => {
+    app.post(
+      '/projects/:project/tools',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['tools'],
+          summary: 'Register an external tool; its calls are published on cmd.tool.<target>.<tool>',
+          params: ProjectParams,
+          body: z.strictObject({
+            name: ToolName.describe(
+              '<target>.<tool>; skills, builtin and sys targets are reserved',
+            ),
+            description: Description,
+            category: Category.default('general'),
+            tags: Tags.default([]),
+            parameters: ParametersSchema,
+            options: ToolOptions.default({}),
+          }),
+          response: { 201: ToolOut, 409: ErrorResponse, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const { name, parameters } = req.body;
+        assertRegistrable(name);
+        checkParametersSchema(parameters);
+        const created = await store.tools.create(req.params.project, {
+          ...req.body,
+          target: name.slice(0, name.indexOf('.')),
+          origin: ToolOrigin.external,
+        });
+        if (!created) throw new ApiError('conflict', `tool ${JSON.stringify(name)} already exists`);
+        return reply.status(201).send(toolOut(created));
+      },
+    );
+
+    app.get(
+      '/projects/:project/tools',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['tools'],
+          summary:
+            'List tools, optionally by category, tag, origin or text in name and description',
+          params: ProjectParams,
+          querystring: z.strictObject({
+            category: Category.optional(),
+            tag: Id.optional(),
+            q: z
+              .string()
+              .min(1)
+              .max(200)
+              .optional()
+              .describe('case-insensitive text in name or description'),
+            origin: z.enum(ToolOrigin).optional(),
+            limit: Limit,
+            after: ToolName.optional().describe('the last name of the previous page'),
+          }),
+          response: { 200: z.object({ tools: z.array(ToolOut) }), ...errors },
+        },
+      },
+      async (req) => ({
+        tools: (await store.tools.list(req.params.project, req.query)).map(toolOut),
+      }),
+    );
+
+    app.get(
+      '/projects/:project/tools/:name',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['tools'],
+          summary: 'A tool with its usage: calls by outcome, average duration, last call',
+          params: ToolParams,
+          response: { 200: ToolDetailsOut, ...errors },
+        },
+      },
+      async (req) => {
+        const { project, name } = req.params;
+        const tool = await store.tools.get(project, name);
+        if (!tool) throw notFound('tool', name);
+        return { ...toolOut(tool), usage: usageOut(await store.tools.usage(project, name)) };
+      },
+    );
+
+    app.patch(
+      '/projects/:project/tools/:name',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['tools'],
+          summary:
+            'Update a tool; `options` and `tags` replace the old values. Reserved tools accept only `enabled`',
+          params: ToolParams,
+          body: z
+            .strictObject({
+              description: Description.optional(),
+              category: Category.optional(),
+              tags: Tags.optional(),
+              parameters: ParametersSchema.optional(),
+              options: ToolOptions.optional(),
+              enabled: z.boolean().optional(),
+            })
+            .refine((b) => Object.keys(b).length > 0, { message: 'nothing to update' }),
+          response: { 200: ToolOut, ...errors },
+        },
+      },
+      async (req) => {
+        const { project, name } = req.params;
+        const current = await store.tools.get(project, name);
+        if (!current) throw notFound('tool', name);
+        if (isReserved(current)) {
+          const other = Object.keys(req.body).filter((k) => k !== 'enabled');
+          if (other.length > 0) {
+            throw new ApiError(
+              'reserved_name',
+              `tool ${JSON.stringify(name)} is reserved: only "enabled" can be changed`,
+              {
+                fields: other,
+              },
+            );
+          }
+        }
+        if (req.body.parameters) checkParametersSchema(req.body.parameters);
+        const updated = await store.tools.update(project, name, req.body);
+        if (!updated) throw notFound('tool', name);
+        return toolOut(updated);
+      },
+    );
+
+    app.delete(
+      '/projects/:project/tools/:name',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['tools'],
+          summary:
+            'Delete an external tool; it is detached from every agent. Usage history is kept',
+          params: ToolParams,
+          response: { 204: z.null(), ...errors },
+        },
+      },
+      async (req, reply) => {
+        const { project, name } = req.params;
+        const tool = await store.tools.get(project, name);
+        if (tool && isReserved(tool)) {
+          throw new ApiError(
+            'reserved_name',
+            `tool ${JSON.stringify(name)} is reserved and cannot be deleted; disable it instead`,
+          );
+        }
+        if (!(await store.tools.delete(project, name))) throw notFound('tool', name);
+        return reply.status(204).send(null);
+      },
+    );
+  };
