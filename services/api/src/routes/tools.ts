@@ -23,7 +23,7 @@ const Tags = z
   .describe('up to 32 tags of [A-Za-z0-9_-]; duplicates are dropped');
 const Description = z.string().min(1).max(8192).describe('what the tool does, for the model');
 
-export const ToolOut = z
+const ToolOut = z
   .object({
     name: z.string(),
     target: z.string(),
@@ -31,7 +31,8 @@ export const ToolOut = z
     category: z.string(),
     tags: z.array(z.string()),
     parameters: z.record(z.string(), z.unknown()),
-    options: z.record(z.string(), z.unknown()),
+    // Not strict: an option this version does not know is dropped from the answer, not a 500.
+    options: z.object({ timeout_ms: z.number().int().optional() }),
     origin: z.enum(ToolOrigin),
     reserved: z.boolean().describe('a seeded skills.* or builtin.* tool'),
     enabled: z.boolean(),
@@ -56,7 +57,7 @@ const ToolDetailsOut = ToolOut.extend({ usage: UsageOut }).meta({ id: 'ToolDetai
 const ToolParams = ProjectParams.extend({ name: ToolName });
 
 const isReserved = (t: ToolRecord) => t.origin !== ToolOrigin.external;
-export const toolOut = (t: ToolRecord) => ({
+const toolOut = (t: ToolRecord) => ({
   name: t.name,
   target: t.target,
   description: t.description,
