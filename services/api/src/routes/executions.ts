@@ -219,7 +219,8 @@ export const executionRoutes =
           description:
             'Answers 202 once the cancel is published; the execution ends `canceled` with a card of its own (poll its status). A finished execution is a 409 with its status.',
           params: ExecutionParams,
-          body: z.strictObject({ reason: z.string().min(1).max(500).optional() }).optional(),
+          // Nullish: a POST without a body reaches the validator as null.
+          body: z.strictObject({ reason: z.string().min(1).max(500).optional() }).nullish(),
           response: { 202: ExecutionDetail, 409: ErrorResponse, ...errors },
         },
       },
