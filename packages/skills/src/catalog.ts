@@ -1,0 +1,165 @@
+// The reserved tool catalog: the twelve `skills.*` tools and the `builtin.*` diagnostics. The
+// api seeds these into a project's tool registry (so their names cannot be registered by
+// anyone else) and the skills service validates calls with the same schemas, so what an LLM
+// is shown and what the service accepts cannot drift apart.
+import { z } from 'zod';
+import {
+  ActivateArgs,
+  EchoArgs,
+  JobRef,
+  JobWatchArgs,
+  LoadArgs,
+  RunCmdArgs,
+  RunCmdAsyncArgs,
+  RunServiceArgs,
+  SleepArgs,
+  StartJobArgs,
+  TaskRef,
+  TaskWatchArgs,
+} from './catalog-args.ts';
+
+export const ReservedTarget = { skills: 'skills', builtin: 'builtin' } as const;
+export type ReservedTarget = (typeof ReservedTarget)[keyof typeof ReservedTarget];
+
+export const ToolCategory = { skills: 'skills', diagnostics: 'diagnostics' } as const;
+export type ToolCategory = (typeof ToolCategory)[keyof typeof ToolCategory];
+
+/** A JSON Schema document (draft 2020-12), as stored in the tool registry. */
+export type JsonSchema = Record<string, unknown>;
+
+export interface CatalogTool {
+  /** `<target>.<tool>`, e.g. `skills.run_cmd`. */
+  readonly name: string;
+  readonly target: ReservedTarget;
+  readonly tool: string;
+  readonly description: string;
+  readonly category: ToolCategory;
+  readonly args: z.ZodType;
+  /** The arguments' JSON Schema, generated from `args`. */
+  readonly parameters: JsonSchema;
+}
+
+function define(
+  target: ReservedTarget,
+  tool: string,
+  category: ToolCategory,
+  args: z.ZodType,
+  description: string,
+): CatalogTool {
+  const parameters = z.toJSONSchema(args, { target: 'draft-2020-12', io: 'input' }) as JsonSchema;
+  return Object.freeze({
+    name: `${target}.${tool}`,
+    target,
+    tool,
+    description,
+    category,
+    args,
+    parameters,
+  });
+}
+
+const skills = (tool: string, args: z.ZodType, description: string) =>
+  define(ReservedTarget.skills, tool, ToolCategory.skills, args, description);
+const builtin = (tool: string, args: z.ZodType, description: string) =>
+  define(ReservedTarget.builtin, tool, ToolCategory.diagnostics, args, description);
+
+const SKILLS_TOOLS: readonly CatalogTool[] = Object.freeze([
+  skills(
+    'load',
+    LoadArgs,
+    'Reads a skill: returns its SKILL.md instructions and file list. Load a skill before using it; this touches no sandbox.',
+  ),
+  skills(
+    'activate',
+    ActivateArgs,
+    "Puts a skill's files into a sandbox session, in the folder skill/, so later commands with the same session_id can run them. Returns the version activated.",
+  ),
+  skills(
+    'run_cmd',
+    RunCmdArgs,
+    "Runs a shell command in a sandbox and waits for it. Returns the exit code, the tails of stdout and stderr (with a truncation flag), the artifacts made from `outputs`, and timing. With `skill`, runs in the skill's folder. Network is denied unless the deployment allows a domain.",
+  ),
+  skills(
+    'run_cmd_async',
+    RunCmdAsyncArgs,
+    'Starts a shell command in a sandbox and returns a task_id at once. Follow it with skills.task_status, skills.task_watch or skills.task_cancel; the result there has the same fields as skills.run_cmd.',
+  ),
+  skills(
+    'run_service',
+    RunServiceArgs,
+    'Starts a long-running process (a server) in a sandbox session and returns a task_id at once. Ports in `expose_ports` are forwarded to 127.0.0.1 on the host; the result lists the endpoints. Stop it with skills.task_cancel.',
+  ),
+  skills(
+    'start_job',
+    StartJobArgs,
+    'Starts a job: steps run one after another in one sandbox, each with its own time limit and env; the job stops at the first failing step. Returns a job_id at once. One job runs at a time per session.',
+  ),
+  skills(
+    'job_status',
+    JobRef,
+    "Returns a job's state, its current step and each finished step's result.",
+  ),
+  skills(
+    'job_watch',
+    JobWatchArgs,
+    'Waits until a job ends or timeout_ms passes, sending progress events every heartbeat_ms, then returns its status.',
+  ),
+  skills(
+    'job_cancel',
+    JobRef,
+    'Cancels a job: the running step is killed and no further step starts.',
+  ),
+  skills(
+    'task_status',
+    TaskRef,
+    "Returns a task's state and, once it has ended, its result; for a service, whether its endpoints are still active.",
+  ),
+  skills(
+    'task_watch',
+    TaskWatchArgs,
+    'Waits until a task ends or timeout_ms passes, sending progress events every heartbeat_ms, then returns its status.',
+  ),
+  skills('task_cancel', TaskRef, 'Cancels a task: its whole process group is killed.'),
+]);
+
+const BUILTIN_TOOLS: readonly CatalogTool[] = Object.freeze([
+  builtin('echo', EchoArgs, 'Returns its arguments unchanged.'),
+  builtin(
+    'sleep',
+    SleepArgs,
+    'Waits for `ms` milliseconds (at most one hour), then returns how long it slept.',
+  ),
+]);
+
+/** Every reserved tool, skills first. */
+export const TOOL_CATALOG: readonly CatalogTool[] = Object.freeze([
+  ...SKILLS_TOOLS,
+  ...BUILTIN_TOOLS,
+]);
+
+export function skillsTools(): readonly CatalogTool[] {
+  return SKILLS_TOOLS;
+}
+
+export function builtinTools(): readonly CatalogTool[] {
+  return BUILTIN_TOOLS;
+}
+
+/** The catalog entry of a reserved tool, by full name. */
+export function catalogTool(name: string): CatalogTool | undefined {
+  return TOOL_CATALOG.find((t) => t.name === name);
+}
+
+/**
+ * Whether a target is reserved. Compared without case: `Skills.run_cmd` is a different NATS
+ * subject, but to a person (or an LLM) it reads as the reserved tool, so it is refused too.
+ */
+export function isReservedTarget(target: string): boolean {
+  return Object.hasOwn(ReservedTarget, target.toLowerCase());
+}
+
+/** True for `skills.*` and `builtin.*`: names no one may register. */
+export function isReservedToolName(name: string): boolean {
+  const dot = name.indexOf('.');
+  return isReservedTarget(dot < 0 ? name : name.slice(0, dot));
+}

@@ -1,0 +1,47 @@
+export { inspectSkillZip } from './package.ts';
+export type { SkillPackage, SkillFile } from './package.ts';
+export { extractSkillZip } from './extract.ts';
+export type { ExtractOptions } from './extract.ts';
+export { DEFAULT_SKILL_ZIP_LIMITS, MAX_SKILL_MD_BYTES, resolveLimits } from './limits.ts';
+export type { SkillZipLimits } from './limits.ts';
+export { MAX_DESCRIPTION_CHARS, parseSkillMd } from './front-matter.ts';
+export type { SkillFrontMatter } from './front-matter.ts';
+export { SkillPackageError, SkillPackageErrorCode, skillPackageErrorCodeOf } from './errors.ts';
+export {
+  TOOL_CATALOG,
+  ReservedTarget,
+  ToolCategory,
+  skillsTools,
+  builtinTools,
+  catalogTool,
+  isReservedTarget,
+  isReservedToolName,
+} from './catalog.ts';
+export type { CatalogTool, JsonSchema } from './catalog.ts';
+export {
+  SkillName,
+  SkillVersion,
+  SessionId,
+  Env,
+  Input,
+  JobStep,
+  LoadArgs,
+  ActivateArgs,
+  RunCmdArgs,
+  RunCmdAsyncArgs,
+  RunServiceArgs,
+  StartJobArgs,
+  TaskRef,
+  TaskWatchArgs,
+  JobRef,
+  JobWatchArgs,
+  EchoArgs,
+  SleepArgs,
+  RELATIVE_PATH_PATTERN,
+  ENV_NAME_PATTERN,
+  MAX_COMMAND_CHARS,
+  MAX_PATH_CHARS,
+  MAX_ENV_VARS,
+  MAX_EXPOSED_PORTS,
+  MAX_JOB_STEPS,
+} from './catalog-args.ts';
