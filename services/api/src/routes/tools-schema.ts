@@ -78,23 +78,29 @@ export function checkParametersSchema(schema: Record<string, unknown>): void {
     logger: false,
   });
   addFormats.default(ajv);
-  if (!ajv.validateSchema(schema)) {
-    const issues = (ajv.errors ?? []).map(issue);
-    throw new ApiError(
-      'invalid_schema',
-      `parameters is not a valid JSON Schema: ${ajv.errorsText(ajv.errors, { dataVar: 'parameters' })}`,
-      {
-        issues,
-      },
+  const refuse = (
+    what: string,
+    message: string,
+    issues = [{ path: '/', keyword: 'compile', message }],
+  ) => new ApiError('invalid_schema', `parameters ${what}: ${message}`, { issues });
+  let valid: boolean;
+  try {
+    valid = ajv.validateSchema(schema) as boolean;
+  } catch (err) {
+    // A `$schema` other than draft 2020-12 (draft-07, say) has no meta-schema here.
+    throw refuse(
+      'names an unsupported meta-schema',
+      err instanceof Error ? err.message : String(err),
     );
+  }
+  if (!valid) {
+    const text = ajv.errorsText(ajv.errors, { dataVar: 'parameters' });
+    throw refuse('is not a valid JSON Schema', text, (ajv.errors ?? []).map(issue));
   }
   try {
     ajv.compile(schema);
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    throw new ApiError('invalid_schema', `parameters does not compile: ${message}`, {
-      issues: [{ path: '/', keyword: 'compile', message }],
-    });
+    throw refuse('does not compile', err instanceof Error ? err.message : String(err));
   }
   if (schema['type'] !== 'object') {
     throw new ApiError(

@@ -73,6 +73,30 @@ describe('register', () => {
     });
   });
 
+  it('accepts draft 2020-12 schemas with $defs, $ref, formats and untyped nested schemas', async () => {
+    const p = await api.createProject();
+    const parameters = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      $id: 'urn:example:mail',
+      type: 'object',
+      $defs: { address: { type: 'string', format: 'email' } },
+      properties: {
+        to: { type: 'array', items: { $ref: '#/$defs/address' }, minItems: 1 },
+        body: { description: 'anything', examples: ['hi'] },
+      },
+      required: ['to'],
+    };
+    for (const name of ['mail.send', 'mail.draft']) {
+      // The same $id in two tools: each schema is checked on its own.
+      const res = await api.request('POST', `/v1/projects/${p.id}/tools`, {
+        key: p.key,
+        body: tool(name, { parameters }),
+      });
+      expect(res.status).toBe(201);
+      expect(res.body.parameters).toEqual(parameters);
+    }
+  });
+
   it('refuses reserved targets in any case: skills, builtin and sys', async () => {
     const p = await api.createProject();
     for (const name of [
@@ -118,6 +142,23 @@ describe('register', () => {
     });
     expectError(format, 400, 'invalid_schema');
     expect(format.body.error.message).toContain('timestampz');
+    const draft7 = await post({
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+    });
+    expectError(draft7, 400, 'invalid_schema');
+    expect(draft7.body.error.message).toContain('meta-schema');
+    const regex = await post({
+      type: 'object',
+      properties: { a: { type: 'string', pattern: '([' } },
+    });
+    expectError(regex, 400, 'invalid_schema');
+    expect(regex.body.error.message).toContain('regular expression');
+    expectError(
+      await post({ type: 'object', properties: { a: { $ref: '#/$defs/none' } } }),
+      400,
+      'invalid_schema',
+    );
     const remote = await post({
       type: 'object',
       properties: { x: { $ref: 'https://example.com/x.json' } },
