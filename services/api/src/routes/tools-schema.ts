@@ -32,8 +32,9 @@ export function assertRegistrable(name: string): void {
 
 /**
  * Tool options. Kept deliberately small: only what a caller of the tool acts on.
- * `timeout_ms` is the deadline of a call that does not set its own (the execution route and the
- * agent worker read it); without it their configured default applies.
+ * `timeout_ms` is the deadline for a call that sets none, for whoever publishes calls to this
+ * tool to apply (capped by its own maximum). The execution route does not read it yet; until it
+ * does, the configured default applies.
  */
 export const ToolOptions = z
   .strictObject({
