@@ -5,7 +5,8 @@
 //   --once   stop after the demo (exit code 0 when the demo call succeeded)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pino } from 'pino';
@@ -23,6 +24,7 @@ const ROOT = join(import.meta.dirname, '..');
 const DATA = join(ROOT, '.data');
 const SERVICES = [
   { name: 'skills', entry: 'services/skills/src/main.ts', ready: 'tool service started' },
+  { name: 'api', entry: 'services/api/src/main.ts', ready: 'api listening' },
 ] as const;
 const onceMode = process.argv.includes('--once');
 
@@ -83,7 +85,21 @@ try {
     dbUrl = pg.url.replace(/\/postgres$/, '/toolmesh');
     say(`Postgres on 127.0.0.1:${pg.port} (data in .data/postgres)`);
   }
+  // A local admin key, made once and kept in .data/, so the api can create projects.
+  let adminKey = process.env['CG__API__ADMIN_KEY'];
+  if (!adminKey) {
+    const file = join(DATA, 'admin_key');
+    adminKey = await readFile(file, 'utf8').then(
+      (k) => k.trim(),
+      async () => {
+        const k = `tma_${randomBytes(24).toString('base64url')}`;
+        await writeFile(file, `${k}\n`, { mode: 0o600 });
+        return k;
+      },
+    );
+  }
   const env: Record<string, string> = {
+    CG__API__ADMIN_KEY: adminKey,
     CG__NATS__URL: natsUrl,
     CG__POSTGRES__URL: dbUrl,
     CG__ARTIFACTS__ROOT: process.env['CG__ARTIFACTS__ROOT'] ?? join(DATA, 'artifacts'),
@@ -112,6 +128,7 @@ try {
 
   await Promise.all(SERVICES.map((s) => startService(s, env)));
   say(`services up: ${SERVICES.map((s) => s.name).join(', ')}`);
+  say(`api on http://${config.api.host}:${config.api.port} (admin key in .data/admin_key)`);
   const ok = await runDemo({ natsUrl, root: config.nats.subject_root });
   say(ok ? 'demo call succeeded' : 'demo call FAILED');
   if (onceMode) await stopAll(ok ? 0 : 1);
