@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { usePostgres } from '@toolmesh/testing';
@@ -34,7 +34,7 @@ describe('migrate', () => {
     (
       await rows<{ t: string }>(
         "SELECT table_schema || '.' || table_name AS t FROM information_schema.tables " +
-          "WHERE table_schema IN ('public', 'state') ORDER BY 1",
+          "WHERE table_schema IN ('public', 'state', 'resource') ORDER BY 1",
       )
     ).map((r) => r.t);
 
@@ -49,27 +49,31 @@ describe('migrate', () => {
   });
 
   it("applies this package's migrations once, recording each with its checksum", async () => {
+    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
+    expect(files[0]).toBe('0001_init.sql');
     const first = await migrate({ pool: pool(), logger });
-    expect(first.applied).toEqual(['0001_init.sql']);
+    expect(first.applied).toEqual(files);
     expect(await tables()).toEqual(
-      expect.arrayContaining(['public.cards', 'state.tool_executions']),
+      expect.arrayContaining(['public.cards', 'state.tool_executions', 'resource.projects']),
     );
 
-    const sql = await readFile(join(MIGRATIONS_DIR, '0001_init.sql'), 'utf8');
     const recorded = await rows<{
       version: number;
       name: string;
       checksum: string;
       applied_at: Date;
-    }>('SELECT version, name, checksum, applied_at FROM public.schema_migrations');
-    expect(recorded).toEqual([
-      {
-        version: 1,
-        name: 'init',
-        checksum: createHash('sha256').update(sql).digest('hex'),
+    }>('SELECT version, name, checksum, applied_at FROM public.schema_migrations ORDER BY version');
+    const expected = await Promise.all(
+      files.map(async (f) => ({
+        version: Number(f.slice(0, 4)),
+        name: f.slice(5, -4),
+        checksum: createHash('sha256')
+          .update(await readFile(join(MIGRATIONS_DIR, f), 'utf8'))
+          .digest('hex'),
         applied_at: expect.any(Date) as Date,
-      },
-    ]);
+      })),
+    );
+    expect(recorded).toEqual(expected);
 
     const second = await migrate({ pool: pool(), logger });
     expect(second.applied).toEqual([]);
