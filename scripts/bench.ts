@@ -4,6 +4,7 @@ import { join } from 'node:path';
 
 const BENCHES: Record<string, string> = {
   roundtrip: 'bench/roundtrip.ts',
+  api: 'bench/api-load.ts',
 };
 
 const wanted = process.argv.slice(2);
