@@ -91,7 +91,7 @@ describe('running tools', () => {
     expect(status?.body.execution.channel).toBe('side');
   });
 
-  it('a running builtin.sleep is listed as active, and cancelling it ends it canceled', async () => {
+  it('a running builtin.sleep is listed as active (promoted from queued on its first attempt), and cancelling it ends it canceled', async () => {
     const res = await run({
       tool: 'builtin.sleep',
       arguments: { ms: 30_000 },

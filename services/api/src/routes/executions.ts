@@ -21,7 +21,7 @@ const QUEUED_BY = 'api';
 
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 503: ErrorResponse };
 
-export function isActive(status: ExecutionStatus): boolean {
+function isActive(status: ExecutionStatus): boolean {
   switch (status) {
     case 'queued':
     case 'running':
