@@ -126,8 +126,15 @@ export const toolsSchema = section({
 });
 
 export const apiSchema = section({
-  host: z.string(expected('a host name or address')).min(1, expected('a host name or address')).default('127.0.0.1'),
-  port: z.int(expected('a port number')).min(0, expected('a port number')).max(65_535, expected('a port number')).default(8080),
+  host: z
+    .string(expected('a host name or address'))
+    .min(1, expected('a host name or address'))
+    .default('127.0.0.1'),
+  port: z
+    .int(expected('a port number'))
+    .min(0, expected('a port number'))
+    .max(65_535, expected('a port number'))
+    .default(8080),
   // Empty disables the admin key: projects can then not be created over HTTP.
   admin_key: z.string(expected('a string')).default(''),
   body_limit_bytes: positiveInt().default(1_048_576),
@@ -136,7 +143,11 @@ export const apiSchema = section({
   execution_wait_min_ms: positiveInt().default(1_000),
   execution_wait_max_ms: positiveInt().default(300_000),
 }).superRefine((api, ctx) => {
-  const { execution_wait_min_ms: min, execution_wait_default_ms: def, execution_wait_max_ms: max } = api;
+  const {
+    execution_wait_min_ms: min,
+    execution_wait_default_ms: def,
+    execution_wait_max_ms: max,
+  } = api;
   if (!(min <= def && def <= max)) {
     ctx.addIssue({
       code: 'custom',

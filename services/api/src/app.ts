@@ -35,11 +35,9 @@ export async function buildApp(deps: ApiDeps) {
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((req, reply) =>
-    reply
-      .status(404)
-      .send({
-        error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` },
-      }),
+    reply.status(404).send({
+      error: { code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0]}` },
+    }),
   );
 
   await app.register(fastifySwagger, {

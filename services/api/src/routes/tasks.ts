@@ -4,7 +4,8 @@
 // for the agent's next wakeup; the answer says it was not woken).
 import { Buffer } from 'node:buffer';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream } from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { Header, MsgId, WakeupReason, createSubjects, encodeMessage } from '@toolmesh/protocol';
 import { TaskState, type Task } from '@toolmesh/store';
@@ -39,31 +40,17 @@ const TaskOut = z
 
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
-/**
- * A JetStream publish is a request whose reply is the stream's PubAck; sending it over the core
- * connection spares the api a JetStream client (and the account lookup one costs at start).
- */
-async function jetStreamPublish(
-  nc: NatsConnection,
-  subject: string,
-  data: Uint8Array,
-  msgId: string,
-) {
+function wakeupHeaders(agent: string) {
   const h = natsHeaders();
-  h.set(Header.msgId, msgId);
-  const reply = await nc.request(subject, data, { headers: h, timeout: 5_000 });
-  const ack = reply.json<{ seq?: number; error?: { description?: string } }>();
-  if (ack.error || typeof ack.seq !== 'number') {
-    throw new Error(
-      `JetStream refused the publish: ${ack.error?.description ?? 'no sequence in ack'}`,
-    );
-  }
+  h.set(Header.agentId, agent);
+  return h;
 }
 
 export const taskRoutes =
   ({ store, auth, nc, config }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const subjects = createSubjects(config.nats.subject_root);
+    const js = jetstream(nc);
 
     app.post(
       '/projects/:project/agents/:agent/tasks',
@@ -114,12 +101,11 @@ export const taskRoutes =
         });
         let woken = true;
         try {
-          await jetStreamPublish(
-            nc,
-            subjects.agentWakeup({ project, channel, agent }),
-            wakeup,
-            MsgId.wakeup(project, agent, task.task_id),
-          );
+          await js.publish(subjects.agentWakeup({ project, channel, agent }), wakeup, {
+            msgID: MsgId.wakeup(project, agent, task.task_id),
+            headers: wakeupHeaders(agent),
+            timeout: 5_000,
+          });
         } catch (err) {
           woken = false;
           req.log.warn(
