@@ -154,7 +154,7 @@ describe('tasks', () => {
 describe('a bus that cannot take the call', () => {
   it('no stream for the subject: 503, and the queued row is removed again', async () => {
     // A fresh root that nothing provisioned: JetStream has no stream to store the call in.
-    const bare = await startTestApi();
+    const bare = await startTestApi({}, { provision: false });
     try {
       const p = await bare.createProject();
       for (const wait of [true, false]) {

@@ -3,11 +3,11 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { createArtifactStore } from '@toolmesh/artifacts';
-import { connectNats } from '@toolmesh/bus';
+import { connectNats, createBus } from '@toolmesh/bus';
 import { createClient } from '@toolmesh/client';
 import { ConfigError, loadConfig, redactConfig, type Config } from '@toolmesh/config';
 import { createPool, createStore } from '@toolmesh/store';
-import { buildApp } from './app.ts';
+import { buildApp, streamSettings } from './app.ts';
 
 let config: Config;
 try {
@@ -34,6 +34,10 @@ try {
     maxReconnectAttempts: config.nats.max_reconnect_attempts,
     logger,
   });
+  // The api publishes calls and wakeups: the streams must exist even before any tool service ran.
+  await (
+    await createBus({ nc, root: config.nats.subject_root, logger })
+  ).provision(streamSettings(config));
   const store = createStore(
     createPool({
       url: config.postgres.url,

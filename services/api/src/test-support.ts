@@ -7,11 +7,12 @@ import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { createArtifactStore, type ArtifactStore } from '@toolmesh/artifacts';
 import { pino } from 'pino';
+import { createBus } from '@toolmesh/bus';
 import { createClient } from '@toolmesh/client';
 import { loadConfig, type Config } from '@toolmesh/config';
 import { createPool, createStore, migrate, type Store } from '@toolmesh/store';
 import { useNats, usePostgres } from '@toolmesh/testing';
-import { buildApp, type ApiApp } from './app.ts';
+import { buildApp, streamSettings, type ApiApp } from './app.ts';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789';
 
@@ -52,7 +53,15 @@ export interface TestApi {
 
 let counter = 0;
 
-export async function startTestApi(overrides: Record<string, string> = {}): Promise<TestApi> {
+export interface TestApiOptions {
+  /** Create the streams and lease bucket, as the api does at start (default true). */
+  provision?: boolean;
+}
+
+export async function startTestApi(
+  overrides: Record<string, string> = {},
+  opts: TestApiOptions = {},
+): Promise<TestApi> {
   const artifactsRoot = await mkdtemp(join(tmpdir(), 'toolmesh-artifacts-'));
   const nats = await useNats();
   const db = await usePostgres();
@@ -77,6 +86,10 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
   await migrate({ pool, logger });
   const store = createStore(pool);
   const nc = await connect({ servers: nats.url });
+  if (opts.provision !== false) {
+    const bus = await createBus({ nc, root: nats.root, logger });
+    await bus.provision(streamSettings(config));
+  }
   const client = createClient({ nc, root: nats.root });
   const artifacts = createArtifactStore({ kind: 'fs', root: artifactsRoot });
   const app = await buildApp({ config, store, nc, client, artifacts, logger });

@@ -134,6 +134,13 @@ export const executionRoutes =
           throw new ApiError('unavailable', 'the message bus connection is closed');
         }
 
+        // The call's own deadline, else the one registered with the tool (never above the limit).
+        const registered = (tool.options as { timeout_ms?: unknown }).timeout_ms;
+        const deadline =
+          body.timeout_ms ??
+          (typeof registered === 'number'
+            ? Math.min(registered, config.tools.max_timeout_ms)
+            : undefined);
         const id = randomUUID();
         const queued = await store.executions.enqueue({
           projectId: project,
@@ -151,7 +158,7 @@ export const executionRoutes =
           tool: tool.name,
           arguments: body.arguments,
           toolCallId: id,
-          ...(body.timeout_ms !== undefined ? { timeoutMs: body.timeout_ms } : {}),
+          ...(deadline !== undefined ? { timeoutMs: deadline } : {}),
         };
 
         if (!body.wait) {

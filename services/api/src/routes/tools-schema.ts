@@ -32,9 +32,8 @@ export function assertRegistrable(name: string): void {
 
 /**
  * Tool options. Kept deliberately small: only what a caller of the tool acts on.
- * `timeout_ms` is the deadline for a call that sets none, for whoever publishes calls to this
- * tool to apply (capped by its own maximum). The execution route does not read it yet; until it
- * does, the configured default applies.
+ * `timeout_ms` is the deadline of a call that sets none: the execution route sends it with the
+ * call (capped by tools.max_timeout_ms).
  */
 export const ToolOptions = z
   .strictObject({
