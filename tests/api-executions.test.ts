@@ -9,6 +9,7 @@ import {
   startTestApi,
   type TestApi,
   type TestResponse,
+  expectError,
 } from '../services/api/src/test-support.ts';
 import { startSkillsService, type SkillsService } from '../services/skills/src/app.ts';
 
@@ -31,12 +32,6 @@ const run = (body: Record<string, unknown>, key = a.key, project = a.id) =>
   api.request('POST', `/v1/projects/${project}/executions`, { key, body });
 const get = (path: string, key = a.key, project = a.id) =>
   api.request('GET', `/v1/projects/${project}${path}`, { key });
-
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.raw).toBe(status);
-  expect(res.body.error.code).toBe(code);
-  expect(res.body.error.message).toEqual(expect.any(String));
-}
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;

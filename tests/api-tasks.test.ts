@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { createBus } from '@toolmesh/bus';
 import { Header, MsgId, createSubjects, decodeMessage, type Wakeup } from '@toolmesh/protocol';
-import { startTestApi, type TestApi, type TestResponse } from '../services/api/src/test-support.ts';
+import { startTestApi, type TestApi, expectError } from '../services/api/src/test-support.ts';
 
 let api: TestApi;
 let a: { id: string; key: string };
@@ -36,12 +36,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.close();
 });
-
-function expectError(res: TestResponse, status: number, code: string) {
-  expect(res.status, res.raw).toBe(status);
-  expect(res.body.error.code).toBe(code);
-  expect(res.body.error.message).toEqual(expect.any(String));
-}
 
 const start = (body: unknown, key = a.key, path = `/v1/projects/${a.id}/agents/ada/tasks`) =>
   api.request('POST', path, { key, body });

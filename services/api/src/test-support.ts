@@ -1,6 +1,7 @@
 // The api under test: a NATS root and a database of its own (migrated), the app built with an
 // admin key, requests through Fastify's inject (no port), and helpers to make projects. Used by
 // the route tests beside this file and by the cross-service tests in tests/.
+import { expect } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -146,4 +147,11 @@ export async function startTestApi(
       await rm(artifactsRoot, { recursive: true, force: true });
     },
   };
+}
+
+/** Every refusal has this shape: the status, a machine-readable code and a human message. */
+export function expectError(res: TestResponse, status: number, code: string): void {
+  expect(res.status, res.raw).toBe(status);
+  expect(res.body?.error?.code, res.raw).toBe(code);
+  expect(res.body?.error?.message).toEqual(expect.any(String));
 }

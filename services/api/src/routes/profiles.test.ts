@@ -2,7 +2,7 @@
 // clear the model), delete refused while an agent uses the profile, and another project's key
 // refused without changing anything.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi, type TestApi } from '../test-support.ts';
+import { startTestApi, type TestApi, expectError } from '../test-support.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -11,16 +11,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.close();
 });
-
-function expectError(
-  res: { status: number; body: { error?: { code?: string; message?: string } } },
-  status: number,
-  code: string,
-) {
-  expect(res.status).toBe(status);
-  expect(res.body.error?.code).toBe(code);
-  expect(res.body.error?.message).toEqual(expect.any(String));
-}
 
 const researcher = {
   name: 'researcher',

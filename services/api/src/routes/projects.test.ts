@@ -2,7 +2,7 @@
 // once and stored hashed, revocation, and the error shape of every refusal.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashKey } from '@toolmesh/store';
-import { ADMIN_KEY, startTestApi, type TestApi } from '../test-support.ts';
+import { ADMIN_KEY, startTestApi, type TestApi, expectError } from '../test-support.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -11,16 +11,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.close();
 });
-
-function expectError(
-  res: { status: number; body: { error?: { code?: string; message?: string } } },
-  status: number,
-  code: string,
-) {
-  expect(res.status).toBe(status);
-  expect(res.body.error?.code).toBe(code);
-  expect(res.body.error?.message).toEqual(expect.any(String));
-}
 
 describe('projects', () => {
   it('the admin creates a project, gets its first key, and the registry is seeded', async () => {

@@ -2,7 +2,8 @@
 // refusal. Search and usage are in tools-search.test.ts, updates, deletion and another
 // project's key in tools-update.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi, type TestApi } from '../test-support.ts';
+import { startTestApi, type TestApi, expectError } from '../test-support.ts';
+import { searchParams, tool } from './tools-fixtures.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -10,33 +11,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await api?.close();
-});
-
-function expectError(
-  res: { status: number; body: { error?: { code?: string; message?: string } } },
-  status: number,
-  code: string,
-) {
-  expect(res.status).toBe(status);
-  expect(res.body.error?.code).toBe(code);
-  expect(res.body.error?.message).toEqual(expect.any(String));
-}
-
-const searchParams = {
-  type: 'object',
-  properties: {
-    query: { type: 'string', minLength: 1 },
-    limit: { type: 'integer', minimum: 1, maximum: 50, default: 10 },
-    since: { type: 'string', format: 'date-time' },
-  },
-  required: ['query'],
-  additionalProperties: false,
-};
-const tool = (name: string, extra: Record<string, unknown> = {}) => ({
-  name,
-  description: 'Search the web for pages about a query',
-  parameters: searchParams,
-  ...extra,
 });
 
 describe('register', () => {
