@@ -10,8 +10,6 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
-import type { StreamSettings } from '@toolmesh/bus';
-import type { Config } from '@toolmesh/config';
 import { createAuth } from './auth.ts';
 import type { ApiDeps, RouteDeps } from './deps.ts';
 import { errorHandler } from './errors.ts';
@@ -26,16 +24,6 @@ import { profileRoutes } from './routes/profiles.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { skillRoutes } from './routes/skills.ts';
 import { artifactRoutes } from './routes/artifacts.ts';
-
-/** The stream settings of the configuration, for provisioning at start. */
-export function streamSettings(config: Config): StreamSettings {
-  return {
-    cmdMaxAgeSec: config.nats.cmd_max_age_sec,
-    evtMaxAgeSec: config.nats.evt_max_age_sec,
-    dedupeWindowSec: config.nats.dedupe_window_sec,
-    leaseBucketMaxAgeSec: config.nats.lease_bucket_max_age_sec,
-  };
-}
 
 export async function buildApp(deps: ApiDeps) {
   const app = Fastify({

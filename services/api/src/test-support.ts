@@ -13,7 +13,8 @@ import { createClient } from '@toolmesh/client';
 import { loadConfig, type Config } from '@toolmesh/config';
 import { createPool, createStore, migrate, type Store } from '@toolmesh/store';
 import { useNats, usePostgres } from '@toolmesh/testing';
-import { buildApp, streamSettings, type ApiApp } from './app.ts';
+import { streamSettingsOf } from '@toolmesh/service';
+import { buildApp, type ApiApp } from './app.ts';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789';
 
@@ -89,7 +90,7 @@ export async function startTestApi(
   const nc = await connect({ servers: nats.url });
   if (opts.provision !== false) {
     const bus = await createBus({ nc, root: nats.root, logger });
-    await bus.provision(streamSettings(config));
+    await bus.provision(streamSettingsOf(config));
   }
   const client = createClient({ nc, root: nats.root });
   const artifacts = createArtifactStore({ kind: 'fs', root: artifactsRoot });

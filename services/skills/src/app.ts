@@ -1,11 +1,15 @@
 // Builds the skills service from its configuration: NATS, JetStream provisioning, the Postgres
 // store and the tool-service runtime serving the builtin diagnostic tools. `main.ts` runs it as
 // a process; tests start it the same way.
-import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { connectNats, createBus } from '@toolmesh/bus';
+import { createBus } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
-import { createPool, createStore } from '@toolmesh/store';
+import {
+  connectNatsFromConfig,
+  createStoreFromConfig,
+  instanceIdOf,
+  streamSettingsOf,
+} from '@toolmesh/service';
 import { createToolService, type ToolServiceLimits } from '@toolmesh/tool-service';
 import { BUILTIN_TARGET, builtinTools } from './builtin/index.ts';
 
@@ -31,33 +35,12 @@ export function toolLimits(t: Config['tools']): ToolServiceLimits {
 }
 
 export async function startSkillsService(config: Config, logger: Logger): Promise<SkillsService> {
-  const instanceId = config.service.instance_id || `${hostname()}-${process.pid}`;
+  const instanceId = instanceIdOf(config);
   const log = logger.child({ instance: instanceId });
-  const nc = await connectNats({
-    url: config.nats.url,
-    name: `skills:${instanceId}`,
-    connectTimeoutMs: config.nats.connect_timeout_ms,
-    reconnectWaitMs: config.nats.reconnect_wait_ms,
-    maxReconnectAttempts: config.nats.max_reconnect_attempts,
-    logger: log,
-  });
+  const nc = await connectNatsFromConfig(config, `skills:${instanceId}`, log);
   const bus = await createBus({ nc, root: config.nats.subject_root, logger: log });
-  await bus.provision({
-    cmdMaxAgeSec: config.nats.cmd_max_age_sec,
-    evtMaxAgeSec: config.nats.evt_max_age_sec,
-    dedupeWindowSec: config.nats.dedupe_window_sec,
-    leaseBucketMaxAgeSec: config.nats.lease_bucket_max_age_sec,
-  });
-  const store = createStore(
-    createPool({
-      url: config.postgres.url,
-      max: config.postgres.pool_max,
-      statementTimeoutMs: config.postgres.statement_timeout_ms,
-      connectTimeoutMs: config.postgres.connect_timeout_ms,
-      applicationName: `skills:${instanceId}`,
-      logger: log,
-    }),
-  );
+  await bus.provision(streamSettingsOf(config));
+  const store = createStoreFromConfig(config, `skills:${instanceId}`, log);
   const builtin = createToolService({
     target: BUILTIN_TARGET,
     tools: builtinTools,

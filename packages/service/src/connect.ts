@@ -1,0 +1,54 @@
+// The connections every process opens the same way from its configuration.
+import { hostname } from 'node:os';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { connectNats, type StreamSettings } from '@toolmesh/bus';
+import type { Config } from '@toolmesh/config';
+import { createPool, createStore, type Store } from '@toolmesh/store';
+
+/** The configured instance id, or `<hostname>-<pid>`. */
+export function instanceIdOf(config: Config): string {
+  return config.service.instance_id || `${hostname()}-${process.pid}`;
+}
+
+export function connectNatsFromConfig(
+  config: Config,
+  name: string,
+  logger: Logger,
+): Promise<NatsConnection> {
+  return connectNats({
+    url: config.nats.url,
+    name,
+    connectTimeoutMs: config.nats.connect_timeout_ms,
+    reconnectWaitMs: config.nats.reconnect_wait_ms,
+    maxReconnectAttempts: config.nats.max_reconnect_attempts,
+    logger,
+  });
+}
+
+export function createStoreFromConfig(
+  config: Config,
+  applicationName: string,
+  logger: Logger,
+): Store {
+  return createStore(
+    createPool({
+      url: config.postgres.url,
+      max: config.postgres.pool_max,
+      statementTimeoutMs: config.postgres.statement_timeout_ms,
+      connectTimeoutMs: config.postgres.connect_timeout_ms,
+      applicationName,
+      logger,
+    }),
+  );
+}
+
+/** The stream and lease-bucket settings of the configuration, for provisioning at start. */
+export function streamSettingsOf(config: Config): StreamSettings {
+  return {
+    cmdMaxAgeSec: config.nats.cmd_max_age_sec,
+    evtMaxAgeSec: config.nats.evt_max_age_sec,
+    dedupeWindowSec: config.nats.dedupe_window_sec,
+    leaseBucketMaxAgeSec: config.nats.lease_bucket_max_age_sec,
+  };
+}

@@ -1,0 +1,66 @@
+// What every process's main.ts does the same way: parse the configuration once (a bad one exits
+// 2 with the file, line and key), build a pino logger with buffered writes, start the service,
+// and stop it cleanly on SIGTERM or SIGINT (exit 0 once stopped, 1 if stopping failed).
+import { ConfigError, loadConfig, redactConfig, type Config, type Env } from '@toolmesh/config';
+import { pino, type Logger } from 'pino';
+
+export interface Running {
+  stop(): Promise<void>;
+}
+
+export interface RunOptions {
+  /** The service name in every log line and in error messages. */
+  name: string;
+  env: Env;
+  start(config: Config, logger: Logger): Promise<Running>;
+}
+
+export async function runService(opts: RunOptions): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig({ env: opts.env });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${opts.name}: ${err.message}\n`);
+    process.exit(2);
+  }
+  // Buffered asynchronous writes: one log line per call must not cost one write syscall each;
+  // the buffer is flushed at least once a second so a quiet service's lines are not held back.
+  const logger = pino(
+    { level: config.log.level, base: { service: opts.name } },
+    pino.destination({ sync: false, minLength: 4096 }),
+  );
+  setInterval(() => logger.flush(), 1_000).unref();
+  logger.info({ config: redactConfig(config) }, 'starting');
+
+  let running: Running;
+  try {
+    running = await opts.start(config, logger);
+    logger.flush();
+  } catch (err) {
+    logger.fatal({ err }, 'failed to start');
+    logger.flush();
+    process.exit(1);
+  }
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping: finishing work in flight');
+    running.stop().then(
+      () => {
+        logger.info('stopped');
+        logger.flush();
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'stop failed');
+        logger.flush();
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
