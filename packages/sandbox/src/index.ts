@@ -1,0 +1,20 @@
+export type {
+  BackgroundProcess,
+  CommandSpec,
+  CreateSandboxOptions,
+  ExecLimits,
+  ExecOptions,
+  ExecResult,
+  OutputTail,
+  Sandbox,
+  SandboxDenial,
+  SandboxNetworkPolicy,
+  SandboxProvider,
+  SessionKey,
+  SpawnOptions,
+} from './provider.ts';
+export { DenialKind } from './provider.ts';
+export { SandboxError, SandboxErrorReason, isSandboxError } from './errors.ts';
+export { createLocalSandboxProvider, DEFAULT_LIMITS, ProcessLimitMode } from './local.ts';
+export type { LocalSandboxOptions, LocalSandboxProvider } from './local.ts';
+export { BARE_BWRAP_TRUE_ARGV, bareBwrapTrue } from './bare.ts';

@@ -1,0 +1,338 @@
+// The `local` sandbox provider: Anthropic's sandbox-runtime over bubblewrap, on this host.
+//
+// A sandbox is a folder `<rootDir>/<id>/` holding `meta.json` (its session key) and `work/`,
+// the workdir. Each command runs in a fresh bwrap: the whole file system read-only except the
+// workdir, the host's home and the other sandboxes hidden, its own network namespace with
+// egress only through the runtime's proxies (which allow the session's hosts and nothing
+// else), its own pid namespace, a scrubbed environment, RLIMIT_FSIZE, and a process cap.
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { probePidsCgroups, type PidsCgroups } from './cgroup.ts';
+import { SandboxError } from './errors.ts';
+import { launchEnv, LAUNCHER, SANDBOX_PATH } from './launch.ts';
+import { launch, type Running } from './local-process.ts';
+import { checkDirInside, readFileInside, writeFileInside } from './paths.ts';
+import type {
+  BackgroundProcess,
+  CommandSpec,
+  CreateSandboxOptions,
+  ExecLimits,
+  ExecOptions,
+  ExecResult,
+  Sandbox,
+  SandboxProvider,
+  SessionKey,
+  SpawnOptions,
+} from './provider.ts';
+import { acquireRuntime, type Runtime } from './runtime.ts';
+
+export const DEFAULT_LIMITS: ExecLimits = {
+  stdoutBytes: 64 * 1024,
+  stderrBytes: 64 * 1024,
+  fileSizeBytes: 1024 * 1024 * 1024,
+  processes: 512,
+};
+
+/** How the process cap is enforced: see `cgroup.ts` for why RLIMIT_NPROC alone fails as root. */
+export const ProcessLimitMode = {
+  /** A pids cgroup per command: works as root. */
+  cgroup: 'cgroup',
+  /** RLIMIT_NPROC: enforced only when the service does not run as root. */
+  rlimit: 'rlimit',
+  /** Root without a usable pids cgroup: no process cap at all. */
+  none: 'none',
+} as const;
+export type ProcessLimitMode = (typeof ProcessLimitMode)[keyof typeof ProcessLimitMode];
+
+export interface LocalSandboxOptions {
+  /** Folder holding every sandbox of this provider. */
+  readonly rootDir: string;
+  /** Hosts every sandbox may reach; a sandbox may add its own. Default: none. */
+  readonly allowedDomains?: readonly string[];
+  /** Hosts no sandbox may reach, even when allowed. */
+  readonly deniedDomains?: readonly string[];
+  /** Host paths sandboxes may not read. Default: this user's home directory. */
+  readonly denyRead?: readonly string[];
+  readonly limits?: Partial<ExecLimits>;
+  readonly logger?: Logger;
+}
+
+export interface LocalSandboxProvider extends SandboxProvider {
+  readonly kind: 'local';
+  readonly rootDir: string;
+  readonly processLimit: ProcessLimitMode;
+}
+
+const ID_PATTERN = /^lsb_[0-9a-f]{20}$/;
+/** Denials kept per command. */
+const MAX_DENIALS = 50;
+
+interface Meta {
+  readonly key: SessionKey;
+  readonly allowedDomains: readonly string[];
+  readonly createdAt: string;
+}
+
+export async function createLocalSandboxProvider(
+  options: LocalSandboxOptions,
+): Promise<LocalSandboxProvider> {
+  const logger = (options.logger ?? pino({ level: 'silent' })).child({ component: 'sandbox.local' });
+  await mkdir(resolve(options.rootDir), { recursive: true });
+  const rootDir = await realpath(resolve(options.rootDir));
+  const runtime = await acquireRuntime({
+    rootDir,
+    deniedDomains: [...(options.deniedDomains ?? [])],
+  });
+  const cgroups = await probePidsCgroups();
+  const processLimit: ProcessLimitMode = cgroups
+    ? 'cgroup'
+    : process.getuid?.() === 0
+      ? 'none'
+      : 'rlimit';
+  if (processLimit === 'none') {
+    logger.warn('running as root without a pids cgroup: sandboxed commands have no process cap');
+  }
+  const provider = new LocalProvider({
+    rootDir,
+    runtime,
+    cgroups,
+    processLimit,
+    logger,
+    allowedDomains: [...(options.allowedDomains ?? [])],
+    denyRead: [...(options.denyRead ?? [homedir()])],
+    limits: { ...DEFAULT_LIMITS, ...options.limits },
+  });
+  logger.info({ rootDir, processLimit, cgroups: cgroups?.base }, 'local sandbox provider ready');
+  return provider;
+}
+
+interface ProviderDeps {
+  readonly rootDir: string;
+  readonly runtime: Runtime;
+  readonly cgroups: PidsCgroups | undefined;
+  readonly processLimit: ProcessLimitMode;
+  readonly logger: Logger;
+  readonly allowedDomains: readonly string[];
+  readonly denyRead: readonly string[];
+  readonly limits: ExecLimits;
+}
+
+class LocalProvider implements LocalSandboxProvider {
+  readonly kind = 'local' as const;
+  readonly rootDir: string;
+  readonly processLimit: ProcessLimitMode;
+  readonly deps: ProviderDeps;
+  /** Commands still running, per sandbox id, whichever handle started them. */
+  readonly running = new Map<string, Set<Running>>();
+  #closed = false;
+
+  constructor(deps: ProviderDeps) {
+    this.deps = deps;
+    this.rootDir = deps.rootDir;
+    this.processLimit = deps.processLimit;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  async create(options: CreateSandboxOptions): Promise<Sandbox> {
+    this.#assertOpen();
+    const id = `lsb_${randomBytes(10).toString('hex')}`;
+    const dir = join(this.rootDir, id);
+    const meta: Meta = {
+      key: { ...options.key },
+      allowedDomains: [...(options.network?.allowedDomains ?? [])],
+      createdAt: new Date().toISOString(),
+    };
+    await mkdir(join(dir, 'work', '.tmp'), { recursive: true });
+    await writeFile(join(dir, 'meta.json'), JSON.stringify(meta));
+    this.deps.logger.debug({ sandboxId: id, key: meta.key }, 'sandbox created');
+    return new LocalSandbox(this, id, meta);
+  }
+
+  async open(sandboxId: string): Promise<Sandbox | undefined> {
+    this.#assertOpen();
+    if (!ID_PATTERN.test(sandboxId)) return undefined;
+    const text = await readFile(join(this.rootDir, sandboxId, 'meta.json'), 'utf8').catch(
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return undefined;
+        throw err;
+      },
+    );
+    return text === undefined ? undefined : new LocalSandbox(this, sandboxId, JSON.parse(text) as Meta);
+  }
+
+  async destroy(sandboxId: string): Promise<void> {
+    if (!ID_PATTERN.test(sandboxId)) return;
+    await this.stopAll(sandboxId);
+    if (this.deps.cgroups) {
+      // Also reaches commands another instance of the service started in this sandbox.
+      await this.deps.cgroups.kill(sandboxId);
+      await this.deps.cgroups.remove(sandboxId);
+    }
+    await rm(join(this.rootDir, sandboxId), { recursive: true, force: true });
+    this.deps.logger.debug({ sandboxId }, 'sandbox destroyed');
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([...this.running.keys()].map((id) => this.stopAll(id)));
+    await this.deps.runtime.release();
+  }
+
+  async stopAll(sandboxId: string): Promise<void> {
+    const set = this.running.get(sandboxId);
+    if (set) await Promise.all([...set].map((r) => r.kill()));
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new SandboxError('closed', 'the local sandbox provider is closed');
+  }
+}
+
+class LocalSandbox implements Sandbox {
+  readonly id: string;
+  readonly key: SessionKey;
+  readonly workdir: string;
+  readonly #provider: LocalProvider;
+  readonly #allowedDomains: readonly string[];
+  #closed = false;
+
+  constructor(provider: LocalProvider, id: string, meta: Meta) {
+    this.#provider = provider;
+    this.id = id;
+    this.key = meta.key;
+    this.workdir = join(provider.rootDir, id, 'work');
+    this.#allowedDomains = [...provider.deps.allowedDomains, ...meta.allowedDomains];
+  }
+
+  async exec(command: CommandSpec, options: ExecOptions): Promise<ExecResult> {
+    const running = await this.#start(command, options);
+    return running.done;
+  }
+
+  async spawn(command: CommandSpec, options: SpawnOptions = {}): Promise<BackgroundProcess> {
+    const running = await this.#start(command, options);
+    return {
+      pid: running.pid,
+      startedAt: running.startedAt,
+      procStartTime: running.procStartTime,
+      wait: () => running.done,
+      kill: () => running.kill(),
+    };
+  }
+
+  async putFile(path: string, data: string | Uint8Array): Promise<void> {
+    this.#assertOpen();
+    await writeFileInside(this.workdir, path, data);
+  }
+
+  async getFile(path: string): Promise<Buffer> {
+    this.#assertOpen();
+    return readFileInside(this.workdir, path);
+  }
+
+  close(): Promise<void> {
+    this.#closed = true;
+    return Promise.resolve();
+  }
+
+  async destroy(): Promise<void> {
+    this.#closed = true;
+    await this.#provider.destroy(this.id);
+  }
+
+  async #start(command: CommandSpec, options: SpawnOptions): Promise<Running> {
+    this.#assertOpen();
+    const { deps } = this.#provider;
+    const cwd = await checkDirInside(this.workdir, options.cwd ?? '.');
+    const limits: ExecLimits = { ...deps.limits, ...options.limits };
+    const commandId = randomBytes(16).toString('base64url');
+    const env = launchEnv({
+      command,
+      env: {
+        PATH: SANDBOX_PATH,
+        HOME: this.workdir,
+        LANG: 'C.UTF-8',
+        TMPDIR: join(this.workdir, '.tmp'),
+        ...options.env,
+      },
+      cwd,
+      limits,
+      rlimitProcesses: this.#provider.processLimit === 'rlimit',
+    });
+
+    const undo: (() => void | Promise<void>)[] = [];
+    const cleanup = async (): Promise<void> => {
+      for (const step of undo.reverse()) await step();
+      undo.length = 0;
+    };
+    try {
+      let cgroupProcs: string | undefined;
+      const { cgroups } = deps;
+      if (cgroups) {
+        const dir = await cgroups.create(this.id, commandId, limits.processes);
+        undo.push(() => cgroups.remove(this.id, commandId));
+        cgroupProcs = join(dir, 'cgroup.procs');
+      }
+      undo.push(deps.runtime.allowHosts(commandId, this.#allowedDomains));
+      const stopCollecting = deps.runtime.collect(commandId, MAX_DENIALS);
+      undo.push(() => void stopCollecting());
+      const wrapped = await deps.runtime
+        .wrap({
+          script: LAUNCHER,
+          commandId,
+          workdir: this.workdir,
+          denyRead: [...deps.denyRead, this.#provider.rootDir],
+        })
+        .catch((err: unknown) => {
+          throw new SandboxError('unavailable', `sandbox-runtime could not wrap the command: ${String(err)}`, {
+            cause: err,
+          });
+        });
+      undo.push(wrapped.ended);
+      const running = await launch({
+        line: wrapped.line,
+        env,
+        cwd,
+        cgroupProcs,
+        stdin: options.stdin,
+        stdoutBytes: limits.stdoutBytes,
+        stderrBytes: limits.stderrBytes,
+        timeoutMs: options.timeoutMs,
+        signal: options.signal,
+        denials: stopCollecting,
+        killTree: () => (cgroups ? cgroups.kill(this.id, commandId) : Promise.resolve()),
+        cleanup,
+      });
+      this.#track(running);
+      return running;
+    } catch (err) {
+      await cleanup();
+      throw err;
+    }
+  }
+
+  #track(running: Running): void {
+    const all = this.#provider.running;
+    let set = all.get(this.id);
+    if (!set) all.set(this.id, (set = new Set()));
+    set.add(running);
+    const forget = (): void => {
+      set.delete(running);
+      if (set.size === 0 && all.get(this.id) === set) all.delete(this.id);
+    };
+    running.done.then(forget, forget);
+  }
+
+  #assertOpen(): void {
+    if (this.#closed || this.#provider.closed) {
+      throw new SandboxError('closed', `sandbox ${this.id} is closed`);
+    }
+  }
+}
