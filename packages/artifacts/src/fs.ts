@@ -3,15 +3,16 @@
 // the old object or the new one whole, never a part, and a failed or oversized put leaves
 // nothing behind. Temp names start with `.`, which keys may not, so they can never collide
 // with or be listed as an object.
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { constants, createWriteStream } from 'node:fs';
 import { lstat, mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { ArtifactError } from './errors.ts';
 import { assertKey, assertPrefix, keyProblem } from './key.ts';
+import { checkMaxBytes, createMeter, tooLarge } from './meter.ts';
 import { ArtifactStoreKind } from './store.ts';
 import type { ArtifactStat, ArtifactStore, PutResult } from './store.ts';
 
@@ -51,9 +52,7 @@ export function createFsArtifactStore(options: FsArtifactStoreOptions): Artifact
     async put(key, source, putOptions = {}): Promise<PutResult> {
       assertKey(key);
       const { maxBytes, signal } = putOptions;
-      if (maxBytes !== undefined && !(Number.isSafeInteger(maxBytes) && maxBytes >= 0)) {
-        throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
-      }
+      checkMaxBytes(maxBytes);
       const target = pathOf(key);
       const temp = join(dirname(target), `.${randomUUID()}.partial`);
       const meter = createMeter(key, maxBytes);
@@ -162,30 +161,4 @@ async function walk(dir: string, dirKey: string, prefix: string, out: string[]):
       out.push(key);
     }
   }
-}
-
-function tooLarge(key: string, maxBytes: number): ArtifactError {
-  return new ArtifactError(
-    'too_large',
-    `artifact ${JSON.stringify(key)} is larger than the limit of ${maxBytes} bytes`,
-    { details: { key, maxBytes } },
-  );
-}
-
-/** A pass-through that hashes and counts, failing `too_large` past `maxBytes`. */
-function createMeter(key: string, maxBytes: number | undefined) {
-  const hash = createHash('sha256');
-  let size = 0;
-  const stream = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      size += chunk.length;
-      if (maxBytes !== undefined && size > maxBytes) {
-        callback(tooLarge(key, maxBytes));
-        return;
-      }
-      hash.update(chunk);
-      callback(null, chunk);
-    },
-  });
-  return { stream, result: () => ({ size, sha256: hash.digest('hex') }) };
 }

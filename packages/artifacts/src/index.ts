@@ -3,6 +3,8 @@ export type { ArtifactStore, ArtifactStat, PutOptions, PutResult } from './store
 export { createArtifactStore } from './create.ts';
 export { createFsArtifactStore } from './fs.ts';
 export type { FsArtifactStoreOptions } from './fs.ts';
+export { createGcsArtifactStore } from './gcs.ts';
+export type { GcsArtifactStoreOptions } from './gcs.ts';
 export { ArtifactError, ArtifactErrorCode, artifactErrorCodeOf } from './errors.ts';
 export { assertKey, assertPrefix, keyProblem, MAX_KEY_BYTES, MAX_SEGMENT_BYTES } from './key.ts';
 export {

@@ -1,10 +1,11 @@
 // The artifact store's contract: skill zips and command outputs, streamed in and out of a
-// backend. One interface, one adapter per backend (`fs.ts` now, `gcs.ts` with the skills
-// issue); callers receive an `ArtifactStore` through their options and never learn which.
+// backend. One interface, one adapter per backend (`fs.ts`, `gcs.ts`); callers receive an
+// `ArtifactStore` through their options and never learn which.
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
+import { keyProblem } from './key.ts';
 
-export const ArtifactStoreKind = { fs: 'fs' } as const;
+export const ArtifactStoreKind = { fs: 'fs', gcs: 'gcs' } as const;
 export type ArtifactStoreKind = (typeof ArtifactStoreKind)[keyof typeof ArtifactStoreKind];
 
 export interface PutOptions {
@@ -53,12 +54,38 @@ export interface ArtifactStore {
   signedUrl(key: string, ttlSec: number): Promise<string | undefined>;
 }
 
+/** GCS bucket names: lowercase letters, digits, `-`, `_`, `.`; a letter or digit at each end. */
+const BUCKET_NAME = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/;
+
+/** Why `prefix` cannot prefix GCS keys, or undefined: it must be empty or a valid key (a
+ * trailing `/` is dropped). */
+export function gcsPrefixProblem(prefix: string): string | undefined {
+  const body = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
+  return body === '' ? undefined : keyProblem(body);
+}
+
 /** Which backend, and its settings. A discriminated union: new adapters add a member. */
 export const ArtifactStoreConfig = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal(ArtifactStoreKind.fs),
     /** The folder holding every object; created on first write. */
     root: z.string().min(1),
+  }),
+  z.strictObject({
+    kind: z.literal(ArtifactStoreKind.gcs),
+    bucket: z.string().regex(BUCKET_NAME, 'a GCS bucket name: 3-222 of [a-z0-9._-]'),
+    /** Every key lives under `<prefix>/`; empty (or absent) for the bucket's root. */
+    prefix: z
+      .string()
+      .refine((p) => gcsPrefixProblem(p) === undefined, { error: 'a valid key or empty' })
+      .optional(),
+    /** An emulator or fake server, e.g. `http://127.0.0.1:4443`; requests then carry no auth. */
+    api_endpoint: z.url({ protocol: /^https?$/ }).optional(),
+    project_id: z.string().min(1).optional(),
+    /** A service account key; only needed for signed URLs (otherwise ADC is used). */
+    credentials: z
+      .strictObject({ client_email: z.string().min(1), private_key: z.string().min(1) })
+      .optional(),
   }),
 ]);
 export type ArtifactStoreConfig = z.infer<typeof ArtifactStoreConfig>;

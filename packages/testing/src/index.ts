@@ -10,3 +10,4 @@ export { startLocalPostgres } from './local-postgres.ts';
 export type { LocalPostgres, LocalPostgresOptions } from './local-postgres.ts';
 export { freePort } from './ports.ts';
 export { dockerAvailable } from './docker.ts';
+export { startFakeGcs, type FakeGcs, type FakeGcsObject } from './fake-gcs.ts';
