@@ -16,6 +16,12 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# The local sandbox: sandbox-runtime drives bubblewrap, bridges its proxies with socat and scans
+# for protected files with ripgrep; the example image skill draws with Debian's Pillow.
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+command -v socat >/dev/null 2>&1 || need+=(socat)
+command -v rg >/dev/null 2>&1 || need+=(ripgrep)
+dpkg -s python3-pil >/dev/null 2>&1 || need+=(python3-pil)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]} with apt"
   as_root apt-get update -qq

@@ -27,7 +27,9 @@ export interface PidsCgroups {
  * cgroup2 mount where `pids` is enabled for our subtree. Undefined when there is none (then
  * only RLIMIT_NPROC is left, which binds non-root users only).
  */
-export async function probePidsCgroups(name = 'toolmesh-sandbox'): Promise<PidsCgroups | undefined> {
+export async function probePidsCgroups(
+  name = 'toolmesh-sandbox',
+): Promise<PidsCgroups | undefined> {
   const [mountinfo, own] = await Promise.all([
     readFile('/proc/self/mountinfo', 'utf8').catch(() => ''),
     readFile('/proc/self/cgroup', 'utf8').catch(() => ''),

@@ -52,8 +52,5 @@ export class SandboxError extends MeshError {
 }
 
 export function isSandboxError(err: unknown, reason?: SandboxErrorReason): err is SandboxError {
-  return (
-    err instanceof SandboxError &&
-    (reason === undefined || err.reason === reason)
-  );
+  return err instanceof SandboxError && (reason === undefined || err.reason === reason);
 }

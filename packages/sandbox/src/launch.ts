@@ -62,7 +62,8 @@ export interface LaunchInput {
 
 /** The environment of the host-side process that starts bwrap: inert names only. */
 export function launchEnv(input: LaunchInput): Record<string, string> {
-  const argv = 'argv' in input.command ? input.command.argv : ['/bin/bash', '-c', input.command.shell];
+  const argv =
+    'argv' in input.command ? input.command.argv : ['/bin/bash', '-c', input.command.shell];
   if (argv.length === 0 || argv[0] === '') {
     throw new SandboxError('invalid_command', 'the command is empty');
   }
@@ -83,7 +84,10 @@ export function launchEnv(input: LaunchInput): Record<string, string> {
   });
   for (const [name, value] of Object.entries(input.env)) {
     if (!NAME.test(name)) {
-      throw new SandboxError('invalid_env', `env name ${JSON.stringify(name)} is not an identifier`);
+      throw new SandboxError(
+        'invalid_env',
+        `env name ${JSON.stringify(name)} is not an identifier`,
+      );
     }
     if (name.startsWith('TOOLMESH_')) {
       throw new SandboxError('invalid_env', `env name ${name} is reserved (TOOLMESH_*)`);

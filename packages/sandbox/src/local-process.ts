@@ -51,7 +51,9 @@ const JOIN_CGROUP = 'echo $$ > "$0" && exec "$@"';
 export async function launch(spec: LaunchSpec): Promise<Running> {
   const bash = ['/bin/bash', '--norc', '--noprofile', '-c', spec.line];
   const [file, ...args] =
-    spec.cgroupProcs === undefined ? bash : ['/bin/sh', '-c', JOIN_CGROUP, spec.cgroupProcs, ...bash];
+    spec.cgroupProcs === undefined
+      ? bash
+      : ['/bin/sh', '-c', JOIN_CGROUP, spec.cgroupProcs, ...bash];
   const started = performance.now();
   const startedAt = new Date();
   const child = spawn(file!, args, {

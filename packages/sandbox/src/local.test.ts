@@ -55,7 +55,11 @@ describe('local sandbox', () => {
     expect(result.stdout.totalBytes).toBe(588_895); // every byte `seq 1 100000` prints
     expect(Buffer.byteLength(result.stdout.text)).toBeLessThanOrEqual(1000);
     expect(result.stdout.text.endsWith('99999\n100000\n')).toBe(true);
-    expect(result.stderr).toEqual({ text: 'the error at the end\n', truncated: false, totalBytes: 21 });
+    expect(result.stderr).toEqual({
+      text: 'the error at the end\n',
+      truncated: false,
+      totalBytes: 21,
+    });
   });
 
   it('runs in the workdir, with HOME there and the cwd option relative to it', async () => {
@@ -100,7 +104,10 @@ describe('local sandbox', () => {
       { timeoutMs: 10_000, env: { EVIL: evil } },
     );
     expect(argv.stdout.text).toBe(`${evil}|\`touch pwned2\``);
-    const printenv = await sandbox.exec({ argv: ['printenv', 'EVIL'] }, { timeoutMs: 10_000, env: { EVIL: evil } });
+    const printenv = await sandbox.exec(
+      { argv: ['printenv', 'EVIL'] },
+      { timeoutMs: 10_000, env: { EVIL: evil } },
+    );
     expect(printenv.stdout.text).toBe(`${evil}\n`);
     expect(existsSync(join(sandbox.workdir, 'pwned'))).toBe(false);
     expect(existsSync(join(sandbox.workdir, 'pwned2'))).toBe(false);
@@ -138,7 +145,9 @@ describe('local sandbox', () => {
     try {
       await other.putFile('private.txt', 'not for you');
       const result = await sandbox.exec(
-        { shell: `cat ${join(other.workdir, 'private.txt')}; ls ~root/ 2>&1 | head -3; echo x > ${join(other.workdir, 'w')}` },
+        {
+          shell: `cat ${join(other.workdir, 'private.txt')}; ls ~root/ 2>&1 | head -3; echo x > ${join(other.workdir, 'w')}`,
+        },
         { timeoutMs: 10_000 },
       );
       expect(result.stdout.text).not.toContain('not for you');

@@ -57,6 +57,8 @@ export interface LocalSandboxOptions {
   /** Host paths sandboxes may not read. Default: this user's home directory. */
   readonly denyRead?: readonly string[];
   readonly limits?: Partial<ExecLimits>;
+  /** Use a pids cgroup per command when one can be made (default true). */
+  readonly pidsCgroup?: boolean;
   readonly logger?: Logger;
 }
 
@@ -79,14 +81,16 @@ interface Meta {
 export async function createLocalSandboxProvider(
   options: LocalSandboxOptions,
 ): Promise<LocalSandboxProvider> {
-  const logger = (options.logger ?? pino({ level: 'silent' })).child({ component: 'sandbox.local' });
+  const logger = (options.logger ?? pino({ level: 'silent' })).child({
+    component: 'sandbox.local',
+  });
   await mkdir(resolve(options.rootDir), { recursive: true });
   const rootDir = await realpath(resolve(options.rootDir));
   const runtime = await acquireRuntime({
     rootDir,
     deniedDomains: [...(options.deniedDomains ?? [])],
   });
-  const cgroups = await probePidsCgroups();
+  const cgroups = options.pidsCgroup === false ? undefined : await probePidsCgroups();
   const processLimit: ProcessLimitMode = cgroups
     ? 'cgroup'
     : process.getuid?.() === 0
@@ -163,7 +167,9 @@ class LocalProvider implements LocalSandboxProvider {
         throw err;
       },
     );
-    return text === undefined ? undefined : new LocalSandbox(this, sandboxId, JSON.parse(text) as Meta);
+    return text === undefined
+      ? undefined
+      : new LocalSandbox(this, sandboxId, JSON.parse(text) as Meta);
   }
 
   async destroy(sandboxId: string): Promise<void> {
@@ -291,9 +297,13 @@ class LocalSandbox implements Sandbox {
           denyRead: [...deps.denyRead, this.#provider.rootDir],
         })
         .catch((err: unknown) => {
-          throw new SandboxError('unavailable', `sandbox-runtime could not wrap the command: ${String(err)}`, {
-            cause: err,
-          });
+          throw new SandboxError(
+            'unavailable',
+            `sandbox-runtime could not wrap the command: ${String(err)}`,
+            {
+              cause: err,
+            },
+          );
         });
       undo.push(wrapped.ended);
       const running = await launch({

@@ -70,11 +70,7 @@ export async function writeFileInside(
   const dir = await openDir(workdir, parts, true, rel);
   let file: FileHandle;
   try {
-    file = await open(
-      `/proc/self/fd/${dir.fd}/${name}`,
-      WRITE_FLAGS,
-      0o644,
-    );
+    file = await open(`/proc/self/fd/${dir.fd}/${name}`, WRITE_FLAGS, 0o644);
   } catch (err) {
     throw openError(err, rel);
   } finally {

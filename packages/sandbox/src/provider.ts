@@ -43,8 +43,7 @@ export interface ExecLimits {
  * the way, and the caller's env values reach the command verbatim.
  */
 export type CommandSpec =
-  | { readonly argv: readonly [string, ...string[]] }
-  | { readonly shell: string };
+  { readonly argv: readonly [string, ...string[]] } | { readonly shell: string };
 
 export interface SpawnOptions {
   /** Variables laid over the sandbox's base environment (PATH, HOME = workdir, LANG, TMPDIR). */

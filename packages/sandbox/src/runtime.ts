@@ -40,7 +40,8 @@ export interface Runtime {
   release(): Promise<void>;
 }
 
-let current: { key: string; users: number; ready: Promise<void>; taps: Map<string, Tap> } | undefined;
+let current:
+  { key: string; users: number; ready: Promise<void>; taps: Map<string, Tap> } | undefined;
 
 interface Tap {
   readonly encoded: string;
@@ -156,8 +157,10 @@ async function start(settings: RuntimeSettings, taps: Map<string, Tap>): Promise
     const fresh = violations.slice(Math.max(0, violations.length - (total - seen)));
     seen = total;
     for (const violation of fresh) {
-      const tap = violation.encodedCommand === undefined ? undefined : taps.get(violation.encodedCommand);
-      if (tap === undefined || tap.seen.has(violation.line) || tap.denials.length >= tap.max) continue;
+      const tap =
+        violation.encodedCommand === undefined ? undefined : taps.get(violation.encodedCommand);
+      if (tap === undefined || tap.seen.has(violation.line) || tap.denials.length >= tap.max)
+        continue;
       tap.seen.add(violation.line);
       tap.denials.push(parseDenial(violation.line));
     }
@@ -167,7 +170,8 @@ async function start(settings: RuntimeSettings, taps: Map<string, Tap>): Promise
 /** Lines look like `deny openat /etc/x` or `deny network-outbound host:443 (reason)`. */
 export function parseDenial(line: string): SandboxDenial {
   const match = /^deny (\S+) (.*)$/.exec(line);
-  if (match === null) return { kind: 'other', operation: 'unknown', target: line, source: 'runtime' };
+  if (match === null)
+    return { kind: 'other', operation: 'unknown', target: line, source: 'runtime' };
   const operation = match[1]!;
   const kind = operation.startsWith('network') ? 'network' : 'filesystem';
   return { kind, operation, target: match[2]!, source: 'runtime' };

@@ -5,14 +5,20 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { createLocalSandboxProvider, type LocalSandboxOptions, type LocalSandboxProvider } from './local.ts';
+import {
+  createLocalSandboxProvider,
+  type LocalSandboxOptions,
+  type LocalSandboxProvider,
+} from './local.ts';
 
 export interface ProviderFixture {
   readonly provider: LocalSandboxProvider;
 }
 
 /** One provider per test file, as one per process in a service. */
-export function useLocalProvider(options: Omit<LocalSandboxOptions, 'rootDir'> = {}): ProviderFixture {
+export function useLocalProvider(
+  options: Omit<LocalSandboxOptions, 'rootDir'> = {},
+): ProviderFixture {
   const fixture = {} as { provider: LocalSandboxProvider };
   let root = '';
   beforeAll(async () => {
@@ -42,12 +48,17 @@ export async function processesWith(text: string): Promise<number[]> {
 }
 
 /** Polls until `count` processes carry the marker (the positive control of a kill test). */
-export async function waitForProcesses(text: string, count: number, timeoutMs = 10_000): Promise<number[]> {
+export async function waitForProcesses(
+  text: string,
+  count: number,
+  timeoutMs = 10_000,
+): Promise<number[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const pids = await processesWith(text);
     if (pids.length >= count) return pids;
-    if (Date.now() > deadline) throw new Error(`only ${pids.length} processes with ${text} after ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`only ${pids.length} processes with ${text} after ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
