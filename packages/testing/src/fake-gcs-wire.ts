@@ -2,7 +2,7 @@
 // `Content-Range` of resumable uploads, `multipart/related` upload bodies, and GCS-shaped JSON
 // errors. Kept apart from the routes so each can be read (and tested) on its own.
 import { createHash } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum GCS keeps for every object
 // and the one @google-cloud/storage validates transfers with. Node has only the IEEE CRC-32 in
@@ -167,4 +167,22 @@ export function sendError(
   sendJson(res, status, {
     error: { code: status, message, errors: [{ message, domain: 'global', reason }] },
   });
+}
+
+/** A client error, answered in the JSON API's error shape by the server's one catch. */
+export class HttpError extends Error {
+  readonly status: number;
+  readonly reason: GcsReason;
+  constructor(status: number, reason: GcsReason, message: string) {
+    super(message);
+    this.name = 'HttpError';
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+/** A request header as one string (repeated ones joined). */
+export function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(',') : value;
 }

@@ -13,32 +13,16 @@
 //   POST   /storage/v1/b, GET /storage/v1/b/:bucket   buckets
 //   GET    /:bucket/:object          path-style XML API, what v4 signed URLs point at
 // Downloads carry `X-Goog-Hash` (crc32c and md5) and `X-Goog-Stored-Content-Encoding`, without
-// which the SDK silently skips validation. Uploads are checked against the `X-Goog-Hash` the
-// SDK sends with the last chunk. An object appears whole at the end of its upload or not at all.
-import { randomUUID } from 'node:crypto';
+// which the SDK silently skips validation. Errors have the JSON API's shape
+// (`{ error: { code, message, errors: [{ reason }] } }`), which the SDK turns into `ApiError`s.
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  objectHashes,
-  parseContentRange,
-  parseGoogHash,
-  parseMultipart,
-  sendError,
-  sendJson,
-} from './fake-gcs-wire.ts';
+import { createBuckets, objectResource } from './fake-gcs-buckets.ts';
+import type { FakeGcsObject } from './fake-gcs-buckets.ts';
+import { createUploads } from './fake-gcs-uploads.ts';
+import { header, HttpError, sendError, sendJson } from './fake-gcs-wire.ts';
 
-export interface FakeGcsObject {
-  readonly bucket: string;
-  readonly name: string;
-  readonly data: Buffer;
-  readonly contentType: string;
-  readonly generation: string;
-  /** Base64 MD5 and CRC-32C of the bytes as uploaded (`corrupt` leaves them stale). */
-  readonly md5Hash: string;
-  readonly crc32c: string;
-  readonly timeCreated: string;
-  readonly metadata: Readonly<Record<string, string>> | undefined;
-}
+export type { FakeGcsObject } from './fake-gcs-buckets.ts';
 
 export interface FakeGcsRequest {
   readonly method: string;
@@ -64,389 +48,102 @@ export interface FakeGcs {
   createBucket(name: string): void;
   /** A snapshot of the stored objects, by bucket then name. */
   objects(bucket?: string): FakeGcsObject[];
-  /** Every request answered so far, oldest first. */
+  /** Every request answered (or dropped) so far, oldest first. */
   requests(): FakeGcsRequest[];
   /** Flips a byte of an object (or adds one) and keeps its old hashes: downloads must fail. */
   corrupt(bucket: string, name: string): void;
   stop(): Promise<void>;
 }
 
-interface Session {
-  bucket: string;
-  name: string;
-  contentType: string;
-  metadata: Record<string, string> | undefined;
-  expected: { crc32c?: string; md5?: string };
-  preconditions: URLSearchParams;
-  chunks: Buffer[];
-  size: number;
-  state: 'open' | 'done' | 'cancelled';
-  object?: FakeGcsObject;
-}
-
-/** A client error, answered in the JSON API's error shape. */
-class HttpError extends Error {
-  readonly status: number;
-  readonly reason: Parameters<typeof sendError>[2];
-  constructor(status: number, reason: HttpError['reason'], message: string) {
-    super(message);
-    this.status = status;
-    this.reason = reason;
-  }
-}
-
-/** Non-final resumable chunks are persisted in multiples of this, as GCS does. */
-const CHUNK_QUANTUM = 256 * 1024;
-const MAX_PAGE = 1000;
+const UPLOAD = /^\/upload\/storage\/v1\/b\/([^/]+)\/o$/;
+const OBJECT = /^\/(?:download\/)?storage\/v1\/b\/([^/]+)\/o\/(.+)$/;
+const OBJECTS = /^\/storage\/v1\/b\/([^/]+)\/o$/;
+const BUCKET = /^\/storage\/v1\/b\/([^/]+)$/;
+const XML_OBJECT = /^\/([^/]+)\/(.+)$/;
 
 export async function startFakeGcs(options: FakeGcsOptions = {}): Promise<FakeGcs> {
-  const buckets = new Map<string, Map<string, FakeGcsObject>>();
-  const sessions = new Map<string, Session>();
-  const log: FakeGcsRequest[] = [];
-  const autoCreate = options.autoCreateBuckets ?? true;
-  // GCS generations are microsecond timestamps; they only need to grow.
-  let lastGeneration = Date.now() * 1000;
+  const buckets = createBuckets(options.autoCreateBuckets ?? true);
   let url = '';
-
-  const bucketOf = (name: string, create = false) => {
-    let bucket = buckets.get(name);
-    if (bucket === undefined && create && autoCreate) {
-      bucket = new Map();
-      buckets.set(name, bucket);
-    }
-    if (bucket === undefined) {
-      throw new HttpError(404, 'notFound', 'The specified bucket does not exist.');
-    }
-    return bucket;
-  };
-  const objectOf = (bucket: string, name: string, query: URLSearchParams) => {
-    const object = bucketOf(bucket).get(name);
-    const generation = query.get('generation');
-    if (object === undefined || (generation !== null && generation !== object.generation)) {
-      throw new HttpError(404, 'notFound', `No such object: ${bucket}/${name}`);
-    }
-    return object;
-  };
-
-  /** `ifGenerationMatch` (0: must not exist) and `ifGenerationNotMatch`, as GCS checks them. */
-  function checkPreconditions(bucket: string, name: string, query: URLSearchParams): void {
-    const current = buckets.get(bucket)?.get(name)?.generation ?? '0';
-    const match = query.get('ifGenerationMatch');
-    const notMatch = query.get('ifGenerationNotMatch');
-    if ((match !== null && match !== current) || (notMatch !== null && notMatch === current)) {
-      throw new HttpError(
-        412,
-        'conditionNotMet',
-        'At least one of the pre-conditions you specified did not hold.',
-      );
-    }
-  }
-
-  function store(
-    session: Omit<Session, 'chunks' | 'size' | 'state' | 'object'>,
-    data: Buffer,
-  ): FakeGcsObject {
-    const hashes = objectHashes(data);
-    if (
-      (session.expected.crc32c !== undefined && session.expected.crc32c !== hashes.crc32c) ||
-      (session.expected.md5 !== undefined && session.expected.md5 !== hashes.md5Hash)
-    ) {
-      throw new HttpError(400, 'invalid', 'Provided checksums do not match the uploaded data.');
-    }
-    checkPreconditions(session.bucket, session.name, session.preconditions);
-    const object: FakeGcsObject = {
-      bucket: session.bucket,
-      name: session.name,
-      data,
-      contentType: session.contentType,
-      generation: String(++lastGeneration),
-      ...hashes,
-      timeCreated: new Date().toISOString(),
-      metadata: session.metadata,
-    };
-    // One Map.set: readers and listers see the old object or the new one, never a part.
-    bucketOf(session.bucket, true).set(session.name, object);
-    return object;
-  }
-
-  const resource = (o: FakeGcsObject) => {
-    const path = `b/${o.bucket}/o/${encodeURIComponent(o.name)}`;
-    return {
-      kind: 'storage#object',
-      id: `${o.bucket}/${o.name}/${o.generation}`,
-      selfLink: `${url}/storage/v1/${path}`,
-      mediaLink: `${url}/download/storage/v1/${path}?generation=${o.generation}&alt=media`,
-      name: o.name,
-      bucket: o.bucket,
-      generation: o.generation,
-      metageneration: '1',
-      contentType: o.contentType,
-      storageClass: 'STANDARD',
-      size: String(o.data.length),
-      md5Hash: o.md5Hash,
-      crc32c: o.crc32c,
-      etag: `CP${o.generation}`,
-      timeCreated: o.timeCreated,
-      updated: o.timeCreated,
-      timeStorageClassUpdated: o.timeCreated,
-      ...(o.metadata === undefined ? {} : { metadata: o.metadata }),
-    };
-  };
-
-  function upload(
-    req: IncomingMessage,
-    res: ServerResponse,
-    bucket: string,
-    body: Buffer,
-    query: URLSearchParams,
-  ) {
-    const type = query.get('uploadType');
-    let metadata: Record<string, unknown> = {};
-    let media = body;
-    let mediaType = req.headers['content-type'];
-    if (type === 'multipart') {
-      try {
-        ({ metadata, media, mediaType } = parseMultipart(body, req.headers['content-type']));
-      } catch (err) {
-        throw new HttpError(400, 'invalid', (err as Error).message);
-      }
-    } else if (type === 'resumable') {
-      metadata =
-        body.length === 0 ? {} : (JSON.parse(body.toString('utf8')) as Record<string, unknown>);
-      mediaType = header(req, 'x-upload-content-type');
-    } else if (type !== 'media') {
-      throw new HttpError(400, 'invalid', `unsupported uploadType ${String(type)}`);
-    }
-    const name = query.get('name') ?? (typeof metadata.name === 'string' ? metadata.name : '');
-    if (name === '' || Buffer.byteLength(name) > 1024 || /[\r\n]/.test(name)) {
-      throw new HttpError(400, 'required', 'Object name is required and must be valid.');
-    }
-    bucketOf(bucket, true);
-    checkPreconditions(bucket, name, query);
-    const fromHeader = parseGoogHash(header(req, 'x-goog-hash'));
-    const session = {
-      bucket,
-      name,
-      contentType:
-        (typeof metadata.contentType === 'string' ? metadata.contentType : undefined) ??
-        mediaType ??
-        'application/octet-stream',
-      metadata: metadata.metadata as Record<string, string> | undefined,
-      expected: {
-        crc32c: typeof metadata.crc32c === 'string' ? metadata.crc32c : fromHeader.crc32c,
-        md5: typeof metadata.md5Hash === 'string' ? metadata.md5Hash : fromHeader.md5,
-      },
-      preconditions: query,
-    };
-    if (type !== 'resumable') {
-      sendJson(res, 200, resource(store(session, media)));
-      return;
-    }
-    const id = randomUUID();
-    sessions.set(id, { ...session, chunks: [], size: 0, state: 'open' });
-    const location = `${url}/upload/storage/v1/b/${bucket}/o?uploadType=resumable&name=${encodeURIComponent(name)}&upload_id=${id}`;
-    res.writeHead(200, { Location: location, 'Content-Length': 0 });
-    res.end();
-  }
-
-  /** A PUT to a resumable session: a chunk, the last chunk, or a status query. */
-  function resume(req: IncomingMessage, res: ServerResponse, session: Session, body: Buffer) {
-    const range = parseContentRange(header(req, 'content-range'));
-    if (range === undefined) throw new HttpError(400, 'invalid', 'Invalid Content-Range header.');
-    if (session.state === 'done' && session.object) {
-      sendJson(res, 200, resource(session.object));
-      return;
-    }
-    let total = range.total;
-    if (range.kind === 'data') {
-      if (range.last !== '*' && range.last - range.first + 1 !== body.length) {
-        throw new HttpError(400, 'invalid', 'Content-Range does not match the body length.');
-      }
-      if (range.first > session.size) {
-        throw new HttpError(
-          400,
-          'invalid',
-          `Chunk starts at ${range.first}, expected ${session.size}.`,
-        );
-      }
-      // A retried chunk may overlap what is already persisted; only the new bytes count.
-      const fresh = body.subarray(session.size - range.first);
-      session.chunks.push(fresh);
-      session.size += fresh.length;
-      // The rest of the object streamed in one request: its end is the object's end.
-      if (range.last === '*' && total === '*') total = session.size;
-    }
-    if (total !== '*' && session.size > total) {
-      throw new HttpError(400, 'invalid', `Received ${session.size} bytes, more than ${total}.`);
-    }
-    if (total !== '*' && session.size === total) {
-      const data = Buffer.concat(session.chunks);
-      const expected = parseGoogHash(header(req, 'x-goog-hash'));
-      session.object = store({ ...session, expected: { ...session.expected, ...expected } }, data);
-      session.state = 'done';
-      session.chunks = [];
-      sendJson(res, 200, resource(session.object));
-      return;
-    }
-    // Not the end: GCS persists whole 256 KiB units only and says how far it got.
-    const kept = Math.floor(session.size / CHUNK_QUANTUM) * CHUNK_QUANTUM;
-    if (kept < session.size) {
-      const data = Buffer.concat(session.chunks).subarray(0, kept);
-      session.chunks = [data];
-      session.size = kept;
-    }
-    res.writeHead(
-      308,
-      session.size > 0
-        ? { Range: `bytes=0-${session.size - 1}`, 'Content-Length': 0 }
-        : { 'Content-Length': 0 },
-    );
-    res.end();
-  }
-
-  function download(req: IncomingMessage, res: ServerResponse, object: FakeGcsObject) {
-    const headers: Record<string, string | number> = {
-      'Content-Type': object.contentType,
-      'X-Goog-Hash': `crc32c=${object.crc32c},md5=${object.md5Hash}`,
-      'X-Goog-Generation': object.generation,
-      'X-Goog-Metageneration': '1',
-      'X-Goog-Stored-Content-Encoding': 'identity',
-      'X-Goog-Stored-Content-Length': object.data.length,
-      ETag: `"${object.md5Hash}"`,
-      'Last-Modified': new Date(object.timeCreated).toUTCString(),
-    };
-    const range = /^bytes=(\d*)-(\d*)$/.exec(header(req, 'range') ?? '');
-    const size = object.data.length;
-    if (range && (range[1] !== '' || range[2] !== '')) {
-      const first = range[1] === '' ? Math.max(0, size - Number(range[2])) : Number(range[1]);
-      const last =
-        range[1] === '' || range[2] === '' ? size - 1 : Math.min(Number(range[2]), size - 1);
-      if (first >= size || last < first) {
-        res.writeHead(416, { 'Content-Range': `bytes */${size}`, 'Content-Length': 0 });
-        res.end();
-        return;
-      }
-      const part = object.data.subarray(first, last + 1);
-      res.writeHead(206, {
-        ...headers,
-        'Content-Range': `bytes ${first}-${last}/${size}`,
-        'Content-Length': part.length,
-      });
-      res.end(part);
-      return;
-    }
-    res.writeHead(200, { ...headers, 'Content-Length': size });
-    res.end(object.data);
-  }
-
-  function list(res: ServerResponse, bucket: string, query: URLSearchParams) {
-    const prefix = query.get('prefix') ?? '';
-    const delimiter = query.get('delimiter') ?? '';
-    const pageSize = Math.min(Number(query.get('maxResults') ?? MAX_PAGE) || MAX_PAGE, MAX_PAGE);
-    const token = query.get('pageToken');
-    const after = token === null ? undefined : Buffer.from(token, 'base64url').toString('utf8');
-    // Entries in GCS's order (UTF-8 bytes); with a delimiter, a "folder" is one entry.
-    const entries: { key: string; object?: FakeGcsObject }[] = [];
-    for (const object of sortedObjects(bucketOf(bucket).values())) {
-      if (!object.name.startsWith(prefix)) continue;
-      const cut = delimiter === '' ? -1 : object.name.indexOf(delimiter, prefix.length);
-      if (cut < 0) entries.push({ key: object.name, object });
-      else {
-        const folder = object.name.slice(0, cut + delimiter.length);
-        if (entries.at(-1)?.key !== folder) entries.push({ key: folder });
-      }
-    }
-    const rest = after === undefined ? entries : entries.filter((e) => byteOrder(e.key, after) > 0);
-    const page = rest.slice(0, pageSize);
-    const items = page.flatMap((e) => (e.object ? [resource(e.object)] : []));
-    const prefixes = page.flatMap((e) => (e.object ? [] : [e.key]));
-    const last = page.at(-1);
-    sendJson(res, 200, {
-      kind: 'storage#objects',
-      ...(items.length > 0 ? { items } : {}),
-      ...(prefixes.length > 0 ? { prefixes } : {}),
-      ...(rest.length > page.length && last
-        ? { nextPageToken: Buffer.from(last.key).toString('base64url') }
-        : {}),
-    });
-  }
+  const uploads = createUploads(buckets, () => url);
+  const log: FakeGcsRequest[] = [];
 
   async function route(req: IncomingMessage, res: ServerResponse, target: URL): Promise<void> {
     const method = req.method ?? 'GET';
     const path = target.pathname;
     const query = target.searchParams;
     const body = await readBody(req);
+    const part = (m: RegExpExecArray, i: number) => decodeURIComponent(m[i] ?? '');
     let m: RegExpExecArray | null;
 
-    if ((m = /^\/upload\/storage\/v1\/b\/([^/]+)\/o$/.exec(path))) {
-      const bucket = decodeURIComponent(m[1] ?? '');
+    if ((m = UPLOAD.exec(path))) {
       const id = query.get('upload_id');
-      if (id === null && method === 'POST') return upload(req, res, bucket, body, query);
-      const session = id === null ? undefined : sessions.get(id);
-      if (session === undefined || session.state === 'cancelled') {
-        throw new HttpError(404, 'notFound', 'No such upload session.');
-      }
-      if (method === 'PUT') return resume(req, res, session, body);
-      if (method === 'DELETE') {
-        session.state = 'cancelled';
-        session.chunks = [];
-        res.writeHead(499, { 'Content-Length': 0 });
-        res.end();
-        return;
-      }
-    } else if ((m = /^\/(?:download\/)?storage\/v1\/b\/([^/]+)\/o\/(.+)$/.exec(path))) {
-      const bucket = decodeURIComponent(m[1] ?? '');
-      const name = decodeURIComponent(m[2] ?? '');
+      if (id === null && method === 'POST') return uploads.start(req, res, part(m, 1), body, query);
+      const session = uploads.session(id);
+      if (method === 'PUT') return uploads.resume(req, res, session, body);
+      if (method === 'DELETE') return uploads.cancel(res, session);
+    } else if ((m = OBJECT.exec(path))) {
+      const [bucket, name] = [part(m, 1), part(m, 2)];
       if (method === 'GET') {
-        const object = objectOf(bucket, name, query);
+        const object = buckets.object(bucket, name, query);
         if (query.get('alt') === 'media') return download(req, res, object);
-        return sendJson(res, 200, resource(object));
+        return sendJson(res, 200, objectResource(object, url));
       }
       if (method === 'DELETE') {
-        objectOf(bucket, name, query);
-        checkPreconditions(bucket, name, query);
-        bucketOf(bucket).delete(name);
+        buckets.remove(bucket, name, query);
         res.writeHead(204);
         res.end();
         return;
       }
-    } else if ((m = /^\/storage\/v1\/b\/([^/]+)\/o$/.exec(path)) && method === 'GET') {
-      return list(res, decodeURIComponent(m[1] ?? ''), query);
+    } else if ((m = OBJECTS.exec(path)) && method === 'GET') {
+      const page = buckets.list(part(m, 1), query);
+      return sendJson(res, 200, {
+        kind: 'storage#objects',
+        // GCS leaves out empty lists.
+        ...(page.items.length > 0 ? { items: page.items.map((o) => objectResource(o, url)) } : {}),
+        ...(page.prefixes.length > 0 ? { prefixes: page.prefixes } : {}),
+        ...(page.nextPageToken === undefined ? {} : { nextPageToken: page.nextPageToken }),
+      });
     } else if (path === '/storage/v1/b' && method === 'POST') {
       const { name } = JSON.parse(body.toString('utf8') || '{}') as { name?: unknown };
-      if (typeof name !== 'string' || name === '')
+      if (typeof name !== 'string' || name === '') {
         throw new HttpError(400, 'required', 'Bucket name is required.');
-      if (buckets.has(name))
+      }
+      if (!buckets.createBucket(name)) {
         throw new HttpError(409, 'conflict', 'The requested bucket name is not available.');
-      buckets.set(name, new Map());
-      return sendJson(res, 200, { kind: 'storage#bucket', id: name, name });
-    } else if ((m = /^\/storage\/v1\/b\/([^/]+)$/.exec(path)) && method === 'GET') {
-      const name = decodeURIComponent(m[1] ?? '');
-      bucketOf(name);
-      return sendJson(res, 200, { kind: 'storage#bucket', id: name, name });
-    } else if ((m = /^\/([^/]+)\/(.+)$/.exec(path)) && method === 'GET') {
-      // The XML API, path style: what a v4 signed URL for `apiEndpoint` points at. The
-      // signature is not checked (the fake has no keys); the expiry is.
-      const start = parseGoogDate(query.get('X-Goog-Date'));
-      const ttl = Number(query.get('X-Goog-Expires'));
-      if (start !== undefined && Date.now() > start + ttl * 1000) {
-        res.writeHead(400, { 'Content-Type': 'application/xml' });
-        res.end('<Error><Code>ExpiredToken</Code><Message>Request has expired</Message></Error>');
-        return;
       }
-      const object = buckets
-        .get(decodeURIComponent(m[1] ?? ''))
-        ?.get(decodeURIComponent(m[2] ?? ''));
-      if (object === undefined) {
-        res.writeHead(404, { 'Content-Type': 'application/xml' });
-        res.end(
-          '<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>',
-        );
-        return;
-      }
-      return download(req, res, object);
+      return sendJson(res, 200, { kind: 'storage#bucket', id: name, name });
+    } else if ((m = BUCKET.exec(path)) && method === 'GET') {
+      const name = part(m, 1);
+      buckets.bucket(name);
+      return sendJson(res, 200, { kind: 'storage#bucket', id: name, name });
+    } else if ((m = XML_OBJECT.exec(path)) && method === 'GET') {
+      return xmlDownload(req, res, query, part(m, 1), part(m, 2));
     }
     throw new HttpError(404, 'notFound', `No route for ${method} ${path}`);
+  }
+
+  // The XML API, path style: what a v4 signed URL for `apiEndpoint` points at. The signature
+  // is not checked (the fake holds no public keys); the expiry is.
+  function xmlDownload(
+    req: IncomingMessage,
+    res: ServerResponse,
+    query: URLSearchParams,
+    bucket: string,
+    name: string,
+  ) {
+    const xmlError = (status: number, code: string, message: string) => {
+      res.writeHead(status, { 'Content-Type': 'application/xml' });
+      res.end(`<Error><Code>${code}</Code><Message>${message}</Message></Error>`);
+    };
+    const start = parseGoogDate(query.get('X-Goog-Date'));
+    const ttlSec = Number(query.get('X-Goog-Expires'));
+    if (start !== undefined && Date.now() > start + ttlSec * 1000) {
+      return xmlError(400, 'ExpiredToken', 'The provided token has expired.');
+    }
+    const object = buckets.objects(bucket).find((o) => o.name === name);
+    if (object === undefined)
+      return xmlError(404, 'NoSuchKey', 'The specified key does not exist.');
+    return download(req, res, object);
   }
 
   const server = createServer((req, res) => {
@@ -461,6 +158,7 @@ export async function startFakeGcs(options: FakeGcsOptions = {}): Promise<FakeGc
       });
     });
     route(req, res, target).catch((err: unknown) => {
+      // The client went away (mid-body, say): there is no one to answer.
       if (res.headersSent || res.destroyed || !req.complete) {
         res.destroy();
         return;
@@ -479,45 +177,62 @@ export async function startFakeGcs(options: FakeGcsOptions = {}): Promise<FakeGc
     });
   });
   const address = server.address();
-  if (address === null || typeof address !== 'object')
+  if (address === null || typeof address !== 'object') {
     throw new Error('the fake GCS server has no port');
+  }
   url = `http://127.0.0.1:${address.port}`;
 
   return {
     url,
     port: address.port,
-    createBucket(name) {
-      if (!buckets.has(name)) buckets.set(name, new Map());
-    },
-    objects(bucket) {
-      const all = [...buckets.entries()].filter(
-        ([name]) => bucket === undefined || name === bucket,
-      );
-      return all
-        .sort(([a], [b]) => byteOrder(a, b))
-        .flatMap(([, objects]) => sortedObjects(objects.values()));
-    },
+    createBucket: (name) => void buckets.createBucket(name),
+    objects: (bucket) => buckets.objects(bucket),
     requests: () => [...log],
-    corrupt(bucket, name) {
-      const object = buckets.get(bucket)?.get(name);
-      if (object === undefined) throw new Error(`no object ${bucket}/${name} to corrupt`);
-      const data = object.data.length === 0 ? Buffer.from([0]) : Buffer.from(object.data);
-      data[0] = (data[0] ?? 0) ^ 0xff;
-      buckets.get(bucket)?.set(name, { ...object, data });
-    },
+    corrupt: (bucket, name) => buckets.corrupt(bucket, name),
     stop: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));
-        // Aborted uploads may hold requests open forever (the SDK's multipart stream never
-        // ends once destroyed); do not wait for them.
+        // An upload the SDK destroyed mid-request may never end its body (its multipart
+        // stream waits for an 'end' that never comes): do not wait for such connections.
         server.closeAllConnections();
       }),
   };
 }
 
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value.join(',') : value;
+/** The bytes, with the headers the SDK validates them by; honours a single `Range`. */
+function download(req: IncomingMessage, res: ServerResponse, object: FakeGcsObject) {
+  const size = object.data.length;
+  const headers = {
+    'Content-Type': object.contentType,
+    'X-Goog-Hash': `crc32c=${object.crc32c},md5=${object.md5Hash}`,
+    'X-Goog-Generation': object.generation,
+    'X-Goog-Metageneration': '1',
+    'X-Goog-Stored-Content-Encoding': 'identity',
+    'X-Goog-Stored-Content-Length': size,
+    ETag: `"${object.md5Hash}"`,
+    'Last-Modified': new Date(object.timeCreated).toUTCString(),
+  };
+  const range = /^bytes=(\d*)-(\d*)$/.exec(header(req, 'range') ?? '');
+  if (!range || (range[1] === '' && range[2] === '')) {
+    res.writeHead(200, { ...headers, 'Content-Length': size });
+    res.end(object.data);
+    return;
+  }
+  const [, from = '', to = ''] = range;
+  const first = from === '' ? Math.max(0, size - Number(to)) : Number(from);
+  const last = from === '' || to === '' ? size - 1 : Math.min(Number(to), size - 1);
+  if (first >= size || last < first) {
+    res.writeHead(416, { 'Content-Range': `bytes */${size}`, 'Content-Length': 0 });
+    res.end();
+    return;
+  }
+  const bytes = object.data.subarray(first, last + 1);
+  res.writeHead(206, {
+    ...headers,
+    'Content-Range': `bytes ${first}-${last}/${size}`,
+    'Content-Length': bytes.length,
+  });
+  res.end(bytes);
 }
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {
@@ -527,22 +242,10 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
-
-function sortedObjects(objects: Iterable<FakeGcsObject>): FakeGcsObject[] {
-  return [...objects].sort((a, b) => byteOrder(a.name, b.name));
-}
-
 /** `20240102T030405Z` as epoch milliseconds. */
 function parseGoogDate(text: string | null): number | undefined {
   const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(text ?? '');
   if (!m) return undefined;
-  return Date.UTC(
-    Number(m[1]),
-    Number(m[2]) - 1,
-    Number(m[3]),
-    Number(m[4]),
-    Number(m[5]),
-    Number(m[6]),
-  );
+  const [, y, mo, d, h, mi, s] = m.map(Number);
+  return Date.UTC(y ?? 0, (mo ?? 1) - 1, d, h, mi, s);
 }
