@@ -160,10 +160,48 @@ export const apiSchema = section({
 export const ArtifactsKind = { fs: 'fs', gcs: 'gcs' } as const;
 export type ArtifactsKind = (typeof ArtifactsKind)[keyof typeof ArtifactsKind];
 
+// eslint-disable-next-line no-control-regex
+const BACKSLASH_OR_CONTROL = /[\\\u0000-\u001f\u007f]/;
+
+/** `a/b/c`, a trailing `/` allowed: no empty segment, none starting with `.`, no backslash or
+ * control character. The gcs adapter checks a prefix against the full key rules at start. */
+function isRelativePath(path: string): boolean {
+  if (path === '') return true;
+  const segments = path.replace(/\/$/, '').split('/');
+  return segments.every(
+    (segment) => segment !== '' && !segment.startsWith('.') && !BACKSLASH_OR_CONTROL.test(segment),
+  );
+}
+
 export const artifactsSchema = section({
   kind: z.enum(ArtifactsKind, expected('one of fs, gcs')).default('fs'),
   // fs: the folder objects are written to, relative to the working directory when not absolute.
   root: z.string(expected('a folder')).min(1, expected('a folder')).default('.data/artifacts'),
+  // gcs: required when kind = "gcs". Credentials come from Application Default Credentials.
+  gcs_bucket: matching(
+    /^$|^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/,
+    'a GCS bucket name (3-222 of [a-z0-9._-]) or an empty string',
+  ).default(''),
+  // gcs: objects are stored as <prefix>/<key>; empty for the bucket's root.
+  gcs_prefix: z
+    .string(expected('a string'))
+    .refine(
+      isRelativePath,
+      expected('an empty string or a relative a/b path (no leading /, no empty or dot segments)'),
+    )
+    .default(''),
+  // gcs: an emulator's URL; requests to it carry no credentials.
+  gcs_api_endpoint: matching(/^$|^https?:\/\/\S+$/, 'an http(s) URL or an empty string').default(
+    '',
+  ),
+}).superRefine((artifacts, ctx) => {
+  if (artifacts.kind === ArtifactsKind.gcs && artifacts.gcs_bucket === '') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['gcs_bucket'],
+      message: 'must name a bucket when artifacts.kind is "gcs", got ""',
+    });
+  }
 });
 
 export const skillsSchema = section({
