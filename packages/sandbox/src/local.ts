@@ -14,7 +14,7 @@ import { probePidsCgroups, type PidsCgroups } from './cgroup.ts';
 import { SandboxError } from './errors.ts';
 import { launchEnv, LAUNCHER, SANDBOX_PATH } from './launch.ts';
 import { launch, type Running } from './local-process.ts';
-import { checkDirInside, readFileInside, writeFileInside } from './paths.ts';
+import { checkDirInside, ensureDirInside, readFileInside, writeFileInside } from './paths.ts';
 import type {
   BackgroundProcess,
   CommandSpec,
@@ -69,6 +69,8 @@ export interface LocalSandboxProvider extends SandboxProvider {
 }
 
 const ID_PATTERN = /^lsb_[0-9a-f]{20}$/;
+/** TMPDIR of commands, inside the workdir: the only place a command may write. */
+const TMP_DIR = '.tmp';
 /** Denials kept per command. */
 const MAX_DENIALS = 50;
 
@@ -152,7 +154,7 @@ class LocalProvider implements LocalSandboxProvider {
       allowedDomains: [...(options.network?.allowedDomains ?? [])],
       createdAt: new Date().toISOString(),
     };
-    await mkdir(join(dir, 'work', '.tmp'), { recursive: true });
+    await mkdir(join(dir, 'work', TMP_DIR), { recursive: true });
     await writeFile(join(dir, 'meta.json'), JSON.stringify(meta));
     this.deps.logger.debug({ sandboxId: id, key: meta.key }, 'sandbox created');
     return new LocalSandbox(this, id, meta);
@@ -256,7 +258,19 @@ class LocalSandbox implements Sandbox {
   async #start(command: CommandSpec, options: SpawnOptions): Promise<Running> {
     this.#assertOpen();
     const { deps } = this.#provider;
+    if (
+      options.timeoutMs !== undefined &&
+      !(options.timeoutMs > 0 && Number.isFinite(options.timeoutMs))
+    ) {
+      throw new SandboxError(
+        'invalid_command',
+        `timeoutMs must be a positive number of milliseconds`,
+      );
+    }
     const cwd = await checkDirInside(this.workdir, options.cwd ?? '.');
+    // A command may have removed it; TMPDIR should exist for the next one. If a command put a
+    // file or a link in its place, leave that alone: the command chose to break its TMPDIR.
+    await ensureDirInside(this.workdir, TMP_DIR).catch(() => undefined);
     const limits: ExecLimits = { ...deps.limits, ...options.limits };
     const commandId = randomBytes(16).toString('base64url');
     const env = launchEnv({
@@ -265,7 +279,7 @@ class LocalSandbox implements Sandbox {
         PATH: SANDBOX_PATH,
         HOME: this.workdir,
         LANG: 'C.UTF-8',
-        TMPDIR: join(this.workdir, '.tmp'),
+        TMPDIR: join(this.workdir, TMP_DIR),
         ...options.env,
       },
       cwd,

@@ -34,6 +34,12 @@ export async function checkDirInside(workdir: string, rel: string): Promise<stri
   return parts.length === 0 ? workdir : posix.join(workdir, ...parts);
 }
 
+/** Creates a directory inside the workdir (and its parents), refusing links on the way. */
+export async function ensureDirInside(workdir: string, rel: string): Promise<void> {
+  const dir = await openDir(workdir, relativeParts(rel), true, rel);
+  await dir.close();
+}
+
 export async function readFileInside(workdir: string, rel: string): Promise<Buffer> {
   const parts = relativeParts(rel);
   const name = parts.pop();
