@@ -1,9 +1,9 @@
 // The Google Cloud Storage adapter, on @google-cloud/storage. Keys live under an optional prefix
 // in one bucket. GCS makes an object visible only when its upload completes, so readers see the
 // old object or the new one whole and concurrent puts leave the last finished one. A put that
-// fails (too large, aborted, source error) never sends the final request of its upload, so no
-// object appears: resumable uploads carry the total size only on their last chunk, and the SDK
-// sends that chunk only once the source has ended.
+// fails (too large, aborted, source error) never completes its upload, so no object appears: a
+// resumable upload names its total size only on its last chunk, which the SDK sends only once
+// the source has ended, and a multipart body cut short lacks its closing delimiter.
 import { Storage } from '@google-cloud/storage';
 import type { File, FileMetadata, StorageOptions } from '@google-cloud/storage';
 import { Readable } from 'node:stream';
@@ -26,7 +26,9 @@ export interface GcsArtifactStoreOptions {
   projectId?: string;
   /**
    * A service account key. Without one the SDK finds Application Default Credentials, and
-   * `signedUrl` answers undefined (see there).
+   * `signedUrl` answers undefined (see there). google-auth-library warns, when the store is
+   * made, that this option is deprecated; its replacement (a JWT client as `authClient`) leaves
+   * the URL signer unable to learn the account's email without a metadata server.
    */
   credentials?: { client_email: string; private_key: string };
   /**
@@ -35,9 +37,12 @@ export interface GcsArtifactStoreOptions {
    */
   multipartMaxBytes?: number;
   /**
-   * Resumable uploads send chunks of this size, each buffered in memory and retried alone on a
-   * transient failure. A multiple of 256 KiB (GCS persists whole 256 KiB units only). Default
-   * 8 MiB, Google's recommended minimum.
+   * Resumable uploads send chunks of this size, each buffered in memory; only the last one names
+   * the total size, so an upload that fails midway can never complete a truncated object. A
+   * multiple of 256 KiB (GCS persists whole 256 KiB units only). Default 8 MiB, Google's
+   * recommended minimum. The SDK retries failed chunks only for uploads with a generation
+   * precondition (its default idempotency strategy), which puts here do not have: a failed
+   * chunk fails the put.
    */
   chunkSizeBytes?: number;
   /** Objects per list request; GCS caps it at 1000 (the default). */
