@@ -208,6 +208,34 @@ export const skillsSchema = section({
   max_zip_bytes: positiveInt().default(20_971_520),
   max_entries: positiveInt().default(2_000),
   max_uncompressed_bytes: positiveInt().default(104_857_600),
+  run_timeout_default_ms: positiveInt().default(60_000),
+  run_timeout_max_ms: positiveInt().default(3_600_000),
+  stdout_tail_bytes: positiveInt().default(65_536),
+  stderr_tail_bytes: positiveInt().default(65_536),
+  max_input_bytes: positiveInt().default(52_428_800),
+  max_output_bytes: positiveInt().default(52_428_800),
+}).superRefine((skills, ctx) => {
+  if (skills.run_timeout_default_ms > skills.run_timeout_max_ms) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['run_timeout_default_ms'],
+      message: `must not exceed skills.run_timeout_max_ms (${skills.run_timeout_max_ms}), got ${skills.run_timeout_default_ms}`,
+    });
+  }
+});
+
+export const SandboxProviderKind = { local: 'local' } as const;
+export type SandboxProviderKind = (typeof SandboxProviderKind)[keyof typeof SandboxProviderKind];
+
+export const sandboxSchema = section({
+  provider: z.enum(SandboxProviderKind, expected('local')).default('local'),
+  // local: the folder holding every sandbox's workdir, relative to the working directory unless absolute.
+  root_dir: z.string(expected('a folder')).min(1, expected('a folder')).default('.data/sandboxes'),
+  allowed_domains: z
+    .array(z.string(expected('a host name')).min(1), expected('an array of host names'))
+    .default([]),
+  process_limit: positiveInt().default(512),
+  file_size_bytes: positiveInt().default(1_073_741_824),
 });
 
 // prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.
@@ -221,6 +249,7 @@ export const configSchema = z.strictObject(
     api: apiSchema.prefault({}),
     artifacts: artifactsSchema.prefault({}),
     skills: skillsSchema.prefault({}),
+    sandbox: sandboxSchema.prefault({}),
   },
   expected('a table'),
 );
@@ -234,6 +263,7 @@ export type ToolsConfig = z.infer<typeof toolsSchema>;
 export type ApiConfig = z.infer<typeof apiSchema>;
 export type ArtifactsConfig = z.infer<typeof artifactsSchema>;
 export type SkillsConfig = z.infer<typeof skillsSchema>;
+export type SandboxConfig = z.infer<typeof sandboxSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

@@ -1,7 +1,9 @@
 // The connections every process opens the same way from its configuration.
 import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { createArtifactStore, type ArtifactStore } from '@toolmesh/artifacts';
 import { connectNats, type StreamSettings } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
 import { createPool, createStore, type Store } from '@toolmesh/store';
@@ -51,4 +53,19 @@ export function streamSettingsOf(config: Config): StreamSettings {
     dedupeWindowSec: config.nats.dedupe_window_sec,
     leaseBucketMaxAgeSec: config.nats.lease_bucket_max_age_sec,
   };
+}
+
+/** The artifact store the configuration names (a folder, or a GCS bucket). */
+export function createArtifactStoreFromConfig(config: Config): ArtifactStore {
+  const a = config.artifacts;
+  return createArtifactStore(
+    a.kind === 'gcs'
+      ? {
+          kind: 'gcs',
+          bucket: a.gcs_bucket,
+          prefix: a.gcs_prefix,
+          ...(a.gcs_api_endpoint === '' ? {} : { api_endpoint: a.gcs_api_endpoint }),
+        }
+      : { kind: 'fs', root: resolve(a.root) },
+  );
 }

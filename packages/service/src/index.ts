@@ -4,5 +4,6 @@ export {
   instanceIdOf,
   connectNatsFromConfig,
   createStoreFromConfig,
+  createArtifactStoreFromConfig,
   streamSettingsOf,
 } from './connect.ts';

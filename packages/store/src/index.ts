@@ -51,3 +51,4 @@ export type {
 } from './agents.ts';
 export type { SkillRecord, SkillVersion, NewSkillVersion, SkillsRepo } from './skills.ts';
 export type { ArtifactRecord, NewArtifact, ArtifactsRepo } from './artifacts.ts';
+export type { SandboxRecord, SandboxesRepo } from './sandboxes.ts';

@@ -11,6 +11,7 @@ import { createProfilesRepo, type ProfilesRepo } from './profiles.ts';
 import { createAgentsRepo, type AgentsRepo } from './agents.ts';
 import { createSkillsRepo, type SkillsRepo } from './skills.ts';
 import { createArtifactsRepo, type ArtifactsRepo } from './artifacts.ts';
+import { createSandboxesRepo, type SandboxesRepo } from './sandboxes.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 
@@ -27,6 +28,7 @@ export interface Store {
   readonly profiles: ProfilesRepo;
   readonly agents: AgentsRepo;
   readonly artifacts: ArtifactsRepo;
+  readonly sandboxes: SandboxesRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -62,6 +64,7 @@ export function createStore(pool: pg.Pool): Store {
     agents: createAgentsRepo(db),
     skills: createSkillsRepo(db),
     artifacts: createArtifactsRepo(db),
+    sandboxes: createSandboxesRepo(db),
     close: () => pool.end(),
   };
 }

@@ -1,10 +1,9 @@
 // The api process: configuration, connections, the HTTP server; stops cleanly on SIGTERM.
-import { resolve } from 'node:path';
-import { createArtifactStore } from '@toolmesh/artifacts';
 import { createBus } from '@toolmesh/bus';
 import { createClient } from '@toolmesh/client';
 import {
   connectNatsFromConfig,
+  createArtifactStoreFromConfig,
   createStoreFromConfig,
   instanceIdOf,
   runService,
@@ -24,17 +23,7 @@ await runService({
     ).provision(streamSettingsOf(config));
     const store = createStoreFromConfig(config, `api:${instanceId}`, logger);
     const client = createClient({ nc, root: config.nats.subject_root });
-    const a = config.artifacts;
-    const artifacts = createArtifactStore(
-      a.kind === 'gcs'
-        ? {
-            kind: 'gcs',
-            bucket: a.gcs_bucket,
-            prefix: a.gcs_prefix,
-            ...(a.gcs_api_endpoint === '' ? {} : { api_endpoint: a.gcs_api_endpoint }),
-          }
-        : { kind: 'fs', root: resolve(a.root) },
-    );
+    const artifacts = createArtifactStoreFromConfig(config);
     const app = await buildApp({ config, store, nc, client, artifacts, logger });
     const address = await app.listen({ host: config.api.host, port: config.api.port });
     logger.info({ address }, 'api listening');

@@ -4,14 +4,18 @@
 import type { Logger } from 'pino';
 import { createBus } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
+import { resolve } from 'node:path';
+import { createLocalSandboxProvider } from '@toolmesh/sandbox';
 import {
   connectNatsFromConfig,
+  createArtifactStoreFromConfig,
   createStoreFromConfig,
   instanceIdOf,
   streamSettingsOf,
 } from '@toolmesh/service';
 import { createToolService, type ToolServiceLimits } from '@toolmesh/tool-service';
 import { BUILTIN_TARGET, builtinTools } from './builtin/index.ts';
+import { SKILLS_TARGET, skillsTools, type SkillsLimits } from './skills/index.ts';
 
 export interface SkillsService {
   readonly instanceId: string;
@@ -34,6 +38,24 @@ export function toolLimits(t: Config['tools']): ToolServiceLimits {
   };
 }
 
+/** The skills.* tools' limits, from the configuration. */
+export function skillsLimits(config: Config): SkillsLimits {
+  const k = config.skills;
+  return {
+    runTimeoutDefaultMs: k.run_timeout_default_ms,
+    runTimeoutMaxMs: k.run_timeout_max_ms,
+    stdoutTailBytes: k.stdout_tail_bytes,
+    stderrTailBytes: k.stderr_tail_bytes,
+    maxInputBytes: k.max_input_bytes,
+    maxOutputBytes: k.max_output_bytes,
+    zip: {
+      maxZipBytes: k.max_zip_bytes,
+      maxEntries: k.max_entries,
+      maxUncompressedBytes: k.max_uncompressed_bytes,
+    },
+  };
+}
+
 export async function startSkillsService(config: Config, logger: Logger): Promise<SkillsService> {
   const instanceId = instanceIdOf(config);
   const log = logger.child({ instance: instanceId });
@@ -41,20 +63,36 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
   const bus = await createBus({ nc, root: config.nats.subject_root, logger: log });
   await bus.provision(streamSettingsOf(config));
   const store = createStoreFromConfig(config, `skills:${instanceId}`, log);
-  const builtin = createToolService({
-    target: BUILTIN_TARGET,
-    tools: builtinTools,
-    bus,
-    store,
-    limits: toolLimits(config.tools),
-    instanceId,
+  const sandboxes = await createLocalSandboxProvider({
+    rootDir: resolve(config.sandbox.root_dir),
+    allowedDomains: config.sandbox.allowed_domains,
+    limits: {
+      processes: config.sandbox.process_limit,
+      fileSizeBytes: config.sandbox.file_size_bytes,
+    },
     logger: log,
   });
-  await builtin.start();
+  const common = { bus, store, limits: toolLimits(config.tools), instanceId, logger: log };
+  const services = [
+    createToolService({ ...common, target: BUILTIN_TARGET, tools: builtinTools }),
+    createToolService({
+      ...common,
+      target: SKILLS_TARGET,
+      tools: skillsTools({
+        store,
+        artifacts: createArtifactStoreFromConfig(config),
+        sandboxes,
+        limits: skillsLimits(config),
+        logger: log,
+      }),
+    }),
+  ];
+  for (const s of services) await s.start();
   return {
     instanceId,
     stop: async (graceMs) => {
-      await builtin.stop(graceMs);
+      await Promise.all(services.map((s) => s.stop(graceMs)));
+      await sandboxes.close();
       await bus.close();
       await store.close();
     },

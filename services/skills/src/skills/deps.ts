@@ -1,0 +1,27 @@
+// What the skills.* tools are built from: one object, passed down from app.ts (or a test).
+import type { Logger } from 'pino';
+import type { ArtifactStore } from '@toolmesh/artifacts';
+import type { SandboxProvider } from '@toolmesh/sandbox';
+import type { SkillZipLimits } from '@toolmesh/skills';
+import type { Store } from '@toolmesh/store';
+
+export interface SkillsLimits {
+  /** Command time limit when a call names none, and the most it may name. */
+  runTimeoutDefaultMs: number;
+  runTimeoutMaxMs: number;
+  /** Tails of output kept in the result. */
+  stdoutTailBytes: number;
+  stderrTailBytes: number;
+  /** Largest single input artifact copied in, and output file collected. */
+  maxInputBytes: number;
+  maxOutputBytes: number;
+  zip: SkillZipLimits;
+}
+
+export interface SkillsDeps {
+  store: Store;
+  artifacts: ArtifactStore;
+  sandboxes: SandboxProvider;
+  limits: SkillsLimits;
+  logger: Logger;
+}

@@ -1,0 +1,118 @@
+// Puts a skill's files into a sandbox at `skills/<name>/`, from the version's zip in the
+// artifact store. A marker file records the version placed, so a session that already holds it
+// is not written again.
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { skillZipKey } from '@toolmesh/artifacts';
+import { ToolError } from '@toolmesh/protocol';
+import type { Sandbox } from '@toolmesh/sandbox';
+import { extractSkillZip } from '@toolmesh/skills';
+import type { SkillsDeps } from './deps.ts';
+
+const MARKER = '.toolmesh-version';
+
+export interface PlacedSkill {
+  name: string;
+  version: string;
+  /** Workdir-relative folder holding the skill's files. */
+  path: string;
+  files: string[];
+  /** The text of SKILL.md. */
+  skillMd: string;
+}
+
+export const skillPath = (name: string): string => `skills/${name}`;
+
+async function readStream(s: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of s) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as string));
+  return Buffer.concat(chunks);
+}
+
+async function walk(root: string, dir = root): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of (await readdir(dir)).sort()) {
+    const p = join(dir, name);
+    if ((await stat(p)).isDirectory()) out.push(...(await walk(root, p)));
+    else out.push(relative(root, p));
+  }
+  return out;
+}
+
+/** Resolves the version to use: the one asked for, else the active one. Refuses disabled skills. */
+export async function resolveSkill(
+  deps: SkillsDeps,
+  project: string,
+  name: string,
+  version?: string,
+) {
+  const skill = await deps.store.skills.get(project, name);
+  if (!skill)
+    throw new ToolError(`no skill named ${JSON.stringify(name)} in this project`, {
+      details: { skill: name },
+    });
+  if (!skill.enabled)
+    throw new ToolError(`skill ${name} is disabled`, { details: { skill: name } });
+  const v = version ?? skill.active_version;
+  if (!v) throw new ToolError(`skill ${name} has no active version`, { details: { skill: name } });
+  const versions = await deps.store.skills.versions(skill.skill_id);
+  if (!versions.some((x) => x.version === v)) {
+    throw new ToolError(`skill ${name} has no version ${v}`, {
+      details: { skill: name, version: v },
+    });
+  }
+  return { skill, version: v };
+}
+
+/** The skill's zip, read from the artifact store. */
+export async function skillZip(
+  deps: SkillsDeps,
+  project: string,
+  name: string,
+  version: string,
+): Promise<Buffer> {
+  return readStream(await deps.artifacts.get(skillZipKey(project, name, version)));
+}
+
+/** Extracts a skill zip (with every package check) to a scratch folder for `fn`, then removes it. */
+export async function withExtracted<T>(
+  deps: SkillsDeps,
+  zip: Buffer,
+  fn: (dir: string, files: string[], skillMd: string) => Promise<T>,
+): Promise<T> {
+  const scratch = await mkdtemp(join(tmpdir(), 'toolmesh-skill-'));
+  try {
+    const dir = join(scratch, 'x');
+    await extractSkillZip(zip, dir, deps.limits.zip, { stripRoot: true });
+    const skillMd = (await readFile(join(dir, 'SKILL.md'))).toString('utf8');
+    return await fn(dir, await walk(dir), skillMd);
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+export async function placeSkill(
+  deps: SkillsDeps,
+  sandbox: Sandbox,
+  project: string,
+  name: string,
+  version?: string,
+): Promise<PlacedSkill> {
+  const resolved = await resolveSkill(deps, project, name, version);
+  const path = skillPath(name);
+  const zip = await skillZip(deps, project, name, resolved.version);
+  const placed = await sandbox.getFile(`${path}/${MARKER}`).then(
+    (b) => b.toString('utf8').trim(),
+    () => undefined,
+  );
+  // Extracted on the host with every package check, then copied in through the sandbox's own
+  // file API, so the same code serves any provider.
+  return withExtracted(deps, zip, async (dir, files, skillMd) => {
+    if (placed !== resolved.version) {
+      for (const f of files) await sandbox.putFile(`${path}/${f}`, await readFile(join(dir, f)));
+      await sandbox.putFile(`${path}/${MARKER}`, `${resolved.version}\n`);
+    }
+    return { name, version: resolved.version, path, files, skillMd };
+  });
+}

@@ -1,0 +1,70 @@
+// The api and a skills service on one NATS root, database and artifact store, with a sandbox
+// folder of their own: what the skills.* tests need to upload a skill and run it.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { createClient, type Client } from '@toolmesh/client';
+import { loadConfig } from '@toolmesh/config';
+import { startSkillsService, type SkillsService } from '../../services/skills/src/app.ts';
+import { startTestApi, type TestApi } from '../../services/api/src/test-support.ts';
+import { zipFolder } from './zip-folder.ts';
+
+export interface SkillsMesh {
+  api: TestApi;
+  client: Client;
+  nc: NatsConnection;
+  project: { id: string; key: string };
+  startSkills(extraEnv?: Record<string, string>): Promise<SkillsService>;
+  /** Uploads a folder as a skill through the api; returns the version. */
+  uploadSkill(dir: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startSkillsMesh(overrides: Record<string, string> = {}): Promise<SkillsMesh> {
+  const sandboxRoot = await mkdtemp(join(tmpdir(), 'toolmesh-sandboxes-'));
+  const api = await startTestApi({ CG__SANDBOX__ROOT_DIR: sandboxRoot, ...overrides });
+  const nc = await connect({ servers: api.env['CG__NATS__URL']! });
+  const client = createClient({ nc, root: api.config.nats.subject_root });
+  const project = await api.createProject();
+  const services: SkillsService[] = [];
+  return {
+    api,
+    client,
+    nc,
+    project,
+    startSkills: async (extraEnv = {}) => {
+      const s = await startSkillsService(
+        loadConfig({ env: { ...api.env, ...extraEnv } }),
+        pino({ level: api.config.log.level }),
+      );
+      services.push(s);
+      return s;
+    },
+    uploadSkill: async (dir) => {
+      const boundary = '----toolmesh-skill';
+      const payload = Buffer.concat([
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="skill.zip"\r\nContent-Type: application/zip\r\n\r\n`,
+        ),
+        await zipFolder(dir),
+        Buffer.from(`\r\n--${boundary}--\r\n`),
+      ]);
+      const res = await api.request('POST', `/v1/projects/${project.id}/skills`, {
+        key: project.key,
+        payload,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      });
+      if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${res.raw}`);
+      return res.body.version.version as string;
+    },
+    close: async () => {
+      for (const s of services) await s.stop(5_000);
+      await client.close();
+      await nc.close();
+      await api.close();
+      await rm(sandboxRoot, { recursive: true, force: true });
+    },
+  };
+}
