@@ -47,7 +47,9 @@ for TOOLMESH_V in "\${!${ENV}@}"; do
   export "\${TOOLMESH_V#${ENV}}=\${!TOOLMESH_V}"
   unset "$TOOLMESH_V"
 done
-exec /usr/bin/prlimit "\${TOOLMESH_L[@]}" -- "\${TOOLMESH_A[@]}"
+# bash lowers SHLVL by one on exec; env(1) puts back the value the command was given.
+TOOLMESH_S="\${SHLVL-}"
+exec /usr/bin/env "SHLVL=$TOOLMESH_S" /usr/bin/prlimit "\${TOOLMESH_L[@]}" -- "\${TOOLMESH_A[@]}"
 `;
 
 export interface LaunchInput {

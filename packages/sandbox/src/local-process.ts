@@ -62,6 +62,16 @@ export async function launch(spec: LaunchSpec): Promise<Running> {
     detached: true,
     stdio: [spec.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  // Listen before the first await: a quick command may be gone by the time it returns, and
+  // 'close' may follow 'exit' within the same tick.
+  let exited = false;
+  const exit = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    child.once('exit', (code, sig) => {
+      exited = true;
+      resolve([code, sig]);
+    }),
+  );
+  const close = new Promise<boolean>((resolve) => child.once('close', () => resolve(true)));
   try {
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
@@ -92,7 +102,6 @@ export async function launch(spec: LaunchSpec): Promise<Running> {
 
   let timedOut = false;
   let canceled = false;
-  let exited = false;
   let killing: Promise<void> | undefined;
   const killAll = (): Promise<void> => {
     killing ??= (async () => {
@@ -122,15 +131,6 @@ export async function launch(spec: LaunchSpec): Promise<Running> {
   };
   if (spec.signal?.aborted) onAbort();
   else spec.signal?.addEventListener('abort', onAbort, { once: true });
-
-  // Both listeners go on now: 'close' may follow 'exit' within the same tick.
-  const exit = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-    child.once('exit', (code, sig) => {
-      exited = true;
-      resolve([code, sig]);
-    }),
-  );
-  const close = new Promise<boolean>((resolve) => child.once('close', () => resolve(true)));
 
   const done = (async (): Promise<ExecResult> => {
     const [exitCode, signal] = await exit;

@@ -167,6 +167,23 @@ describe('local sandbox', () => {
     expect((await sandbox.getFile('big.bin')).length).toBe(1_000_000);
   });
 
+  it('feeds stdin, and no shell sources a .bashrc on the way', async () => {
+    // Node's stdio pipes are sockets, which makes Debian's bash source ~/.bashrc (HOME is the
+    // workdir) unless SHLVL says it is nested; on the host side that would run it unsandboxed.
+    await sandbox.putFile('.bashrc', 'echo SOURCED; touch /tmp/toolmesh-sourced\n');
+    const result = await sandbox.exec(
+      { shell: 'cat; echo end' },
+      { timeoutMs: 10_000, stdin: 'line one\nline two\n' },
+    );
+    expect(result.stdout.text).toBe('line one\nline two\nend\n');
+    expect(existsSync('/tmp/toolmesh-sourced')).toBe(false);
+    const bytes = await sandbox.exec(
+      { argv: ['od', '-An', '-tu1'] },
+      { timeoutMs: 10_000, stdin: new Uint8Array([0, 7, 255]) },
+    );
+    expect(bytes.stdout.text.trim().split(/\s+/)).toEqual(['0', '7', '255']);
+  });
+
   it('runs several commands of one sandbox at once', async () => {
     const results = await Promise.all(
       [1, 2, 3].map((n) => sandbox.exec({ shell: `echo ${n}` }, { timeoutMs: 10_000 })),

@@ -280,6 +280,9 @@ class LocalSandbox implements Sandbox {
         HOME: this.workdir,
         LANG: 'C.UTF-8',
         TMPDIR: join(this.workdir, TMP_DIR),
+        // Debian's bash sources ~/.bashrc when stdin is a socket (Node's pipes are) unless it
+        // is nested; SHLVL=1 makes the command's first bash count as nested, as in a login.
+        SHLVL: '1',
         ...options.env,
       },
       cwd,
