@@ -40,7 +40,7 @@ async function readAll(s: NodeJS.ReadableStream, max: number, what: string): Pro
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of s) {
-    const b = Buffer.isBuffer(c) ? c : Buffer.from(c as string);
+    const b = Buffer.isBuffer(c) ? c : Buffer.from(c);
     size += b.length;
     if (size > max)
       throw new ToolError(`${what} is larger than the limit of ${max} bytes`, {

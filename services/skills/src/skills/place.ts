@@ -26,7 +26,7 @@ export const skillPath = (name: string): string => `skills/${name}`;
 
 async function readStream(s: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const c of s) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as string));
+  for await (const c of s) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c));
   return Buffer.concat(chunks);
 }
 
