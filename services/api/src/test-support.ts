@@ -6,14 +6,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { createArtifactStore, type ArtifactStore } from '@toolmesh/artifacts';
+import type { ArtifactStore } from '@toolmesh/artifacts';
 import { pino } from 'pino';
 import { createBus } from '@toolmesh/bus';
 import { createClient } from '@toolmesh/client';
 import { loadConfig, type Config } from '@toolmesh/config';
 import { createPool, createStore, migrate, type Store } from '@toolmesh/store';
 import { useNats, usePostgres } from '@toolmesh/testing';
-import { streamSettingsOf } from '@toolmesh/service';
+import { createArtifactStoreFromConfig, streamSettingsOf } from '@toolmesh/service';
 import { buildApp, type ApiApp } from './app.ts';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789';
@@ -93,7 +93,8 @@ export async function startTestApi(
     await bus.provision(streamSettingsOf(config));
   }
   const client = createClient({ nc, root: nats.root });
-  const artifacts = createArtifactStore({ kind: 'fs', root: artifactsRoot });
+  // The store the configuration names: a folder by default, GCS when a test sets it so.
+  const artifacts = createArtifactStoreFromConfig(config);
   const app = await buildApp({ config, store, nc, client, artifacts, logger });
   await app.ready();
 
