@@ -5,6 +5,7 @@ import { join } from 'node:path';
 const BENCHES: Record<string, string> = {
   roundtrip: 'bench/roundtrip.ts',
   api: 'bench/api-load.ts',
+  sandbox: 'bench/sandbox.ts',
 };
 
 const wanted = process.argv.slice(2);

@@ -1,0 +1,168 @@
+// `pnpm bench sandbox`: skills.run_cmd of `true` in a warm session through the whole mesh
+// (client SDK -> JetStream -> skills service -> bubblewrap sandbox -> result event), against the
+// floor measured in the same run: a bare bubblewrap spawn of /bin/true. Also the sandbox alone
+// (provider.exec in this process, no mesh), so the mesh's share and the sandbox's share show.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { createClient } from '@toolmesh/client';
+import { createPool, migrate } from '@toolmesh/store';
+import { useNats, usePostgres } from '@toolmesh/testing';
+// The root package does not depend on @toolmesh/sandbox (yet): its front door file, by path.
+// eslint-disable-next-line no-restricted-imports
+import { bareBwrapTrue, createLocalSandboxProvider } from '../packages/sandbox/src/index.ts';
+import { summarize, table } from './stats.ts';
+
+const ROOT_DIR = join(import.meta.dirname, '..');
+const N = Number(process.env['BENCH_N'] ?? 200);
+const WARMUP = 10;
+
+async function spawnReady(
+  args: string[],
+  env: Record<string, string>,
+  ready: string,
+): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT_DIR,
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const ready$ = Promise.withResolvers<void>();
+  const onData = (b: Buffer) => {
+    out = (out + b.toString()).slice(-8_192);
+    if (out.includes(ready)) ready$.resolve();
+  };
+  child.stdout.on('data', onData);
+  child.once('exit', (code) =>
+    ready$.reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)),
+  );
+  await ready$.promise;
+  child.stdout.off('data', onData);
+  child.stdout.resume();
+  return child;
+}
+
+/** `total` sequential runs of `op`; the latency of each. */
+async function sequential(total: number, op: () => Promise<unknown>): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let i = 0; i < total; i++) {
+    const s = performance.now();
+    await op();
+    latencies.push(performance.now() - s);
+  }
+  return latencies;
+}
+
+const nats = await useNats();
+const db = await usePostgres();
+const logger = pino({ level: 'warn' });
+const pool = createPool({
+  url: db.url,
+  max: 2,
+  statementTimeoutMs: 30_000,
+  connectTimeoutMs: 5_000,
+  logger,
+});
+await migrate({ pool, logger });
+await pool.end();
+const scratch = await mkdtemp(join(tmpdir(), 'toolmesh-bench-sandbox-'));
+const children: ChildProcess[] = [];
+const nc = await connect({ servers: nats.url, noAsyncTraces: true });
+try {
+  // --- the mesh ---
+  children.push(
+    await spawnReady(
+      [join(ROOT_DIR, 'services/skills/src/main.ts')],
+      {
+        CG__NATS__URL: nats.url,
+        CG__NATS__SUBJECT_ROOT: nats.root,
+        CG__POSTGRES__URL: db.url,
+        CG__ARTIFACTS__ROOT: join(scratch, 'artifacts'),
+        CG__SANDBOX__ROOT_DIR: join(scratch, 'sandboxes'),
+        CG__LOG__LEVEL: 'info',
+      },
+      'tool service started',
+    ),
+  );
+  const client = createClient({ nc, root: nats.root });
+  const runTrue = async () => {
+    const r = await client.callTool({
+      project: 'bench',
+      channel: 'sandbox',
+      tool: 'skills.run_cmd',
+      arguments: { command: 'true', session_id: 'bench-warm' },
+    });
+    const exit = (r.content.result as { exit_code?: number } | undefined)?.exit_code;
+    if (r.status !== 'succeeded' || exit !== 0) {
+      throw new Error(`run_cmd ended ${r.status}: ${JSON.stringify(r.content)}`);
+    }
+  };
+  await sequential(WARMUP, runTrue);
+  const mesh = summarize(await sequential(N, runTrue));
+
+  // --- the sandbox alone, in this process ---
+  const provider = await createLocalSandboxProvider({ rootDir: join(scratch, 'direct') });
+  const sandbox = await provider.create({
+    key: { project: 'bench', agent: '-', session: 'direct' },
+  });
+  const execTrue = async () => {
+    const r = await sandbox.exec({ shell: 'true' }, { timeoutMs: 30_000 });
+    if (r.exitCode !== 0) throw new Error(`exec(true) exited ${r.exitCode}: ${r.stderr.text}`);
+  };
+  await sequential(WARMUP, execTrue);
+  const direct = summarize(await sequential(N, execTrue));
+  await provider.destroy(sandbox.id);
+  await provider.close();
+
+  // --- the floor ---
+  await sequential(WARMUP, bareBwrapTrue);
+  const floor = summarize(await sequential(N, bareBwrapTrue));
+
+  const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+  const result = {
+    p50_ms: mesh.p50_ms,
+    p99_ms: mesh.p99_ms,
+    floor_p50_ms: floor.p50_ms,
+    floor_p99_ms: floor.p99_ms,
+    ratio_p50: ratio(mesh.p50_ms, floor.p50_ms),
+    ratio_p99: ratio(mesh.p99_ms, floor.p99_ms),
+    sandbox_exec_p50_ms: direct.p50_ms,
+    sandbox_exec_p99_ms: direct.p99_ms,
+    mesh_overhead_p50_ms: Math.round((mesh.p50_ms - direct.p50_ms) * 1000) / 1000,
+    calls: N,
+    node: process.version,
+    cpus: cpus().length,
+    measured_at: new Date().toISOString(),
+  };
+  console.log(
+    table([
+      { run: 'skills.run_cmd true, warm session', 'p50 ms': mesh.p50_ms, 'p99 ms': mesh.p99_ms },
+      { run: 'sandbox exec true (no mesh)', 'p50 ms': direct.p50_ms, 'p99 ms': direct.p99_ms },
+      { run: 'floor: bare bwrap /bin/true', 'p50 ms': floor.p50_ms, 'p99 ms': floor.p99_ms },
+    ]),
+  );
+  console.log(
+    `\nratio to floor: p50 ${result.ratio_p50}x, p99 ${result.ratio_p99}x; ` +
+      `mesh overhead over the sandbox alone: ${result.mesh_overhead_p50_ms} ms at p50`,
+  );
+  await mkdir(join(ROOT_DIR, 'bench/results'), { recursive: true });
+  await writeFile(
+    join(ROOT_DIR, 'bench/results/sandbox.json'),
+    JSON.stringify(result, null, 2) + '\n',
+  );
+  console.log('written to bench/results/sandbox.json');
+} finally {
+  for (const c of children) {
+    c.kill('SIGTERM');
+    await once(c, 'exit');
+  }
+  await nc.close();
+  await nats.cleanup();
+  await db.cleanup();
+  await rm(scratch, { recursive: true, force: true });
+}
