@@ -210,6 +210,7 @@ export const skillsSchema = section({
   max_uncompressed_bytes: positiveInt().default(104_857_600),
   run_timeout_default_ms: positiveInt().default(60_000),
   run_timeout_max_ms: positiveInt().default(3_600_000),
+  task_timeout_max_ms: positiveInt().default(86_400_000),
   stdout_tail_bytes: positiveInt().default(65_536),
   stderr_tail_bytes: positiveInt().default(65_536),
   max_input_bytes: positiveInt().default(52_428_800),

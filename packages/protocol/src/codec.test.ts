@@ -48,6 +48,14 @@ const examples: { [T in MessageType]: Message<T> } = {
     turn_epoch: 3,
   },
   cancel: { v: 1, tool_call_id: 'call_01HZX', reason: 'user pressed stop' },
+  task_cancel: { v: 1, task_id: '0b7f7f2e-3c47-4b8e-9a55-6f3c1d2e4a10', reason: 'stop' },
+  tool_progress: {
+    v: 1,
+    tool_call_id: 'call_01HZX',
+    tool_name: 'skills.task_watch',
+    at: '2025-01-02T03:04:05.678+00:00',
+    detail: { task_id: '0b7f7f2e-3c47-4b8e-9a55-6f3c1d2e4a10', status: 'running' },
+  },
   agent_task: {
     v: 1,
     agent_id: 'agent-7',

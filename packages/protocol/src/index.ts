@@ -42,6 +42,8 @@ export {
   WakeupReason,
   Wakeup,
   CancelRequest,
+  TaskCancelRequest,
+  ToolProgressEvent,
   TaskStatus,
   AgentTaskEvent,
   AgentStepEvent,

@@ -79,6 +79,27 @@ export const CancelRequest = z.strictObject({
 });
 export type CancelRequest = z.infer<typeof CancelRequest>;
 
+/** Sent on `ctl.task.<target>.cancel` (core NATS request): the owning instance kills the task. */
+export const TaskCancelRequest = z.strictObject({
+  v: version,
+  task_id: z.uuid(),
+  reason: z.string().max(500).optional(),
+});
+export type TaskCancelRequest = z.infer<typeof TaskCancelRequest>;
+
+/**
+ * `evt.tool.<target>.progress`: a running call is alive (a watch's heartbeat). Never a result:
+ * the call's one result is still written once, at the end.
+ */
+export const ToolProgressEvent = z.strictObject({
+  v: version,
+  tool_call_id: toolCallId,
+  tool_name: toolName,
+  at: z.iso.datetime({ offset: true }),
+  detail: z.record(z.string(), z.unknown()).optional(),
+});
+export type ToolProgressEvent = z.infer<typeof ToolProgressEvent>;
+
 export const TaskStatus = {
   running: 'running',
   succeeded: 'succeeded',
@@ -137,6 +158,8 @@ export const Catalog = {
   tool_result: ToolResultEvent,
   wakeup: Wakeup,
   cancel: CancelRequest,
+  task_cancel: TaskCancelRequest,
+  tool_progress: ToolProgressEvent,
   agent_task: AgentTaskEvent,
   agent_step: AgentStepEvent,
   agent_state: AgentStateEvent,

@@ -65,6 +65,16 @@ describe('subject builders', () => {
       subject: subjects.cancel(scope),
       parsed: { kind: 'cmd', component: 'sys', ...scope, action: 'cancel' },
     },
+    {
+      name: 'tool progress',
+      subject: subjects.toolProgress({ ...scope, target: 'skills' }),
+      parsed: { kind: 'evt', component: 'tool', ...scope, target: 'skills', event: 'progress' },
+    },
+    {
+      name: 'task cancel',
+      subject: subjects.taskCancel({ ...scope, target: 'skills' }),
+      parsed: { kind: 'ctl', component: 'task', ...scope, target: 'skills', action: 'cancel' },
+    },
   ];
 
   it('build the subjects of the v1 grammar', () => {
@@ -77,7 +87,20 @@ describe('subject builders', () => {
       'cg.v1.proj_1.main-chan.evt.agent.agent-7.state',
       'cg.v1.proj_1.main-chan.str.agent.agent-7.chunk',
       'cg.v1.proj_1.main-chan.cmd.sys.cancel',
+      'cg.v1.proj_1.main-chan.evt.tool.skills.progress',
+      'cg.v1.proj_1.main-chan.ctl.task.skills.cancel',
     ]);
+  });
+
+  it('keep task cancels out of both streams and progress out of the result filter', () => {
+    const cancel = subjects.taskCancel({ ...scope, target: 'skills' });
+    expect(matches(subjects.taskCancelFilter('skills'), cancel)).toBe(true);
+    expect(matches(subjects.taskCancelFilter('other'), cancel)).toBe(false);
+    const streams = [...subjects.commandStreamSubjects(), ...subjects.eventStreamSubjects()];
+    for (const f of streams) expect(matches(f, cancel)).toBe(false);
+    const progress = subjects.toolProgress({ ...scope, target: 'skills' });
+    expect(matches(subjects.toolResultFilter(scope), progress)).toBe(false);
+    expect(subjects.eventStreamSubjects().some((f) => matches(f, progress))).toBe(true);
   });
 
   it.each(cases)('parse the $name subject back into what built it', ({ subject, parsed }) => {

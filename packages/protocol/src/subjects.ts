@@ -1,5 +1,8 @@
 // The v1 subject grammar, built and parsed in one place:
 //   <root>.v1.<project>.<channel>.<kind>.<component>.<target>.<suffix...>
+// `cmd` and `evt` subjects are stored in the two JetStream streams; `ctl` subjects are core NATS
+// request/reply only and must stay outside every stream (a stream would answer a request to a
+// subject it captures with its own publish ack).
 // `root` is `cg` on the wire; a deployment (or a test run) may pick another root to keep its
 // streams apart from others sharing the same NATS server, since JetStream forbids two streams
 // with overlapping subjects.
@@ -9,7 +12,7 @@ import { assertId, IdKind, ID_PATTERN } from './ids.ts';
 export const PROTOCOL_VERSION = 'v1';
 export const DEFAULT_ROOT = 'cg';
 
-export const Kind = { cmd: 'cmd', evt: 'evt', str: 'str' } as const;
+export const Kind = { cmd: 'cmd', evt: 'evt', str: 'str', ctl: 'ctl' } as const;
 export type Kind = (typeof Kind)[keyof typeof Kind];
 
 export const AgentEvent = { task: 'task', step: 'step', state: 'state' } as const;
@@ -25,6 +28,8 @@ export type ParsedSubject =
   | ({ kind: 'cmd'; component: 'agent'; agent: string; action: 'wakeup' } & Scope)
   | ({ kind: 'cmd'; component: 'sys'; action: 'cancel' } & Scope)
   | ({ kind: 'evt'; component: 'tool'; target: string; event: 'result' } & Scope)
+  | ({ kind: 'evt'; component: 'tool'; target: string; event: 'progress' } & Scope)
+  | ({ kind: 'ctl'; component: 'task'; target: string; action: 'cancel' } & Scope)
   | ({ kind: 'evt'; component: 'agent'; agent: string; event: AgentEvent } & Scope)
   | ({ kind: 'str'; component: 'agent'; agent: string; stream: 'chunk' } & Scope);
 
@@ -36,6 +41,12 @@ export interface Subjects {
   agentEvent(s: Scope & { agent: string; event: AgentEvent }): string;
   agentChunk(s: Scope & { agent: string }): string;
   cancel(s: Scope): string;
+  /** Progress of a running call (watch heartbeats): events beside the result, never in its slot. */
+  toolProgress(s: Scope & { target: string }): string;
+  /** Cancel of an async task of a target: a core NATS request the owning instance answers. */
+  taskCancel(s: Scope & { target: string }): string;
+  /** Every task cancel of a target across projects and channels (each instance subscribes). */
+  taskCancelFilter(target: string): string;
   /** Every tool call for a target, across projects and channels (a consumer filter). */
   toolCallFilter(target: string): string;
   /** Every cancel request across projects and channels (each instance subscribes). */
@@ -83,6 +94,10 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     agentEvent: (s) => scoped(root, s, 'evt', 'agent', assertId(IdKind.agent, s.agent), s.event),
     agentChunk: (s) => scoped(root, s, 'str', 'agent', assertId(IdKind.agent, s.agent), 'chunk'),
     cancel: (s) => scoped(root, s, 'cmd', 'sys', 'cancel'),
+    toolProgress: (s) =>
+      scoped(root, s, 'evt', 'tool', assertId(IdKind.target, s.target), 'progress'),
+    taskCancel: (s) => scoped(root, s, 'ctl', 'task', assertId(IdKind.target, s.target), 'cancel'),
+    taskCancelFilter: (target) => `${prefix}*.*.ctl.task.${assertId(IdKind.target, target)}.cancel`,
     toolCallFilter: (target) => `${prefix}*.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
     cancelFilter: () => `${prefix}*.*.cmd.sys.cancel`,
     toolResultFilter: (s) => scoped(root, s, 'evt', 'tool', '*', 'result'),
@@ -135,6 +150,12 @@ function parseSubject(root: string, subject: string): ParsedSubject {
   }
   if (kind === 'evt' && component === 'tool' && one === 'result') {
     return { kind, component, ...scope, target: assertId(IdKind.target, target), event: one };
+  }
+  if (kind === 'evt' && component === 'tool' && one === 'progress') {
+    return { kind, component, ...scope, target: assertId(IdKind.target, target), event: one };
+  }
+  if (kind === 'ctl' && component === 'task' && one === 'cancel') {
+    return { kind, component, ...scope, target: assertId(IdKind.target, target), action: one };
   }
   if (
     kind === 'evt' &&

@@ -52,3 +52,10 @@ export type {
 export type { SkillRecord, SkillVersion, NewSkillVersion, SkillsRepo } from './skills.ts';
 export type { ArtifactRecord, NewArtifact, ArtifactsRepo } from './artifacts.ts';
 export type { SandboxRecord, SandboxesRepo } from './sandboxes.ts';
+export { SkillTaskStatus } from './skill-tasks.ts';
+export type {
+  SkillTaskRecord,
+  NewSkillTask,
+  FinishSkillTask,
+  SkillTasksRepo,
+} from './skill-tasks.ts';

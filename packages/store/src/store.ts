@@ -12,6 +12,7 @@ import { createAgentsRepo, type AgentsRepo } from './agents.ts';
 import { createSkillsRepo, type SkillsRepo } from './skills.ts';
 import { createArtifactsRepo, type ArtifactsRepo } from './artifacts.ts';
 import { createSandboxesRepo, type SandboxesRepo } from './sandboxes.ts';
+import { createSkillTasksRepo, type SkillTasksRepo } from './skill-tasks.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 
@@ -29,6 +30,7 @@ export interface Store {
   readonly agents: AgentsRepo;
   readonly artifacts: ArtifactsRepo;
   readonly sandboxes: SandboxesRepo;
+  readonly skillTasks: SkillTasksRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -65,6 +67,7 @@ export function createStore(pool: pg.Pool): Store {
     skills: createSkillsRepo(db),
     artifacts: createArtifactsRepo(db),
     sandboxes: createSandboxesRepo(db),
+    skillTasks: createSkillTasksRepo(db),
     close: () => pool.end(),
   };
 }
