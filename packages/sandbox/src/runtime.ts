@@ -9,11 +9,14 @@
 import { SandboxManager, type SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime';
 import { SandboxError } from './errors.ts';
 import type { SandboxDenial } from './provider.ts';
+import { DEFAULT_WRAP_CACHE_TTL_MS, WrapCache } from './wrap-cache.ts';
 
 export interface RuntimeSettings {
   /** Folder of every sandbox: writes under it are not reported as violations. */
   readonly rootDir: string;
   readonly deniedDomains: readonly string[];
+  /** How long one wrap of a policy is reused (0: wrap every command). Default 5 s. */
+  readonly wrapCacheTtlMs?: number;
 }
 
 export interface WrapRequest {
@@ -51,7 +54,7 @@ interface Tap {
 }
 
 export async function acquireRuntime(settings: RuntimeSettings): Promise<Runtime> {
-  const key = JSON.stringify(settings);
+  const key = JSON.stringify({ rootDir: settings.rootDir, deniedDomains: settings.deniedDomains });
   if (current !== undefined && current.key !== key) {
     throw new SandboxError(
       'runtime_conflict',
@@ -72,33 +75,35 @@ export async function acquireRuntime(settings: RuntimeSettings): Promise<Runtime
     throw err;
   }
   let released = false;
+  const wrapOnce = async (request: WrapRequest) => {
+    const line = await SandboxManager.wrapWithSandbox(
+      request.script,
+      '/bin/bash',
+      {
+        filesystem: {
+          denyRead: [...request.denyRead],
+          allowRead: [request.workdir],
+          allowWrite: [request.workdir],
+          denyWrite: [],
+        },
+      },
+      undefined,
+      { commandId: request.commandId, commandText: `toolmesh:${request.commandId}` },
+    );
+    let ended = false;
+    return {
+      line,
+      ended: () => {
+        if (ended) return;
+        ended = true;
+        // Reference-counted by the runtime: cleans up when the last running command ends.
+        SandboxManager.cleanupAfterCommand();
+      },
+    };
+  };
+  const cache = new WrapCache(wrapOnce, settings.wrapCacheTtlMs ?? DEFAULT_WRAP_CACHE_TTL_MS);
   return {
-    async wrap(request) {
-      const line = await SandboxManager.wrapWithSandbox(
-        request.script,
-        '/bin/bash',
-        {
-          filesystem: {
-            denyRead: [...request.denyRead],
-            allowRead: [request.workdir],
-            allowWrite: [request.workdir],
-            denyWrite: [],
-          },
-        },
-        undefined,
-        { commandId: request.commandId, commandText: `toolmesh:${request.commandId}` },
-      );
-      let ended = false;
-      return {
-        line,
-        ended: () => {
-          if (ended) return;
-          ended = true;
-          // Reference-counted by the runtime: cleans up when the last running command ends.
-          SandboxManager.cleanupAfterCommand();
-        },
-      };
-    },
+    wrap: (request) => cache.wrap(request),
     allowHosts(commandId, domains) {
       if (domains.length === 0) return () => undefined;
       SandboxManager.registerCommandNetworkLists(commandId, { allowedDomains: [...domains] });
@@ -120,6 +125,7 @@ export async function acquireRuntime(settings: RuntimeSettings): Promise<Runtime
     async release() {
       if (released) return;
       released = true;
+      cache.clear();
       state.users--;
       if (state.users === 0 && current === state) {
         current = undefined;
