@@ -44,6 +44,7 @@ export function skillsLimits(config: Config): SkillsLimits {
   return {
     runTimeoutDefaultMs: k.run_timeout_default_ms,
     runTimeoutMaxMs: k.run_timeout_max_ms,
+    taskTimeoutMaxMs: k.task_timeout_max_ms,
     stdoutTailBytes: k.stdout_tail_bytes,
     stderrTailBytes: k.stderr_tail_bytes,
     maxInputBytes: k.max_input_bytes,
@@ -83,6 +84,8 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
         artifacts: createArtifactStoreFromConfig(config),
         sandboxes,
         limits: skillsLimits(config),
+        bus,
+        instanceId,
         logger: log,
       }),
     }),

@@ -1,6 +1,7 @@
 // What the skills.* tools are built from: one object, passed down from app.ts (or a test).
 import type { Logger } from 'pino';
 import type { ArtifactStore } from '@toolmesh/artifacts';
+import type { Bus } from '@toolmesh/bus';
 import type { SandboxProvider } from '@toolmesh/sandbox';
 import type { SkillZipLimits } from '@toolmesh/skills';
 import type { Store } from '@toolmesh/store';
@@ -9,6 +10,8 @@ export interface SkillsLimits {
   /** Command time limit when a call names none, and the most it may name. */
   runTimeoutDefaultMs: number;
   runTimeoutMaxMs: number;
+  /** The longest an async task may run (and its limit when the call names none). */
+  taskTimeoutMaxMs: number;
   /** Tails of output kept in the result. */
   stdoutTailBytes: number;
   stderrTailBytes: number;
@@ -23,5 +26,9 @@ export interface SkillsDeps {
   artifacts: ArtifactStore;
   sandboxes: SandboxProvider;
   limits: SkillsLimits;
+  /** Task cancels reach the owning instance, and watch heartbeats leave, over the bus. */
+  bus: Bus;
+  /** This process: the owner recorded in the heads of the tasks it runs. */
+  instanceId: string;
   logger: Logger;
 }

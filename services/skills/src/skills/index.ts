@@ -2,11 +2,17 @@ import type { ToolDefinition } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
 import { activateTool, loadTool } from './load.ts';
 import { runCmdTool } from './run-cmd.ts';
+import { taskTools } from './tasks.ts';
 
 export const SKILLS_TARGET = 'skills';
 
 /** The skills.* tools served so far. The task, job and service tools follow in the same shape. */
 export function skillsTools(deps: SkillsDeps): ToolDefinition[] {
-  return [loadTool(deps), activateTool(deps), runCmdTool(deps)] as ToolDefinition[];
+  return [
+    loadTool(deps),
+    activateTool(deps),
+    runCmdTool(deps),
+    ...taskTools(deps),
+  ] as ToolDefinition[];
 }
 export type { SkillsDeps, SkillsLimits } from './deps.ts';

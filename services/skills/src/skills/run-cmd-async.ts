@@ -1,0 +1,195 @@
+// skills.run_cmd_async: starts a command in a sandbox and returns its task id at once. The
+// process belongs to this instance: in the background it waits for the end, collects the
+// outputs and writes the final head (state.skill_tasks). The call's one result is the task id;
+// the task's end is in the head, read by task_status and task_watch from any instance.
+// Without a session id the task gets a sandbox of its own, destroyed when the task ends.
+import { randomUUID } from 'node:crypto';
+import type { ExecResult } from '@toolmesh/sandbox';
+import { RunCmdAsyncArgs } from '@toolmesh/skills';
+import type { FinishSkillTask } from '@toolmesh/store';
+import { defineTool, type ToolContext } from '@toolmesh/tool-service';
+import type { SkillsDeps } from './deps.ts';
+import { collectOutputs, copyInputs } from './files.ts';
+import { placeSkill, skillPath } from './place.ts';
+import { sandboxFor, type Lease } from './sessions.ts';
+import type { RunningTask, TaskRegistry } from './tasks.ts';
+
+/** Starting a task (sandbox, skill, inputs, spawn) must fit in this; the task itself does not. */
+const START_TIMEOUT_MS = 120_000;
+
+export function runCmdAsyncTool(deps: SkillsDeps, registry: TaskRegistry) {
+  return defineTool({
+    name: 'run_cmd_async',
+    description:
+      'Starts a shell command in a sandbox and returns a task id at once; task_status, task_watch and task_cancel follow it.',
+    args: RunCmdAsyncArgs,
+    timeoutMs: START_TIMEOUT_MS,
+    handler: async (args, ctx) => {
+      // Clamped, not refused: the schema allows 24 h, the deployment may allow less.
+      const timeoutMs = Math.min(
+        args.timeout_ms ?? deps.limits.taskTimeoutMaxMs,
+        deps.limits.taskTimeoutMaxMs,
+      );
+      const lease = await sandboxFor(deps, ctx, args.session_id);
+      let started = false;
+      try {
+        const placed = args.skill
+          ? await placeSkill(deps, lease.sandbox, ctx.project, args.skill)
+          : undefined;
+        const base = args.workdir ?? (placed ? skillPath(placed.name) : '');
+        await copyInputs(deps, lease.sandbox, ctx.project, args.inputs ?? [], base);
+        // No signal: the task outlives this call; only its own limit or a cancel ends it.
+        const proc = await lease.sandbox.spawn(
+          { shell: args.command },
+          {
+            env: args.env ?? {},
+            ...(base ? { cwd: base } : {}),
+            timeoutMs,
+            limits: {
+              stdoutBytes: deps.limits.stdoutTailBytes,
+              stderrBytes: deps.limits.stderrTailBytes,
+            },
+          },
+        );
+        const taskId = randomUUID();
+        try {
+          await deps.store.skillTasks.insert({
+            taskId,
+            projectId: ctx.project,
+            agentId: ctx.agentId ?? null,
+            toolCallId: ctx.toolCallId,
+            sandboxId: lease.sandbox.id,
+            sessionKey: args.session_id ? `${ctx.agentId ?? '-'}/${args.session_id}` : null,
+            command: args.command,
+            ownerInstance: deps.instanceId,
+            pid: proc.pid,
+            procStartTime: proc.procStartTime ?? null,
+            startedAt: proc.startedAt,
+          });
+        } catch (err) {
+          // Without a head nobody could see or cancel it: it must not run.
+          await proc.kill();
+          throw err;
+        }
+        started = true;
+        const task: RunningTask = {
+          project: ctx.project,
+          process: proc,
+          canceled: false,
+          done: Promise.resolve(),
+        };
+        registry.running.set(taskId, task);
+        task.done = finishTask(deps, ctx, lease, task, taskId, {
+          outputs: args.outputs ?? [],
+          base,
+          timeoutMs,
+        }).finally(() => registry.running.delete(taskId));
+        ctx.logger.info({ task_id: taskId, pid: proc.pid }, 'task started');
+        return {
+          task_id: taskId,
+          status: 'running',
+          started_at: proc.startedAt.toISOString(),
+          timeout_ms: timeoutMs,
+        };
+      } finally {
+        if (!started) {
+          await lease
+            .release()
+            .catch((err: unknown) => ctx.logger.warn({ err }, 'releasing the sandbox failed'));
+        }
+      }
+    },
+  });
+}
+
+/**
+ * Waits for the process, collects outputs, writes the final head and releases the sandbox.
+ * Never rejects: a failure is logged and, where possible, written into the head.
+ */
+async function finishTask(
+  deps: SkillsDeps,
+  ctx: ToolContext,
+  lease: Lease,
+  task: RunningTask,
+  taskId: string,
+  o: { outputs: readonly string[]; base: string; timeoutMs: number },
+): Promise<void> {
+  const log = ctx.logger.child({ task_id: taskId });
+  let final: FinishSkillTask;
+  try {
+    const r = await task.process.wait();
+    final = finalOf(r, o.timeoutMs);
+    // A cancel sets the flag before it kills the process, so the kill reads as `canceled`.
+    if (task.canceled && final.status !== 'timeout') {
+      final = { ...final, status: 'canceled', error: null };
+    }
+    if (final.status === 'succeeded' || final.status === 'failed') {
+      try {
+        const c = await collectOutputs(
+          deps,
+          lease.sandbox,
+          ctx.project,
+          ctx.toolCallId,
+          o.outputs,
+          o.base,
+        );
+        final.artifacts = c.artifacts;
+        final.outputErrors = c.errors;
+      } catch (err) {
+        final.status = 'failed';
+        final.error = { code: 'tool_error', message: `collecting outputs failed: ${String(err)}` };
+      }
+    }
+  } catch (err) {
+    final = {
+      ...emptyFinal,
+      status: 'failed',
+      error: { code: 'internal_error', message: `waiting for the task failed: ${String(err)}` },
+    };
+  }
+  try {
+    await deps.store.skillTasks.finish(taskId, final);
+    log.info({ status: final.status, exit_code: final.exitCode }, 'task finished');
+  } catch (err) {
+    // The head stays `running`; the reaper turns it `orphaned` once the process is gone.
+    log.error({ err }, 'writing the final task head failed');
+  }
+  await lease.release().catch((err: unknown) => log.warn({ err }, 'releasing the sandbox failed'));
+}
+
+const emptyFinal: FinishSkillTask = {
+  status: 'failed',
+  exitCode: null,
+  signal: null,
+  stdoutTail: '',
+  stderrTail: '',
+  stdoutTruncated: false,
+  stderrTruncated: false,
+  artifacts: [],
+  outputErrors: [],
+  error: null,
+};
+
+function finalOf(r: ExecResult, timeoutMs: number): FinishSkillTask {
+  const base: FinishSkillTask = {
+    ...emptyFinal,
+    exitCode: r.exitCode,
+    signal: r.signal,
+    stdoutTail: r.stdout.text,
+    stderrTail: r.stderr.text,
+    stdoutTruncated: r.stdout.truncated,
+    stderrTruncated: r.stderr.truncated,
+  };
+  if (r.timedOut) {
+    return {
+      ...base,
+      status: 'timeout',
+      error: {
+        code: 'timeout',
+        message: `the task ran past its time limit of ${timeoutMs} ms and was killed`,
+      },
+    };
+  }
+  if (r.canceled) return { ...base, status: 'canceled' };
+  return { ...base, status: r.exitCode === 0 ? 'succeeded' : 'failed' };
+}

@@ -1,0 +1,124 @@
+// Async tasks on this instance: the processes it started for skills.run_cmd_async, and the
+// cancel listener that lets any instance end them. The durable head is in Postgres
+// (state.skill_tasks); this map only holds what cannot be shared, the process handle. Every
+// skills instance subscribes to the task cancel subject (no queue group): the one that holds
+// the task kills it, writes the head and answers; the others stay silent.
+import type { Msg, Subscription } from '@nats-io/transport-node';
+import { decodeMessage, ToolError } from '@toolmesh/protocol';
+import type { BackgroundProcess } from '@toolmesh/sandbox';
+import type { SkillTaskRecord } from '@toolmesh/store';
+import type { ToolDefinition } from '@toolmesh/tool-service';
+import type { SkillsDeps } from './deps.ts';
+import { runCmdAsyncTool } from './run-cmd-async.ts';
+import { taskCancelTool } from './task-cancel.ts';
+import { taskStatusTool } from './task-status.ts';
+import { taskWatchTool } from './task-watch.ts';
+
+export const TASK_TARGET = 'skills';
+
+export interface RunningTask {
+  readonly project: string;
+  readonly process: BackgroundProcess;
+  /** Set before the process is killed by a cancel, so the finisher writes `canceled`. */
+  canceled: boolean;
+  /** Resolves once the final head is written (or writing it failed); set right after start. */
+  done: Promise<void>;
+}
+
+export interface TaskRegistry {
+  readonly running: Map<string, RunningTask>;
+  /** Starts listening for cancels; idempotent. */
+  listen(): void;
+}
+
+export function createTaskRegistry(deps: SkillsDeps): TaskRegistry {
+  const running = new Map<string, RunningTask>();
+  const log = deps.logger.child({ component: 'skill-tasks' });
+  let sub: Subscription | undefined;
+  const onCancel = async (msg: Msg) => {
+    const parsed = deps.bus.subjects.parse(msg.subject);
+    const req = decodeMessage('task_cancel', msg.data);
+    const task = running.get(req.task_id);
+    // Not ours, or (defence in depth) a task id sent under another project's subject.
+    if (!task || task.project !== parsed.project) return;
+    log.info({ task_id: req.task_id, reason: req.reason }, 'canceling task');
+    task.canceled = true;
+    await task.process.kill();
+    await task.done;
+    msg.respond();
+  };
+  return {
+    running,
+    listen: () => {
+      sub ??= deps.bus.nc.subscribe(deps.bus.subjects.taskCancelFilter(TASK_TARGET), {
+        callback: (err, msg) => {
+          if (err) {
+            log.warn({ err }, 'task cancel subscription failed');
+            return;
+          }
+          onCancel(msg).catch((e: unknown) =>
+            log.warn({ err: e, subject: msg.subject }, 'ignoring a task cancel that failed'),
+          );
+        },
+      });
+    },
+  };
+}
+
+export const TERMINAL = new Set<string>(['succeeded', 'failed', 'timeout', 'canceled', 'orphaned']);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The head of a task of this project. A task id of another project, or one that is no task at
+ * all, is the same `tool_error` with details `{reason: 'not_found'}`: nothing tells the caller
+ * that the id exists elsewhere. (The protocol has no `not_found` code; we add none.)
+ */
+export async function headOf(
+  deps: SkillsDeps,
+  project: string,
+  taskId: string,
+): Promise<SkillTaskRecord> {
+  const head = UUID.test(taskId) ? await deps.store.skillTasks.get(project, taskId) : undefined;
+  if (!head) {
+    throw new ToolError(`no task ${taskId} in this project`, {
+      details: { reason: 'not_found', task_id: taskId },
+    });
+  }
+  return head;
+}
+
+/** What the task tools return: the head without the instance-private fields (owner, pid). */
+export function viewOf(h: SkillTaskRecord) {
+  const end = h.finished_at ?? new Date();
+  return {
+    task_id: h.task_id,
+    status: h.status,
+    command: h.command,
+    sandbox_id: h.sandbox_id,
+    started_at: h.started_at.toISOString(),
+    finished_at: h.finished_at?.toISOString() ?? null,
+    duration_ms: Math.max(0, end.getTime() - h.started_at.getTime()),
+    exit_code: h.exit_code,
+    signal: h.signal,
+    stdout: h.stdout_tail ?? '',
+    stderr: h.stderr_tail ?? '',
+    stdout_truncated: h.stdout_truncated,
+    stderr_truncated: h.stderr_truncated,
+    artifacts: h.artifacts,
+    output_errors: h.output_errors,
+    error: h.error,
+  };
+}
+
+/** The four task tools, sharing this instance's registry of running tasks. */
+export function taskTools(deps: SkillsDeps): ToolDefinition[] {
+  const registry = createTaskRegistry(deps);
+  registry.listen();
+  return [
+    runCmdAsyncTool(deps, registry),
+    taskStatusTool(deps),
+    taskWatchTool(deps),
+    taskCancelTool(deps),
+  ] as ToolDefinition[];
+}
