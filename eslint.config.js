@@ -46,7 +46,7 @@ export default tseslint.config(
   },
   {
     // Tests read response bodies of any shape; asserting on them is the point.
-    files: ['tests/**', '**/*.test.ts', '**/test-support.ts'],
+    files: ['tests/**', '**/*.test.ts', '**/test/**'],
     rules: {
       '@typescript-eslint/no-unsafe-member-access': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

@@ -3,17 +3,17 @@
 // POST /v1/projects/:p/executions of builtin.echo waiting for each result (publish, tool service,
 // card in Postgres, result event, answer). autocannon fires from a worker thread so that the
 // load generator does not share the api's event loop.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { startTestApi } from '../services/api/src/test-support.ts';
+import { startTestApi } from '../services/api/src/test/support.ts';
 import { table } from './stats.ts';
+import { spawnReady, ROOT_DIR } from './support.ts';
 
-const ROOT_DIR = join(import.meta.dirname, '..');
 const DURATION_SEC = Number(process.env['BENCH_DURATION_SEC'] ?? 10);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
 const WARMUP_SEC = 2;
@@ -28,29 +28,6 @@ interface AutocannonResult {
 }
 type Autocannon = (opts: Record<string, unknown>) => Promise<AutocannonResult>;
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
-
-async function spawnReady(args: string[], env: Record<string, string>, ready: string) {
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT_DIR,
-    env: { PATH: process.env['PATH'] ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const ready$ = Promise.withResolvers<void>();
-  const onData = (b: Buffer) => {
-    out = (out + b.toString()).slice(-8_192);
-    if (out.includes(ready)) ready$.resolve();
-  };
-  child.stdout.on('data', onData);
-  child.once('exit', (code) =>
-    ready$.reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)),
-  );
-  await ready$.promise;
-  // Drained and dropped from here on: keeping it would cost CPU that belongs to the measurement.
-  child.stdout.off('data', onData);
-  child.stdout.resume();
-  return child;
-}
 
 interface Load {
   url: string;

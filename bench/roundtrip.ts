@@ -1,7 +1,7 @@
 // `pnpm bench roundtrip`: builtin.echo calls through the whole mesh (JetStream in, lease, card
 // in Postgres, result event out), sequentially and with 64 in flight, against the floor measured
 // in the same run: a bare JetStream publish, consume and ack plus one Postgres insert.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -11,59 +11,13 @@ import { pino } from 'pino';
 import { createClient } from '@toolmesh/client';
 import { createPool, migrate } from '@toolmesh/store';
 import { useNats, usePostgres } from '@toolmesh/testing';
+import { spawnReady, drive, ROOT_DIR } from './support.ts';
 import { summarize, table } from './stats.ts';
 
-const ROOT_DIR = join(import.meta.dirname, '..');
 const SEQUENTIAL = Number(process.env['BENCH_SEQUENTIAL'] ?? 2_000);
 const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 20_000);
 const IN_FLIGHT = 64;
 const WARMUP = 500;
-
-async function spawnReady(
-  args: string[],
-  env: Record<string, string>,
-  ready: string,
-): Promise<ChildProcess> {
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT_DIR,
-    env: { PATH: process.env['PATH'] ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const onData = (b: Buffer) => {
-    out = (out + b.toString()).slice(-8_192);
-    if (out.includes(ready)) ready$.resolve();
-  };
-  const ready$ = Promise.withResolvers<void>();
-  child.stdout.on('data', onData);
-  child.once('exit', (code) =>
-    ready$.reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)),
-  );
-  await ready$.promise;
-  // From here on the child's output is drained and dropped; keeping it would cost the
-  // benchmark's own process CPU that belongs to the measurement.
-  child.stdout.off('data', onData);
-  child.stdout.resume();
-  return child;
-}
-
-/** Runs `total` operations with `inFlight` at once; returns per-op latencies and wall time. */
-async function drive(total: number, inFlight: number, op: (i: number) => Promise<void>) {
-  const latencies: number[] = new Array<number>(total);
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (next < total) {
-        const i = next++;
-        const s = performance.now();
-        await op(i);
-        latencies[i] = performance.now() - s;
-      }
-    }),
-  );
-  return { latencies, seconds: (performance.now() - t0) / 1000 };
-}
 
 const nats = await useNats();
 const db = await usePostgres();

@@ -2,7 +2,7 @@
 // (client SDK -> JetStream -> skills service -> bubblewrap sandbox -> result event), against the
 // floor measured in the same run: a bare bubblewrap spawn of /bin/true. Also the sandbox alone
 // (provider.exec in this process, no mesh), so the mesh's share and the sandbox's share show.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -12,40 +12,12 @@ import { pino } from 'pino';
 import { createClient } from '@toolmesh/client';
 import { createPool, migrate } from '@toolmesh/store';
 import { useNats, usePostgres } from '@toolmesh/testing';
-// The root package does not depend on @toolmesh/sandbox (yet): its front door file, by path.
-// eslint-disable-next-line no-restricted-imports
-import { bareBwrapTrue, createLocalSandboxProvider } from '../packages/sandbox/src/index.ts';
+import { bareBwrapTrue, createLocalSandboxProvider } from '@toolmesh/sandbox';
+import { spawnReady, ROOT_DIR } from './support.ts';
 import { summarize, table } from './stats.ts';
 
-const ROOT_DIR = join(import.meta.dirname, '..');
 const N = Number(process.env['BENCH_N'] ?? 200);
 const WARMUP = 10;
-
-async function spawnReady(
-  args: string[],
-  env: Record<string, string>,
-  ready: string,
-): Promise<ChildProcess> {
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT_DIR,
-    env: { PATH: process.env['PATH'] ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const ready$ = Promise.withResolvers<void>();
-  const onData = (b: Buffer) => {
-    out = (out + b.toString()).slice(-8_192);
-    if (out.includes(ready)) ready$.resolve();
-  };
-  child.stdout.on('data', onData);
-  child.once('exit', (code) =>
-    ready$.reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)),
-  );
-  await ready$.promise;
-  child.stdout.off('data', onData);
-  child.stdout.resume();
-  return child;
-}
 
 /** `total` sequential runs of `op`; the latency of each. */
 async function sequential(total: number, op: () => Promise<unknown>): Promise<number[]> {

@@ -10,7 +10,7 @@ import {
   type TestApi,
   type TestResponse,
   expectError,
-} from '../services/api/src/test-support.ts';
+} from '../services/api/src/test/support.ts';
 import { startSkillsService, type SkillsService } from '../services/skills/src/app.ts';
 
 let api: TestApi;

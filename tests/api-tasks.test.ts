@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { createBus } from '@toolmesh/bus';
 import { Header, MsgId, createSubjects, decodeMessage, type Wakeup } from '@toolmesh/protocol';
-import { startTestApi, type TestApi, expectError } from '../services/api/src/test-support.ts';
+import { startTestApi, type TestApi, expectError } from '../services/api/src/test/support.ts';
 
 let api: TestApi;
 let a: { id: string; key: string };

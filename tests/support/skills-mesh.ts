@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { createClient, type Client } from '@toolmesh/client';
 import { loadConfig } from '@toolmesh/config';
 import { startSkillsService, type SkillsService } from '../../services/skills/src/app.ts';
-import { startTestApi, type TestApi } from '../../services/api/src/test-support.ts';
+import { startTestApi, type TestApi } from '../../services/api/src/test/support.ts';
 import { zipFolder } from './zip-folder.ts';
 
 export interface SkillsMesh {

@@ -2,7 +2,7 @@
 // describes every route a user can call.
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestApi, type TestApi } from './test-support.ts';
+import { startTestApi, type TestApi } from './test/support.ts';
 
 let api: TestApi;
 beforeAll(async () => {

@@ -2,7 +2,7 @@
 // update, delete; attach, configure, list and detach tools; every refusal with its code; and
 // another project's key refused without changing anything.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi, type TestApi, expectError } from '../test-support.ts';
+import { startTestApi, type TestApi, expectError } from '../test/support.ts';
 
 let api: TestApi;
 beforeAll(async () => {

@@ -3,7 +3,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { artifactKey } from '@toolmesh/artifacts';
-import { startTestApi, type TestApi } from '../test-support.ts';
+import { startTestApi, type TestApi } from '../test/support.ts';
 
 let api: TestApi;
 beforeAll(async () => {

@@ -2,7 +2,7 @@
 // own timeout_ms wins.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createSubjects, decodeMessage } from '@toolmesh/protocol';
-import { startTestApi, type TestApi } from '../test-support.ts';
+import { startTestApi, type TestApi } from '../test/support.ts';
 
 let api: TestApi;
 beforeAll(async () => {

@@ -2,7 +2,7 @@
 // clear the model), delete refused while an agent uses the profile, and another project's key
 // refused without changing anything.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi, type TestApi, expectError } from '../test-support.ts';
+import { startTestApi, type TestApi, expectError } from '../test/support.ts';
 
 let api: TestApi;
 beforeAll(async () => {

@@ -2,7 +2,7 @@
 // once and stored hashed, revocation, and the error shape of every refusal.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashKey } from '@toolmesh/store';
-import { ADMIN_KEY, startTestApi, type TestApi, expectError } from '../test-support.ts';
+import { ADMIN_KEY, startTestApi, type TestApi, expectError } from '../test/support.ts';
 
 let api: TestApi;
 beforeAll(async () => {

@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import yazl from 'yazl';
 import { skillZipKey } from '@toolmesh/artifacts';
-import { startTestApi, type TestApi } from '../test-support.ts';
+import { startTestApi, type TestApi } from '../test/support.ts';
 
 let api: TestApi;
 let project: { id: string; key: string };

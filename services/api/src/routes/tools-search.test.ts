@@ -2,7 +2,7 @@
 // pages, and a tool's details with its usage counted from the execution log.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi, type TestApi, expectError } from '../test-support.ts';
+import { startTestApi, type TestApi, expectError } from '../test/support.ts';
 import { tool } from './tools-fixtures.ts';
 
 let api: TestApi;

@@ -1,7 +1,7 @@
 // Changing the tool registry over HTTP: updates (reserved tools only switch on and off), deletion,
 // and another project's key refused on every tool route without changing anything.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi, type TestApi, expectError } from '../test-support.ts';
+import { startTestApi, type TestApi, expectError } from '../test/support.ts';
 import { tool } from './tools-fixtures.ts';
 
 let api: TestApi;

@@ -2,7 +2,7 @@
 // refusal. Search and usage are in tools-search.test.ts, updates, deletion and another
 // project's key in tools-update.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi, type TestApi, expectError } from '../test-support.ts';
+import { startTestApi, type TestApi, expectError } from '../test/support.ts';
 import { searchParams, tool } from './tools-fixtures.ts';
 
 let api: TestApi;

@@ -14,7 +14,7 @@ import { loadConfig, type Config } from '@toolmesh/config';
 import { createPool, createStore, migrate, type Store } from '@toolmesh/store';
 import { useNats, usePostgres } from '@toolmesh/testing';
 import { createArtifactStoreFromConfig, streamSettingsOf } from '@toolmesh/service';
-import { buildApp, type ApiApp } from './app.ts';
+import { buildApp, type ApiApp } from '../app.ts';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789';
 

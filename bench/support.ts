@@ -1,0 +1,52 @@
+// What the benchmarks share: starting a service as a child process and waiting for its ready
+// line, and driving operations with a fixed number in flight.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+
+export const ROOT_DIR = join(import.meta.dirname, '..');
+
+/** Spawns `node <args>` and resolves once its stdout shows `ready`; later output is dropped. */
+export async function spawnReady(
+  args: string[],
+  env: Record<string, string>,
+  ready: string,
+): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT_DIR,
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const ready$ = Promise.withResolvers<void>();
+  const onData = (b: Buffer) => {
+    out = (out + b.toString()).slice(-8_192);
+    if (out.includes(ready)) ready$.resolve();
+  };
+  child.stdout.on('data', onData);
+  child.once('exit', (code) =>
+    ready$.reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)),
+  );
+  await ready$.promise;
+  // Drained and dropped from here on: keeping it would cost CPU that belongs to the measurement.
+  child.stdout.off('data', onData);
+  child.stdout.resume();
+  return child;
+}
+
+/** Runs `total` operations with `inFlight` at once; returns per-op latencies and wall time. */
+export async function drive(total: number, inFlight: number, op: (i: number) => Promise<unknown>) {
+  const latencies: number[] = new Array<number>(total);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < total) {
+        const i = next++;
+        const s = performance.now();
+        await op(i);
+        latencies[i] = performance.now() - s;
+      }
+    }),
+  );
+  return { latencies, seconds: (performance.now() - t0) / 1000 };
+}
