@@ -1,5 +1,7 @@
 // The api and a skills service on one NATS root, database and artifact store, with a sandbox
 // folder of their own: what the skills.* tests need to upload a skill and run it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +19,8 @@ export interface SkillsMesh {
   nc: NatsConnection;
   project: { id: string; key: string };
   startSkills(extraEnv?: Record<string, string>): Promise<SkillsService>;
+  /** A skills service as a real child process (SIGKILL-able); resolves once it serves. */
+  spawnSkills(extraEnv?: Record<string, string>): Promise<ChildProcess>;
   /** Uploads a folder as a skill through the api; returns the version. */
   uploadSkill(dir: string): Promise<string>;
   close(): Promise<void>;
@@ -29,6 +33,7 @@ export async function startSkillsMesh(overrides: Record<string, string> = {}): P
   const client = createClient({ nc, root: api.config.nats.subject_root });
   const project = await api.createProject();
   const services: SkillsService[] = [];
+  const children: ChildProcess[] = [];
   return {
     api,
     client,
@@ -41,6 +46,29 @@ export async function startSkillsMesh(overrides: Record<string, string> = {}): P
       );
       services.push(s);
       return s;
+    },
+    spawnSkills: async (extraEnv = {}) => {
+      const main = join(import.meta.dirname, '..', '..', 'services/skills/src/main.ts');
+      const child = spawn(process.execPath, [main], {
+        env: { PATH: process.env['PATH'] ?? '', ...api.env, CG__LOG__LEVEL: 'info', ...extraEnv },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let out = '';
+      child.stderr?.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-16_384)));
+      await new Promise<void>((resolve, reject) => {
+        const onData = (b: Buffer) => {
+          out = (out + b.toString()).slice(-16_384);
+          if (out.includes('tool service started')) {
+            child.stdout?.off('data', onData);
+            resolve();
+          }
+        };
+        child.stdout?.on('data', onData);
+        child.once('exit', (code) => reject(new Error(`skills exited (${code}):\n${out}`)));
+      });
+      child.stdout?.resume();
+      return child;
     },
     uploadSkill: async (dir) => {
       const boundary = '----toolmesh-skill';
@@ -60,6 +88,12 @@ export async function startSkillsMesh(overrides: Record<string, string> = {}): P
       return res.body.version.version as string;
     },
     close: async () => {
+      for (const c of children) {
+        if (c.exitCode === null && c.signalCode === null) {
+          c.kill('SIGKILL');
+          await once(c, 'exit');
+        }
+      }
       for (const s of services) await s.stop(5_000);
       await client.close();
       await nc.close();

@@ -215,6 +215,7 @@ export const skillsSchema = section({
   stderr_tail_bytes: positiveInt().default(65_536),
   max_input_bytes: positiveInt().default(52_428_800),
   max_output_bytes: positiveInt().default(52_428_800),
+  reaper_interval_ms: positiveInt().default(30_000),
 }).superRefine((skills, ctx) => {
   if (skills.run_timeout_default_ms > skills.run_timeout_max_ms) {
     ctx.addIssue({

@@ -59,3 +59,4 @@ export type {
   FinishSkillTask,
   SkillTasksRepo,
 } from './skill-tasks.ts';
+export type { ServiceInstanceRecord, InstanceHeartbeat, InstancesRepo } from './instances.ts';

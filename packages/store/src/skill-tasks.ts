@@ -75,6 +75,8 @@ export interface SkillTasksRepo {
   finish(taskId: string, f: FinishSkillTask): Promise<SkillTaskRecord | undefined>;
   /** Running tasks owned by one instance (the reaper's scan). */
   listRunning(ownerInstance: string): Promise<SkillTaskRecord[]>;
+  /** Running tasks of every instance (the reaper's scan: owners may be dead). */
+  listAllRunning(): Promise<SkillTaskRecord[]>;
 }
 
 const COLUMNS = `task_id, project_id, agent_id, tool_call_id, sandbox_id, session_key, command,
@@ -145,6 +147,12 @@ export function createSkillTasksRepo(db: Db): SkillTasksRepo {
         'skill_tasks_list_running',
         `SELECT ${COLUMNS} FROM state.skill_tasks WHERE owner_instance = $1 AND status = 'running'`,
         [ownerInstance],
+      ),
+    listAllRunning: async () =>
+      db.query<SkillTaskRecord>(
+        'skill_tasks_list_all_running',
+        `SELECT ${COLUMNS} FROM state.skill_tasks WHERE status = 'running'`,
+        [],
       ),
   };
 }

@@ -13,6 +13,7 @@ import { createSkillsRepo, type SkillsRepo } from './skills.ts';
 import { createArtifactsRepo, type ArtifactsRepo } from './artifacts.ts';
 import { createSandboxesRepo, type SandboxesRepo } from './sandboxes.ts';
 import { createSkillTasksRepo, type SkillTasksRepo } from './skill-tasks.ts';
+import { createInstancesRepo, type InstancesRepo } from './instances.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 
@@ -31,6 +32,7 @@ export interface Store {
   readonly artifacts: ArtifactsRepo;
   readonly sandboxes: SandboxesRepo;
   readonly skillTasks: SkillTasksRepo;
+  readonly instances: InstancesRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -68,6 +70,7 @@ export function createStore(pool: pg.Pool): Store {
     artifacts: createArtifactsRepo(db),
     sandboxes: createSandboxesRepo(db),
     skillTasks: createSkillTasksRepo(db),
+    instances: createInstancesRepo(db),
     close: () => pool.end(),
   };
 }

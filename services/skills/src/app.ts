@@ -16,6 +16,7 @@ import {
 import { createToolService, type ToolServiceLimits } from '@toolmesh/tool-service';
 import { BUILTIN_TARGET, builtinTools } from './builtin/index.ts';
 import { SKILLS_TARGET, skillsTools, type SkillsLimits } from './skills/index.ts';
+import { createReaper } from './reaper.ts';
 
 export interface SkillsService {
   readonly instanceId: string;
@@ -90,10 +91,20 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
       }),
     }),
   ];
+  // Heads a dead process left `running` end before this instance takes calls.
+  const reaper = createReaper({
+    store,
+    instanceId,
+    intervalMs: config.skills.reaper_interval_ms,
+    logger: log,
+  });
+  await reaper.runOnce();
+  reaper.start();
   for (const s of services) await s.start();
   return {
     instanceId,
     stop: async (graceMs) => {
+      await reaper.stop();
       await Promise.all(services.map((s) => s.stop(graceMs)));
       await sandboxes.close();
       await bus.close();

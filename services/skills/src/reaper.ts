@@ -1,0 +1,220 @@
+// The local reaper: ends async task heads left `running` by a process that is gone, so a task
+// never reads as running forever. At start (before the service takes calls) and on an interval
+// it heartbeats this instance's row in state.service_instances, then looks at every running
+// head:
+// - its owner is dead (not seen for DEAD_AFTER_INTERVALS intervals, or restarted under the same
+//   id since the task began, or never registered at all): nobody will ever write the head, so
+//   it becomes `orphaned`; if the owner ran on this host and the task's sandbox process is
+//   still there, it is killed first;
+// - its owner is alive and on this host, but the process is gone: the owner writes the head
+//   when the process ends, so only a head whose process stays gone for DEAD_AFTER_INTERVALS
+//   scans (the owner's write failed) becomes `orphaned`.
+// A process is killed only when pid, start time and command line all prove it is the task's
+// bwrap: pids are reused, and a wrong guess would kill a stranger.
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { basename } from 'node:path';
+import type { Logger } from 'pino';
+import type { FinishSkillTask, SkillTaskRecord, Store } from '@toolmesh/store';
+
+/** An owner missing this many heartbeats is dead; a head this many scans without a process too. */
+export const DEAD_AFTER_INTERVALS = 3;
+/** The sandbox's host-side process (the launcher's sh and bash exec into it). */
+const SANDBOX_COMMAND = 'bwrap';
+const SERVICE = 'skills';
+
+export interface ProcInfo {
+  /** Field 22 of /proc/<pid>/stat: clock ticks since boot, unique per pid over time. */
+  readonly startTime: string;
+  /** Field 5: the process group. */
+  readonly pgrp: number;
+  readonly state: string;
+  readonly argv: string[];
+}
+
+/** What /proc says of a pid; undefined when there is no such process (or it is a zombie). */
+export async function readProc(pid: number): Promise<ProcInfo | undefined> {
+  try {
+    const [stat, cmdline] = await Promise.all([
+      readFile(`/proc/${pid}/stat`, 'utf8'),
+      readFile(`/proc/${pid}/cmdline`, 'utf8'),
+    ]);
+    // The command name (field 2) is in parentheses and may itself hold ')' or spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const state = fields[0] ?? '';
+    if (state === 'Z' || state === 'X') return undefined;
+    return {
+      startTime: fields[19] ?? '',
+      pgrp: Number(fields[2]),
+      state,
+      argv: cmdline.split('\0').filter((a, i, all) => i < all.length - 1 || a !== ''),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * True only when `pid` is alive, started at `startTime` and runs `command` (bwrap by default):
+ * the proof required before a process counts as a task's, alive or to be killed.
+ */
+export async function isOurProcess(
+  pid: number | null,
+  startTime: string | null,
+  command = SANDBOX_COMMAND,
+): Promise<boolean> {
+  if (pid === null || pid <= 1 || !startTime) return false;
+  const info = await readProc(pid);
+  return (
+    info !== undefined &&
+    info.startTime === startTime &&
+    info.argv[0] !== undefined &&
+    basename(info.argv[0]) === command
+  );
+}
+
+export interface ReaperOptions {
+  store: Store;
+  instanceId: string;
+  intervalMs: number;
+  logger: Logger;
+  /** When this incarnation started: heads of our id begun before it are a dead one's. */
+  startedAt?: Date;
+  host?: string;
+  /** Checks a task's process (the default reads /proc); tests may narrow it. */
+  isOurs?: (pid: number | null, startTime: string | null) => Promise<boolean>;
+}
+
+export interface ReapReport {
+  orphaned: string[];
+  killed: number[];
+}
+
+export interface Reaper {
+  /** One heartbeat and scan. */
+  runOnce(): Promise<ReapReport>;
+  /** Scans every interval from now on (errors are logged, the next tick retries). */
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export function createReaper(o: ReaperOptions): Reaper {
+  const log = o.logger.child({ component: 'reaper' });
+  const startedAt = o.startedAt ?? new Date();
+  const host = o.host ?? hostname();
+  const isOurs = o.isOurs ?? ((pid, st) => isOurProcess(pid, st));
+  const deadAfterMs = DEAD_AFTER_INTERVALS * o.intervalMs;
+  /** Consecutive scans that found a live owner's task without its process. */
+  const missing = new Map<string, number>();
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+
+  const orphan = async (head: SkillTaskRecord, why: string): Promise<boolean> => {
+    const final: FinishSkillTask = {
+      status: 'orphaned',
+      exitCode: null,
+      signal: null,
+      stdoutTail: '',
+      stderrTail: '',
+      stdoutTruncated: false,
+      stderrTruncated: false,
+      artifacts: [],
+      outputErrors: [],
+      error: { code: 'orphaned', message: `the task's process was lost: ${why}` },
+    };
+    const done = await o.store.skillTasks.finish(head.task_id, final);
+    if (done) log.warn({ task_id: head.task_id, owner: head.owner_instance, why }, 'task orphaned');
+    return done !== undefined;
+  };
+
+  const kill = async (head: SkillTaskRecord): Promise<number | undefined> => {
+    const pid = head.pid;
+    if (pid === null || !(await isOurs(pid, head.proc_start_time))) return undefined;
+    // Proven ours just now. The launcher made it a group leader: the group is the whole host
+    // side of the command (bwrap's pid namespace dies with it).
+    const info = await readProc(pid);
+    try {
+      process.kill(info?.pgrp === pid ? -pid : pid, 'SIGKILL');
+    } catch {
+      return undefined; // Gone in between.
+    }
+    log.warn({ task_id: head.task_id, pid }, 'killed a dead owner’s sandbox process');
+    return pid;
+  };
+
+  const runOnce = async (): Promise<ReapReport> => {
+    const report: ReapReport = { orphaned: [], killed: [] };
+    await o.store.instances.heartbeat({
+      instanceId: o.instanceId,
+      service: SERVICE,
+      host,
+      pid: process.pid,
+      startedAt,
+    });
+    const instances = new Map(
+      (await o.store.instances.list(SERVICE)).map((r) => [r.instance_id, r]),
+    );
+    const heads = await o.store.skillTasks.listAllRunning();
+    const seen = new Set<string>();
+    for (const head of heads) {
+      seen.add(head.task_id);
+      const owner = instances.get(head.owner_instance);
+      const local = owner?.host === host;
+      const dead = !owner
+        ? Date.now() - head.started_at.getTime() > deadAfterMs
+          ? 'its owner instance never registered'
+          : undefined
+        : owner.seen_ago_ms > deadAfterMs
+          ? `its owner instance ${owner.instance_id} was last seen ${owner.seen_ago_ms} ms ago`
+          : owner.started_at.getTime() > head.started_at.getTime()
+            ? `its owner instance ${owner.instance_id} restarted after the task began`
+            : undefined;
+      if (dead) {
+        if (local) {
+          const pid = await kill(head);
+          if (pid !== undefined) report.killed.push(pid);
+        }
+        if (await orphan(head, dead)) report.orphaned.push(head.task_id);
+        continue;
+      }
+      if (!local) continue; // A live owner elsewhere: its own reaper looks after it.
+      if (await isOurs(head.pid, head.proc_start_time)) {
+        missing.delete(head.task_id);
+        continue;
+      }
+      // The owner writes the head once it has collected the outputs: give it a few scans.
+      const n = (missing.get(head.task_id) ?? 0) + 1;
+      missing.set(head.task_id, n);
+      if (n >= DEAD_AFTER_INTERVALS) {
+        missing.delete(head.task_id);
+        const why = `its process ${head.pid} has been gone for ${n} scans`;
+        if (await orphan(head, why)) report.orphaned.push(head.task_id);
+      }
+    }
+    for (const id of missing.keys()) if (!seen.has(id)) missing.delete(id);
+    return report;
+  };
+
+  const tick = (): void => {
+    timer = setTimeout(() => {
+      inFlight = runOnce()
+        .catch((err: unknown) => log.warn({ err }, 'reaper scan failed; retrying next interval'))
+        .finally(() => {
+          if (!stopped) tick();
+        });
+    }, o.intervalMs);
+  };
+
+  return {
+    runOnce,
+    start: () => {
+      if (timer === undefined && !stopped) tick();
+    },
+    stop: async () => {
+      stopped = true;
+      clearTimeout(timer);
+      await inFlight;
+    },
+  };
+}

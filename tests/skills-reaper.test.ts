@@ -1,0 +1,105 @@
+// Regression: a skills service killed mid-task leaves its task's head `running` forever. The
+// reaper of the next instance must end it `orphaned` (whether it comes back under another id,
+// once the dead one misses its heartbeats, or under the same id, at once), and no process of
+// the task may be left behind.
+import { readdir, readFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
+
+const INTERVAL_MS = 300;
+
+let mesh: SkillsMesh;
+beforeAll(async () => {
+  mesh = await startSkillsMesh();
+}, 60_000);
+afterAll(async () => {
+  await mesh?.close();
+});
+
+async function processesWith(marker: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmd.includes(marker)) found.push(Number(pid));
+  }
+  return found;
+}
+
+async function until<T>(fn: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const headOf = (taskId: string) => mesh.api.store.skillTasks.get(mesh.project.id, taskId);
+
+const spawnSkills = (instanceId: string) =>
+  mesh.spawnSkills({
+    CG__SERVICE__INSTANCE_ID: instanceId,
+    CG__SKILLS__REAPER_INTERVAL_MS: String(INTERVAL_MS),
+  });
+
+/** Starts `sleep 60` as a task (served by the only instance up), then SIGKILLs that instance. */
+async function taskOfKilledService(child: ChildProcess, marker: string): Promise<string> {
+  const r = await mesh.client.callTool({
+    project: mesh.project.id,
+    channel: 'main',
+    tool: 'skills.run_cmd_async',
+    // `& wait` keeps the shell (and the marker in its command line) instead of exec-ing sleep.
+    arguments: { command: `sleep 60 & wait # ${marker}` },
+    timeoutMs: 30_000,
+  });
+  expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
+  const taskId = (r.content.result as { task_id: string }).task_id;
+  await until(async () => ((await processesWith(marker)).length > 0 ? true : undefined));
+  child.kill('SIGKILL');
+  await once(child, 'exit');
+  expect((await headOf(taskId))?.status).toBe('running');
+  return taskId;
+}
+
+async function expectOrphanedAndClean(taskId: string, marker: string, withinMs: number) {
+  const head = await until(async () => {
+    const h = await headOf(taskId);
+    return h?.status === 'running' ? undefined : h;
+  }, withinMs);
+  expect(head?.status).toBe('orphaned');
+  expect(head?.finished_at).toBeInstanceOf(Date);
+  expect(head?.error).toMatchObject({ code: 'orphaned' });
+  await until(async () => ((await processesWith(marker)).length === 0 ? true : undefined), 5_000);
+}
+
+describe('skills reaper', () => {
+  it('a task of a killed service ends orphaned once another instance sees its owner dead', async () => {
+    const marker = `tm-reap-${randomUUID()}`;
+    const dead = await spawnSkills(`reap-a-${randomUUID()}`);
+    const taskId = await taskOfKilledService(dead, marker);
+    const next = await spawnSkills(`reap-b-${randomUUID()}`);
+    // Dead after 3 missed heartbeats; a scan every interval.
+    await expectOrphanedAndClean(taskId, marker, 10 * INTERVAL_MS + 5_000);
+    // The next test's task must go to the instance it kills.
+    next.kill('SIGKILL');
+    await once(next, 'exit');
+  }, 60_000);
+
+  it('a task of a killed service ends orphaned at once when it restarts under the same id', async () => {
+    const marker = `tm-reap-${randomUUID()}`;
+    const id = `reap-c-${randomUUID()}`;
+    const dead = await spawnSkills(id);
+    const taskId = await taskOfKilledService(dead, marker);
+    const again = await spawnSkills(id);
+    // The start-up scan ran before the service took calls.
+    expect((await headOf(taskId))?.status).toBe('orphaned');
+    await expectOrphanedAndClean(taskId, marker, 1_000);
+    again.kill('SIGKILL');
+    await once(again, 'exit');
+  }, 60_000);
+});
