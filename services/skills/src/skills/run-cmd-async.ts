@@ -4,7 +4,7 @@
 // the task's end is in the head, read by task_status and task_watch from any instance.
 // Without a session id the task gets a sandbox of its own, destroyed when the task ends.
 import { randomUUID } from 'node:crypto';
-import type { ExecResult } from '@toolmesh/sandbox';
+import type { BackgroundProcess, ExecResult } from '@toolmesh/sandbox';
 import { RunCmdAsyncArgs } from '@toolmesh/skills';
 import type { FinishSkillTask } from '@toolmesh/store';
 import { defineTool, type ToolContext } from '@toolmesh/tool-service';
@@ -13,6 +13,8 @@ import { collectOutputs, copyInputs } from './files.ts';
 import { placeSkill, skillPath } from './place.ts';
 import { sandboxFor, type Lease } from './sessions.ts';
 import type { RunningTask, TaskRegistry } from './tasks.ts';
+
+type OwnTask = RunningTask & { readonly process: BackgroundProcess };
 
 /** Starting a task (sandbox, skill, inputs, spawn) must fit in this; the task itself does not. */
 const START_TIMEOUT_MS = 120_000;
@@ -72,9 +74,12 @@ export function runCmdAsyncTool(deps: SkillsDeps, registry: TaskRegistry) {
           throw err;
         }
         started = true;
-        const task: RunningTask = {
+        const task: OwnTask = {
           project: ctx.project,
           process: proc,
+          kill: async () => {
+            await proc.kill();
+          },
           canceled: false,
           done: Promise.resolve(),
         };
@@ -110,7 +115,7 @@ async function finishTask(
   deps: SkillsDeps,
   ctx: ToolContext,
   lease: Lease,
-  task: RunningTask,
+  task: OwnTask,
   taskId: string,
   o: { outputs: readonly string[]; base: string; timeoutMs: number },
 ): Promise<void> {

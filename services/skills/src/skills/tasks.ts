@@ -4,21 +4,23 @@
 // skills instance subscribes to the task cancel subject (no queue group): the one that holds
 // the task kills it, writes the head and answers; the others stay silent.
 import type { Msg, Subscription } from '@nats-io/transport-node';
-import { decodeMessage, ToolError } from '@toolmesh/protocol';
-import type { BackgroundProcess } from '@toolmesh/sandbox';
+import { decodeMessage } from '@toolmesh/protocol';
 import type { SkillTaskRecord } from '@toolmesh/store';
 import type { ToolDefinition } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
+import { OWNED_TARGET, scopedHead } from './owned.ts';
 import { runCmdAsyncTool } from './run-cmd-async.ts';
 import { taskCancelTool } from './task-cancel.ts';
 import { taskStatusTool } from './task-status.ts';
 import { taskWatchTool } from './task-watch.ts';
 
-export const TASK_TARGET = 'skills';
+export const TASK_TARGET = OWNED_TARGET;
+export { TERMINAL } from './owned.ts';
 
 export interface RunningTask {
   readonly project: string;
-  readonly process: BackgroundProcess;
+  /** Kills whatever runs (a job: its current step); called after `canceled` is set. */
+  kill(): Promise<void>;
   /** Set before the process is killed by a cancel, so the finisher writes `canceled`. */
   canceled: boolean;
   /** Resolves once the final head is written (or writing it failed); set right after start. */
@@ -43,7 +45,7 @@ export function createTaskRegistry(deps: SkillsDeps): TaskRegistry {
     if (!task || task.project !== parsed.project) return;
     log.info({ task_id: req.task_id, reason: req.reason }, 'canceling task');
     task.canceled = true;
-    await task.process.kill();
+    await task.kill();
     await task.done;
     msg.respond();
   };
@@ -65,28 +67,9 @@ export function createTaskRegistry(deps: SkillsDeps): TaskRegistry {
   };
 }
 
-export const TERMINAL = new Set<string>(['succeeded', 'failed', 'timeout', 'canceled', 'orphaned']);
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/**
- * The head of a task of this project. A task id of another project, or one that is no task at
- * all, is the same `tool_error` with details `{reason: 'not_found'}`: nothing tells the caller
- * that the id exists elsewhere. (The protocol has no `not_found` code; we add none.)
- */
-export async function headOf(
-  deps: SkillsDeps,
-  project: string,
-  taskId: string,
-): Promise<SkillTaskRecord> {
-  const head = UUID.test(taskId) ? await deps.store.skillTasks.get(project, taskId) : undefined;
-  if (!head) {
-    throw new ToolError(`no task ${taskId} in this project`, {
-      details: { reason: 'not_found', task_id: taskId },
-    });
-  }
-  return head;
-}
+/** The head of a task of this project; see scopedHead for ids of other projects. */
+export const headOf = (deps: SkillsDeps, project: string, taskId: string) =>
+  scopedHead('task', taskId, (id) => deps.store.skillTasks.get(project, id));
 
 /** What the task tools return: the head without the instance-private fields (owner, pid). */
 export function viewOf(h: SkillTaskRecord) {
