@@ -53,6 +53,8 @@ export type { SkillRecord, SkillVersion, NewSkillVersion, SkillsRepo } from './s
 export type { ArtifactRecord, NewArtifact, ArtifactsRepo } from './artifacts.ts';
 export type { SandboxRecord, SandboxesRepo } from './sandboxes.ts';
 export { SkillTaskStatus } from './skill-tasks.ts';
+export { SkillJobStepStatus } from './skill-jobs.ts';
+export type { SkillJobRecord, SkillJobStep, NewSkillJob, SkillJobsRepo } from './skill-jobs.ts';
 export type {
   SkillTaskRecord,
   NewSkillTask,

@@ -14,6 +14,7 @@ import { createArtifactsRepo, type ArtifactsRepo } from './artifacts.ts';
 import { createSandboxesRepo, type SandboxesRepo } from './sandboxes.ts';
 import { createSkillTasksRepo, type SkillTasksRepo } from './skill-tasks.ts';
 import { createInstancesRepo, type InstancesRepo } from './instances.ts';
+import { createSkillJobsRepo, type SkillJobsRepo } from './skill-jobs.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 
@@ -33,6 +34,7 @@ export interface Store {
   readonly sandboxes: SandboxesRepo;
   readonly skillTasks: SkillTasksRepo;
   readonly instances: InstancesRepo;
+  readonly skillJobs: SkillJobsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -71,6 +73,7 @@ export function createStore(pool: pg.Pool): Store {
     sandboxes: createSandboxesRepo(db),
     skillTasks: createSkillTasksRepo(db),
     instances: createInstancesRepo(db),
+    skillJobs: createSkillJobsRepo(db),
     close: () => pool.end(),
   };
 }

@@ -3,6 +3,7 @@ import type { SkillsDeps } from './deps.ts';
 import { activateTool, loadTool } from './load.ts';
 import { runCmdTool } from './run-cmd.ts';
 import { taskTools } from './tasks.ts';
+import { jobTools } from './jobs.ts';
 
 export const SKILLS_TARGET = 'skills';
 
@@ -13,6 +14,7 @@ export function skillsTools(deps: SkillsDeps): ToolDefinition[] {
     activateTool(deps),
     runCmdTool(deps),
     ...taskTools(deps),
+    ...jobTools(deps),
   ] as ToolDefinition[];
 }
 export type { SkillsDeps, SkillsLimits } from './deps.ts';
