@@ -30,12 +30,14 @@ it(
   async () => {
     const scope = { project: mesh.project.id, channel: 'main' };
     const marker = `tm-cancel-${Date.now()}`;
+    // A duration no other test uses, so the background child can be found by its command line.
+    const child = `45.${process.pid}${Date.now() % 1000}`;
     const toolCallId = `cancel-${Date.now()}`;
     const pending = mesh.client.callTool({
       ...scope,
       tool: 'skills.run_cmd',
       toolCallId,
-      arguments: { command: `sleep 45 & sleep 46; # ${marker}`, timeout_ms: 50_000 },
+      arguments: { command: `sleep ${child} & sleep 46; # ${marker}`, timeout_ms: 50_000 },
       timeoutMs: 55_000,
     });
     for (let i = 0; i < 200 && (await processesWith(marker)).length === 0; i++) {
@@ -49,6 +51,6 @@ it(
     const exec = await mesh.api.store.executions.get(scope.project, toolCallId);
     expect(['skills-a', 'skills-b']).toContain(exec?.instance_id);
     expect(await processesWith(marker)).toEqual([]);
-    expect(await processesWith('sleep 45')).toEqual([]);
+    expect(await processesWith(`sleep ${child}`)).toEqual([]);
   },
 );

@@ -91,14 +91,16 @@ describe('skills.run_cmd', () => {
 
   it('a command past its time limit ends `timeout` and leaves no process behind', async () => {
     const marker = `tm-timeout-${Date.now()}`;
+    // A duration no other test uses, so the child can be found by its command line.
+    const child = `61.${process.pid}${Date.now() % 1000}`;
     const r = await run({
-      command: `sleep 60 & sleep 61 & echo started; wait # ${marker}`,
+      command: `sleep 60 & sleep ${child} & echo started; wait # ${marker}`,
       timeout_ms: 1_000,
     });
     expect(r.status).toBe('timeout');
     expect(r.content.error?.details).toMatchObject({ stdout: 'started\n' });
     expect(await processesWith(marker)).toEqual([]);
-    expect(await processesWith('sleep 61')).toEqual([]);
+    expect(await processesWith(`sleep ${child}`)).toEqual([]);
   });
 
   it('env values full of shell metacharacters arrive intact and run nothing', async () => {
