@@ -1,8 +1,8 @@
 // A running skills.run_cmd is cancelled from outside: the cancel reaches whichever of two
 // skills instances runs the command, the call ends `canceled`, and no process of it is left.
-import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
+import { processesWith } from './support/procs.ts';
 
 let mesh: SkillsMesh;
 beforeAll(async () => {
@@ -13,16 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await mesh?.close();
 });
-
-async function processesWith(marker: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmd.includes(marker)) found.push(Number(pid));
-  }
-  return found;
-}
 
 it(
   'cancels a running command on whichever instance runs it; nothing is left',

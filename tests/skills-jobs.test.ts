@@ -5,11 +5,11 @@
 // no marker process left in /proc; the job ends canceled, later steps skipped); a second
 // start_job in a session with a running job is refused; another project's job id is refused
 // like an unknown one.
-import { readdir, readFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSubjects, decodeMessage } from '@toolmesh/protocol';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
+import { processesWith, until } from './support/procs.ts';
 
 let mesh: SkillsMesh;
 let bStarted = false;
@@ -35,26 +35,6 @@ async function secondInstance(): Promise<void> {
   if (bStarted) return;
   bStarted = true;
   await mesh.startSkills({ CG__SERVICE__INSTANCE_ID: 'skills-b' });
-}
-
-async function processesWith(marker: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmd.includes(marker)) found.push(Number(pid));
-  }
-  return found;
-}
-
-async function until<T>(fn: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 async function instanceThatRan(toolCallId: string): Promise<string> {

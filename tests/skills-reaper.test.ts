@@ -2,12 +2,12 @@
 // reaper of the next instance must end it `orphaned` (whether it comes back under another id,
 // once the dead one misses its heartbeats, or under the same id, at once), and no process of
 // the task may be left behind.
-import { readdir, readFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
+import { processesWith, until } from './support/procs.ts';
 
 const INTERVAL_MS = 300;
 
@@ -18,26 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await mesh?.close();
 });
-
-async function processesWith(marker: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmd.includes(marker)) found.push(Number(pid));
-  }
-  return found;
-}
-
-async function until<T>(fn: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const headOf = (taskId: string) => mesh.api.store.skillTasks.get(mesh.project.id, taskId);
 

@@ -2,11 +2,12 @@
 // in a bubblewrap sandbox, yields a PNG artifact downloadable through the api; a non-zero exit
 // keeps its output; a timeout leaves no process behind; env values arrive verbatim; a missing
 // output and a path that escapes are reported; writes outside the workdir are blocked.
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from './support/mesh.ts';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
+import { processesWith } from './support/procs.ts';
 
 let mesh: SkillsMesh;
 beforeAll(async () => {
@@ -26,17 +27,6 @@ const run = (args: Record<string, unknown>, timeoutMs = 60_000) =>
     arguments: args,
     timeoutMs,
   });
-
-/** Processes whose command line contains the marker, anywhere on the host. */
-async function processesWith(marker: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmd.includes(marker)) found.push(Number(pid));
-  }
-  return found;
-}
 
 describe('skills.run_cmd', () => {
   it('runs the example image skill and returns the PNG as an artifact', async () => {

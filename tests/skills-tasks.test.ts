@@ -4,12 +4,12 @@
 // watch returns the final head and sends heartbeats beside the result; another project's task
 // id is refused as not found; an async timeout leaves no process; a long watch does not stop
 // other calls from being served.
-import { readdir, readFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSubjects, decodeMessage } from '@toolmesh/protocol';
 import type { SkillsService } from '../services/skills/src/app.ts';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
+import { processesWith, until } from './support/procs.ts';
 
 let mesh: SkillsMesh;
 let b: SkillsService | undefined;
@@ -34,26 +34,6 @@ const call = (tool: string, args: Record<string, unknown>, timeoutMs = 30_000, p
 async function secondInstance(): Promise<SkillsService> {
   b ??= await mesh.startSkills({ CG__SERVICE__INSTANCE_ID: 'skills-b' });
   return b;
-}
-
-async function processesWith(marker: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmd.includes(marker)) found.push(Number(pid));
-  }
-  return found;
-}
-
-async function until<T>(fn: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const headOf = (taskId: string) => mesh.api.store.skillTasks.get(mesh.project.id, taskId);
