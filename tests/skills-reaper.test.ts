@@ -1,7 +1,8 @@
 // Regression: a skills service killed mid-task leaves its task's head `running` forever. The
 // reaper of the next instance must end it `orphaned` (whether it comes back under another id,
 // once the dead one misses its heartbeats, or under the same id, at once), and no process of
-// the task may be left behind.
+// the task may be left behind. The same holds for a job: its head ends `orphaned` (the running
+// step `orphaned`, the rest `skipped`) and its session takes a new job.
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
@@ -81,5 +82,49 @@ describe('skills reaper', () => {
     await expectOrphanedAndClean(taskId, marker, 1_000);
     again.kill('SIGKILL');
     await once(again, 'exit');
+  }, 60_000);
+
+  it('a job of a killed service ends orphaned and frees its session', async () => {
+    const marker = `tm-reap-${randomUUID()}`;
+    const session = `reap-job-${randomUUID()}`;
+    const dead = await spawnSkills(`reap-d-${randomUUID()}`);
+    const startJob = (steps: { command: string }[]) =>
+      mesh.client.callTool({
+        project: mesh.project.id,
+        channel: 'main',
+        tool: 'skills.start_job',
+        arguments: { session_id: session, steps },
+        timeoutMs: 30_000,
+      });
+    const r = await startJob([{ command: `sleep 60 & wait # ${marker}` }, { command: 'true' }]);
+    expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
+    const jobId = (r.content.result as { job_id: string }).job_id;
+    const jobOf = () => mesh.api.store.skillJobs.get(mesh.project.id, jobId);
+    await until(async () => ((await processesWith(marker)).length > 0 ? true : undefined));
+    // The running step's pid is written just after the spawn.
+    await until(async () => ((await jobOf())?.steps[0]?.pid != null ? true : undefined));
+    dead.kill('SIGKILL');
+    await once(dead, 'exit');
+    expect((await jobOf())?.status).toBe('running');
+
+    const next = await spawnSkills(`reap-e-${randomUUID()}`);
+    const head = await until(
+      async () => {
+        const h = await jobOf();
+        return h?.status === 'running' ? undefined : h;
+      },
+      10 * INTERVAL_MS + 5_000,
+    );
+    expect(head?.status).toBe('orphaned');
+    expect(head?.finished_at).toBeInstanceOf(Date);
+    expect(head?.error).toMatchObject({ code: 'orphaned' });
+    expect(head?.steps.map((s) => s.status)).toEqual(['orphaned', 'skipped']);
+    expect(head?.steps[0]?.finished_at).not.toBeNull();
+    await until(async () => ((await processesWith(marker)).length === 0 ? true : undefined), 5_000);
+
+    const again = await startJob([{ command: 'true' }]);
+    expect(again.status, JSON.stringify(again.content)).toBe('succeeded');
+    next.kill('SIGKILL');
+    await once(next, 'exit');
   }, 60_000);
 });

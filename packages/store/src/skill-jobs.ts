@@ -15,6 +15,8 @@ export const SkillJobStepStatus = {
   timeout: 'timeout',
   canceled: 'canceled',
   skipped: 'skipped',
+  /** The step's process was lost with its owner (set by the reaper). */
+  orphaned: 'orphaned',
 } as const;
 export type SkillJobStepStatus = (typeof SkillJobStepStatus)[keyof typeof SkillJobStepStatus];
 
@@ -77,6 +79,8 @@ export interface SkillJobsRepo {
   ): Promise<SkillJobRecord | undefined>;
   /** Running jobs owned by one instance (the reaper's scan). */
   listRunning(ownerInstance: string): Promise<SkillJobRecord[]>;
+  /** Every running job, whoever owns it (the reaper's scan of dead owners). */
+  listAllRunning(): Promise<SkillJobRecord[]>;
 }
 
 const COLUMNS = `job_id, project_id, agent_id, tool_call_id, sandbox_id, session_key, status,
@@ -139,6 +143,12 @@ export function createSkillJobsRepo(db: Db): SkillJobsRepo {
         'skill_jobs_list_running',
         `SELECT ${COLUMNS} FROM state.skill_jobs WHERE owner_instance = $1 AND status = 'running'`,
         [ownerInstance],
+      ),
+    listAllRunning: async () =>
+      db.query<SkillJobRecord>(
+        'skill_jobs_list_all_running',
+        `SELECT ${COLUMNS} FROM state.skill_jobs WHERE status = 'running'`,
+        [],
       ),
   };
 }

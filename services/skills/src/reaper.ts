@@ -1,5 +1,5 @@
-// The local reaper: ends async task heads left `running` by a process that is gone, so a task
-// never reads as running forever. At start (before the service takes calls) and on an interval
+// The local reaper: ends async task heads and job heads left `running` by a process that is
+// gone, so a task never reads as running forever and a job never keeps its session busy. At start (before the service takes calls) and on an interval
 // it heartbeats this instance's row in state.service_instances, then looks at every running
 // head:
 // - its owner is dead (not seen for DEAD_AFTER_INTERVALS intervals, or restarted under the same
@@ -9,13 +9,21 @@
 // - its owner is alive and on this host, but the process is gone: the owner writes the head
 //   when the process ends, so only a head whose process stays gone for DEAD_AFTER_INTERVALS
 //   scans (the owner's write failed) becomes `orphaned`.
+// A job is treated as a task whose process is its running step's; when it is orphaned, that
+// step becomes `orphaned` and the steps still pending `skipped`.
 // A process is killed only when pid, start time and command line all prove it is the task's
-// bwrap: pids are reused, and a wrong guess would kill a stranger.
+// (or step's) bwrap: pids are reused, and a wrong guess would kill a stranger.
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
-import type { FinishSkillTask, SkillTaskRecord, Store } from '@toolmesh/store';
+import type {
+  FinishSkillTask,
+  SkillJobRecord,
+  SkillJobStep,
+  SkillTaskRecord,
+  Store,
+} from '@toolmesh/store';
 
 /** An owner missing this many heartbeats is dead; a head this many scans without a process too. */
 export const DEAD_AFTER_INTERVALS = 3;
@@ -104,33 +112,94 @@ export function createReaper(o: ReaperOptions): Reaper {
   const host = o.host ?? hostname();
   const isOurs = o.isOurs ?? ((pid, st) => isOurProcess(pid, st));
   const deadAfterMs = DEAD_AFTER_INTERVALS * o.intervalMs;
-  /** Consecutive scans that found a live owner's task without its process. */
+  /** Consecutive scans that found a live owner's task or job without its process, by kind:id. */
   const missing = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<unknown> = Promise.resolve();
   let stopped = false;
 
-  const orphan = async (head: SkillTaskRecord, why: string): Promise<boolean> => {
-    const final: FinishSkillTask = {
-      status: 'orphaned',
-      exitCode: null,
-      signal: null,
-      stdoutTail: '',
-      stderrTail: '',
-      stdoutTruncated: false,
-      stderrTruncated: false,
-      artifacts: [],
-      outputErrors: [],
-      error: { code: 'orphaned', message: `the task's process was lost: ${why}` },
+  /** A task or a job head, seen the same way: an owner, a process, a way to end it orphaned. */
+  interface Head {
+    readonly kind: 'task' | 'job';
+    readonly id: string;
+    readonly owner: string;
+    readonly startedAt: Date;
+    readonly pid: number | null;
+    readonly procStartTime: string | null;
+    /** Writes the head `orphaned`; false when it had already ended. */
+    orphan(why: string): Promise<boolean>;
+  }
+
+  const orphanedError = (kind: string, why: string) => ({
+    code: 'orphaned',
+    message: `the ${kind}'s process was lost: ${why}`,
+  });
+
+  const taskHead = (t: SkillTaskRecord): Head => ({
+    kind: 'task',
+    id: t.task_id,
+    owner: t.owner_instance,
+    startedAt: t.started_at,
+    pid: t.pid,
+    procStartTime: t.proc_start_time,
+    orphan: async (why) => {
+      const final: FinishSkillTask = {
+        status: 'orphaned',
+        exitCode: null,
+        signal: null,
+        stdoutTail: '',
+        stderrTail: '',
+        stdoutTruncated: false,
+        stderrTruncated: false,
+        artifacts: [],
+        outputErrors: [],
+        error: orphanedError('task', why),
+      };
+      return (await o.store.skillTasks.finish(t.task_id, final)) !== undefined;
+    },
+  });
+
+  // A job's process is its running step's; a job between steps (or whose running step's pid
+  // was not written yet) has none, and reads as gone like a task whose process is.
+  const jobHead = (j: SkillJobRecord): Head => {
+    const step = j.steps.find((s) => s.status === 'running');
+    return {
+      kind: 'job',
+      id: j.job_id,
+      owner: j.owner_instance,
+      startedAt: j.started_at,
+      pid: step?.pid ?? null,
+      procStartTime: step?.proc_start_time ?? null,
+      orphan: async (why) => {
+        const now = new Date().toISOString();
+        const steps: SkillJobStep[] = j.steps.map((s) =>
+          s.status === 'running'
+            ? { ...s, status: 'orphaned', finished_at: now }
+            : s.status === 'pending'
+              ? { ...s, status: 'skipped' }
+              : s,
+        );
+        const done = await o.store.skillJobs.finish(
+          j.job_id,
+          'orphaned',
+          steps,
+          orphanedError('job', why),
+        );
+        return done !== undefined;
+      },
     };
-    const done = await o.store.skillTasks.finish(head.task_id, final);
-    if (done) log.warn({ task_id: head.task_id, owner: head.owner_instance, why }, 'task orphaned');
-    return done !== undefined;
   };
 
-  const kill = async (head: SkillTaskRecord): Promise<number | undefined> => {
+  const orphan = async (head: Head, why: string): Promise<boolean> => {
+    const done = await head.orphan(why);
+    if (done)
+      log.warn({ [`${head.kind}_id`]: head.id, owner: head.owner, why }, `${head.kind} orphaned`);
+    return done;
+  };
+
+  const kill = async (head: Head): Promise<number | undefined> => {
     const pid = head.pid;
-    if (pid === null || !(await isOurs(pid, head.proc_start_time))) return undefined;
+    if (pid === null || !(await isOurs(pid, head.procStartTime))) return undefined;
     // Proven ours just now. The launcher made it a group leader: the group is the whole host
     // side of the command (bwrap's pid namespace dies with it).
     const info = await readProc(pid);
@@ -139,7 +208,7 @@ export function createReaper(o: ReaperOptions): Reaper {
     } catch {
       return undefined; // Gone in between.
     }
-    log.warn({ task_id: head.task_id, pid }, 'killed a dead owner’s sandbox process');
+    log.warn({ [`${head.kind}_id`]: head.id, pid }, 'killed a dead owner’s sandbox process');
     return pid;
   };
 
@@ -155,44 +224,50 @@ export function createReaper(o: ReaperOptions): Reaper {
     const instances = new Map(
       (await o.store.instances.list(SERVICE)).map((r) => [r.instance_id, r]),
     );
-    const heads = await o.store.skillTasks.listAllRunning();
+    const [tasks, jobs] = await Promise.all([
+      o.store.skillTasks.listAllRunning(),
+      o.store.skillJobs.listAllRunning(),
+    ]);
+    const heads = [...tasks.map(taskHead), ...jobs.map(jobHead)];
     const seen = new Set<string>();
     for (const head of heads) {
-      seen.add(head.task_id);
-      const owner = instances.get(head.owner_instance);
+      const key = `${head.kind}:${head.id}`;
+      seen.add(key);
+      const owner = instances.get(head.owner);
       const local = owner?.host === host;
       const dead = !owner
-        ? Date.now() - head.started_at.getTime() > deadAfterMs
+        ? Date.now() - head.startedAt.getTime() > deadAfterMs
           ? 'its owner instance never registered'
           : undefined
         : owner.seen_ago_ms > deadAfterMs
           ? `its owner instance ${owner.instance_id} was last seen ${owner.seen_ago_ms} ms ago`
-          : owner.started_at.getTime() > head.started_at.getTime()
-            ? `its owner instance ${owner.instance_id} restarted after the task began`
+          : owner.started_at.getTime() > head.startedAt.getTime()
+            ? `its owner instance ${owner.instance_id} restarted after the ${head.kind} began`
             : undefined;
       if (dead) {
         if (local) {
           const pid = await kill(head);
           if (pid !== undefined) report.killed.push(pid);
         }
-        if (await orphan(head, dead)) report.orphaned.push(head.task_id);
+        if (await orphan(head, dead)) report.orphaned.push(head.id);
         continue;
       }
       if (!local) continue; // A live owner elsewhere: its own reaper looks after it.
-      if (await isOurs(head.pid, head.proc_start_time)) {
-        missing.delete(head.task_id);
+      if (await isOurs(head.pid, head.procStartTime)) {
+        missing.delete(key);
         continue;
       }
-      // The owner writes the head once it has collected the outputs: give it a few scans.
-      const n = (missing.get(head.task_id) ?? 0) + 1;
-      missing.set(head.task_id, n);
+      // The owner writes the head once it has collected the outputs (or starts the next step):
+      // give it a few scans.
+      const n = (missing.get(key) ?? 0) + 1;
+      missing.set(key, n);
       if (n >= DEAD_AFTER_INTERVALS) {
-        missing.delete(head.task_id);
+        missing.delete(key);
         const why = `its process ${head.pid} has been gone for ${n} scans`;
-        if (await orphan(head, why)) report.orphaned.push(head.task_id);
+        if (await orphan(head, why)) report.orphaned.push(head.id);
       }
     }
-    for (const id of missing.keys()) if (!seen.has(id)) missing.delete(id);
+    for (const key of missing.keys()) if (!seen.has(key)) missing.delete(key);
     return report;
   };
 
