@@ -18,3 +18,4 @@ export { SandboxError, SandboxErrorReason, isSandboxError } from './errors.ts';
 export { createLocalSandboxProvider, DEFAULT_LIMITS, ProcessLimitMode } from './local.ts';
 export type { LocalSandboxOptions, LocalSandboxProvider } from './local.ts';
 export { BARE_BWRAP_TRUE_ARGV, bareBwrapTrue } from './bare.ts';
+export { netnsPidOf } from './netns.ts';

@@ -37,6 +37,8 @@ export interface SkillTaskRecord {
   artifacts: unknown[];
   output_errors: unknown[];
   error: Record<string, unknown> | null;
+  /** A service task's exposed ports (skills.run_service); empty for other tasks. */
+  endpoints: unknown[];
   updated_at: Date;
 }
 
@@ -77,12 +79,14 @@ export interface SkillTasksRepo {
   listRunning(ownerInstance: string): Promise<SkillTaskRecord[]>;
   /** Running tasks of every instance (the reaper's scan: owners may be dead). */
   listAllRunning(): Promise<SkillTaskRecord[]>;
+  /** Records a service task's endpoints; only while it runs. */
+  setEndpoints(taskId: string, endpoints: unknown[]): Promise<void>;
 }
 
 const COLUMNS = `task_id, project_id, agent_id, tool_call_id, sandbox_id, session_key, command,
   status, owner_instance, pid, proc_start_time, started_at, finished_at, exit_code, signal,
   stdout_tail, stderr_tail, stdout_truncated, stderr_truncated, artifacts, output_errors, error,
-  updated_at`;
+  endpoints, updated_at`;
 
 export function createSkillTasksRepo(db: Db): SkillTasksRepo {
   return {
@@ -154,5 +158,13 @@ export function createSkillTasksRepo(db: Db): SkillTasksRepo {
         `SELECT ${COLUMNS} FROM state.skill_tasks WHERE status = 'running'`,
         [],
       ),
+    setEndpoints: async (taskId, endpoints) => {
+      await db.query(
+        'skill_tasks_set_endpoints',
+        `UPDATE state.skill_tasks SET endpoints = $2, updated_at = now()
+         WHERE task_id = $1 AND status = 'running'`,
+        [taskId, JSON.stringify(endpoints)],
+      );
+    },
   };
 }

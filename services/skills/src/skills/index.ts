@@ -7,7 +7,7 @@ import { jobTools } from './jobs.ts';
 
 export const SKILLS_TARGET = 'skills';
 
-/** The skills.* tools served so far. The task, job and service tools follow in the same shape. */
+/** The skills.* tools; run_service is among the task tools (it shares their registry). */
 export function skillsTools(deps: SkillsDeps): ToolDefinition[] {
   return [
     loadTool(deps),

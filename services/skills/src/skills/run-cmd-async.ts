@@ -14,7 +14,11 @@ import { placeSkill, skillPath } from './place.ts';
 import { sandboxFor, type Lease } from './sessions.ts';
 import type { RunningTask, TaskRegistry } from './tasks.ts';
 
-type OwnTask = RunningTask & { readonly process: BackgroundProcess };
+export type OwnTask = RunningTask & {
+  readonly process: BackgroundProcess;
+  /** Run once the process has ended, before the final head is written (run_service: forwarders). */
+  onEnd: (() => Promise<void>) | undefined;
+};
 
 /** Starting a task (sandbox, skill, inputs, spawn) must fit in this; the task itself does not. */
 const START_TIMEOUT_MS = 120_000;
@@ -26,85 +30,113 @@ export function runCmdAsyncTool(deps: SkillsDeps, registry: TaskRegistry) {
       'Starts a shell command in a sandbox and returns a task id at once; task_status, task_watch and task_cancel follow it.',
     args: RunCmdAsyncArgs,
     timeoutMs: START_TIMEOUT_MS,
-    handler: async (args, ctx) => {
-      // Clamped, not refused: the schema allows 24 h, the deployment may allow less.
-      const timeoutMs = Math.min(
-        args.timeout_ms ?? deps.limits.taskTimeoutMaxMs,
-        deps.limits.taskTimeoutMaxMs,
-      );
-      const lease = await sandboxFor(deps, ctx, args.session_id);
-      let started = false;
-      try {
-        const placed = args.skill
-          ? await placeSkill(deps, lease.sandbox, ctx.project, args.skill)
-          : undefined;
-        const base = args.workdir ?? (placed ? skillPath(placed.name) : '');
-        await copyInputs(deps, lease.sandbox, ctx.project, args.inputs ?? [], base);
-        // No signal: the task outlives this call; only its own limit or a cancel ends it.
-        const proc = await lease.sandbox.spawn(
-          { shell: args.command },
-          {
-            env: args.env ?? {},
-            ...(base ? { cwd: base } : {}),
-            timeoutMs,
-            limits: {
-              stdoutBytes: deps.limits.stdoutTailBytes,
-              stderrBytes: deps.limits.stderrTailBytes,
-            },
-          },
-        );
-        const taskId = randomUUID();
-        try {
-          await deps.store.skillTasks.insert({
-            taskId,
-            projectId: ctx.project,
-            agentId: ctx.agentId ?? null,
-            toolCallId: ctx.toolCallId,
-            sandboxId: lease.sandbox.id,
-            sessionKey: args.session_id ? `${ctx.agentId ?? '-'}/${args.session_id}` : null,
-            command: args.command,
-            ownerInstance: deps.instanceId,
-            pid: proc.pid,
-            procStartTime: proc.procStartTime ?? null,
-            startedAt: proc.startedAt,
-          });
-        } catch (err) {
-          // Without a head nobody could see or cancel it: it must not run.
-          await proc.kill();
-          throw err;
-        }
-        started = true;
-        const task: OwnTask = {
-          project: ctx.project,
-          process: proc,
-          kill: async () => {
-            await proc.kill();
-          },
-          canceled: false,
-          done: Promise.resolve(),
-        };
-        registry.running.set(taskId, task);
-        task.done = finishTask(deps, ctx, lease, task, taskId, {
-          outputs: args.outputs ?? [],
-          base,
-          timeoutMs,
-        }).finally(() => registry.running.delete(taskId));
-        ctx.logger.info({ task_id: taskId, pid: proc.pid }, 'task started');
-        return {
-          task_id: taskId,
-          status: 'running',
-          started_at: proc.startedAt.toISOString(),
-          timeout_ms: timeoutMs,
-        };
-      } finally {
-        if (!started) {
-          await lease
-            .release()
-            .catch((err: unknown) => ctx.logger.warn({ err }, 'releasing the sandbox failed'));
-        }
-      }
-    },
+    handler: async (args, ctx) => (await startTask(deps, registry, ctx, args)).result,
   });
+}
+
+/** A task just started: its id, its process and the registry entry (for run_service's hooks). */
+export interface StartedTask {
+  readonly taskId: string;
+  readonly task: OwnTask;
+  readonly result: {
+    task_id: string;
+    status: 'running';
+    started_at: string;
+    timeout_ms: number;
+  };
+}
+
+/**
+ * Starts a command as an async task (sandbox, skill, inputs, spawn, head, registry, finisher):
+ * what run_cmd_async does, shared with run_service.
+ */
+export async function startTask(
+  deps: SkillsDeps,
+  registry: TaskRegistry,
+  ctx: ToolContext,
+  args: RunCmdAsyncArgs,
+): Promise<StartedTask> {
+  // Clamped, not refused: the schema allows 24 h, the deployment may allow less.
+  const timeoutMs = Math.min(
+    args.timeout_ms ?? deps.limits.taskTimeoutMaxMs,
+    deps.limits.taskTimeoutMaxMs,
+  );
+  const lease = await sandboxFor(deps, ctx, args.session_id);
+  let started = false;
+  try {
+    const placed = args.skill
+      ? await placeSkill(deps, lease.sandbox, ctx.project, args.skill)
+      : undefined;
+    const base = args.workdir ?? (placed ? skillPath(placed.name) : '');
+    await copyInputs(deps, lease.sandbox, ctx.project, args.inputs ?? [], base);
+    // No signal: the task outlives this call; only its own limit or a cancel ends it.
+    const proc = await lease.sandbox.spawn(
+      { shell: args.command },
+      {
+        env: args.env ?? {},
+        ...(base ? { cwd: base } : {}),
+        timeoutMs,
+        limits: {
+          stdoutBytes: deps.limits.stdoutTailBytes,
+          stderrBytes: deps.limits.stderrTailBytes,
+        },
+      },
+    );
+    const taskId = randomUUID();
+    try {
+      await deps.store.skillTasks.insert({
+        taskId,
+        projectId: ctx.project,
+        agentId: ctx.agentId ?? null,
+        toolCallId: ctx.toolCallId,
+        sandboxId: lease.sandbox.id,
+        sessionKey: args.session_id ? `${ctx.agentId ?? '-'}/${args.session_id}` : null,
+        command: args.command,
+        ownerInstance: deps.instanceId,
+        pid: proc.pid,
+        procStartTime: proc.procStartTime ?? null,
+        startedAt: proc.startedAt,
+      });
+    } catch (err) {
+      // Without a head nobody could see or cancel it: it must not run.
+      await proc.kill();
+      throw err;
+    }
+    started = true;
+    const task: OwnTask = {
+      project: ctx.project,
+      process: proc,
+      kill: async () => {
+        await proc.kill();
+      },
+      canceled: false,
+      done: Promise.resolve(),
+      onEnd: undefined,
+    };
+    registry.running.set(taskId, task);
+    task.done = finishTask(deps, ctx, lease, task, taskId, {
+      outputs: args.outputs ?? [],
+      base,
+      timeoutMs,
+    }).finally(() => registry.running.delete(taskId));
+    ctx.logger.info({ task_id: taskId, pid: proc.pid }, 'task started');
+    return {
+      taskId,
+      task,
+      result: {
+        task_id: taskId,
+        status: 'running',
+        started_at: proc.startedAt.toISOString(),
+        timeout_ms: timeoutMs,
+      },
+    };
+  } finally {
+    if (!started) {
+      await lease
+        .release()
+        .catch((err: unknown) => ctx.logger.warn({ err }, 'releasing the sandbox failed'));
+    }
+  }
 }
 
 /**
@@ -123,6 +155,7 @@ async function finishTask(
   let final: FinishSkillTask;
   try {
     const r = await task.process.wait();
+    await task.onEnd?.().catch((err: unknown) => log.warn({ err }, 'ending the task failed'));
     final = finalOf(r, o.timeoutMs);
     // A cancel sets the flag before it kills the process, so the kill reads as `canceled`.
     if (task.canceled && final.status !== 'timeout') {

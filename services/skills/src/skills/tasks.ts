@@ -10,6 +10,7 @@ import type { ToolDefinition } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
 import { OWNED_TARGET, scopedHead } from './owned.ts';
 import { runCmdAsyncTool } from './run-cmd-async.ts';
+import { runServiceTool } from './run-service.ts';
 import { taskCancelTool } from './task-cancel.ts';
 import { taskStatusTool } from './task-status.ts';
 import { taskWatchTool } from './task-watch.ts';
@@ -94,12 +95,13 @@ export function viewOf(h: SkillTaskRecord) {
   };
 }
 
-/** The four task tools, sharing this instance's registry of running tasks. */
+/** The task tools (run_cmd_async, run_service, status, watch, cancel), sharing this instance's registry of running tasks. */
 export function taskTools(deps: SkillsDeps): ToolDefinition[] {
   const registry = createTaskRegistry(deps);
   registry.listen();
   return [
     runCmdAsyncTool(deps, registry),
+    runServiceTool(deps, registry),
     taskStatusTool(deps),
     taskWatchTool(deps),
     taskCancelTool(deps),
