@@ -9,8 +9,8 @@ import { RunCmdAsyncArgs } from '@toolmesh/skills';
 import type { FinishSkillTask } from '@toolmesh/store';
 import { defineTool, type ToolContext } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
-import { collectOutputs, copyInputs } from './files.ts';
-import { placeSkill, skillPath } from './place.ts';
+import { collectOutputs } from './files.ts';
+import { prepareCommand } from './prepare.ts';
 import { sandboxFor, type Lease } from './sessions.ts';
 import type { RunningTask, TaskRegistry } from './tasks.ts';
 
@@ -64,24 +64,9 @@ export async function startTask(
   const lease = await sandboxFor(deps, ctx, args.session_id);
   let started = false;
   try {
-    const placed = args.skill
-      ? await placeSkill(deps, lease.sandbox, ctx.project, args.skill)
-      : undefined;
-    const base = args.workdir ?? (placed ? skillPath(placed.name) : '');
-    await copyInputs(deps, lease.sandbox, ctx.project, args.inputs ?? [], base);
+    const { base, options } = await prepareCommand(deps, lease.sandbox, ctx.project, args);
     // No signal: the task outlives this call; only its own limit or a cancel ends it.
-    const proc = await lease.sandbox.spawn(
-      { shell: args.command },
-      {
-        env: args.env ?? {},
-        ...(base ? { cwd: base } : {}),
-        timeoutMs,
-        limits: {
-          stdoutBytes: deps.limits.stdoutTailBytes,
-          stderrBytes: deps.limits.stderrTailBytes,
-        },
-      },
-    );
+    const proc = await lease.sandbox.spawn({ shell: args.command }, { ...options, timeoutMs });
     const taskId = randomUUID();
     try {
       await deps.store.skillTasks.insert({

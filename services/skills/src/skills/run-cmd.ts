@@ -8,8 +8,8 @@ import type { ExecResult } from '@toolmesh/sandbox';
 import { RunCmdArgs } from '@toolmesh/skills';
 import { defineTool } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
-import { collectOutputs, copyInputs } from './files.ts';
-import { placeSkill, skillPath } from './place.ts';
+import { collectOutputs } from './files.ts';
+import { prepareCommand } from './prepare.ts';
 import { sandboxFor } from './sessions.ts';
 
 /** Time kept back from the call's deadline to collect outputs and write the result. */
@@ -54,23 +54,15 @@ export function runCmdTool(deps: SkillsDeps) {
       );
       const lease = await sandboxFor(deps, ctx, args.session_id);
       try {
-        const placed = args.skill
-          ? await placeSkill(deps, lease.sandbox, ctx.project, args.skill)
-          : undefined;
-        const base = args.workdir ?? (placed ? skillPath(placed.name) : '');
-        await copyInputs(deps, lease.sandbox, ctx.project, args.inputs ?? [], base);
+        const { placed, base, options } = await prepareCommand(
+          deps,
+          lease.sandbox,
+          ctx.project,
+          args,
+        );
         const result = await lease.sandbox.exec(
           { shell: args.command },
-          {
-            env: args.env ?? {},
-            ...(base ? { cwd: base } : {}),
-            timeoutMs: commandTimeout,
-            signal: ctx.signal,
-            limits: {
-              stdoutBytes: deps.limits.stdoutTailBytes,
-              stderrBytes: deps.limits.stderrTailBytes,
-            },
-          },
+          { ...options, timeoutMs: commandTimeout, signal: ctx.signal },
         );
         const out = outputOf(result);
         if (result.timedOut) {
