@@ -4,15 +4,13 @@
 // card in Postgres, result event, answer). autocannon fires from a worker thread so that the
 // load generator does not share the api's event loop.
 import type { ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { startTestApi } from '../services/api/src/test/support.ts';
 import { table } from './stats.ts';
-import { spawnReady, ROOT_DIR } from './support.ts';
+import { spawnReady, ROOT_DIR, writeResult, stopChildren } from './support.ts';
 
 const DURATION_SEC = Number(process.env['BENCH_DURATION_SEC'] ?? 10);
 const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 32);
@@ -139,13 +137,8 @@ try {
   console.log(
     `\n${CONNECTIONS} connections, ${DURATION_SEC} s each; executions by status: ${JSON.stringify(byStatus)}`,
   );
-  await mkdir(join(ROOT_DIR, 'bench/results'), { recursive: true });
-  await writeFile(join(ROOT_DIR, 'bench/results/api.json'), JSON.stringify(result, null, 2) + '\n');
-  console.log('written to bench/results/api.json');
+  await writeResult('api', result);
 } finally {
-  for (const c of children) {
-    c.kill('SIGTERM');
-    await once(c, 'exit');
-  }
+  await stopChildren(children);
   await api.close();
 }

@@ -2,8 +2,6 @@
 // in Postgres, result event out), sequentially and with 64 in flight, against the floor measured
 // in the same run: a bare JetStream publish, consume and ack plus one Postgres insert.
 import type { ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers } from '@nats-io/transport-node';
@@ -11,7 +9,7 @@ import { pino } from 'pino';
 import { createClient } from '@toolmesh/client';
 import { createPool, migrate } from '@toolmesh/store';
 import { useNats, usePostgres } from '@toolmesh/testing';
-import { spawnReady, drive, ROOT_DIR } from './support.ts';
+import { spawnReady, drive, ROOT_DIR, writeResult, stopChildren } from './support.ts';
 import { summarize, table } from './stats.ts';
 
 const SEQUENTIAL = Number(process.env['BENCH_SEQUENTIAL'] ?? 2_000);
@@ -158,17 +156,9 @@ try {
   console.log(
     `\nratio to floor: p50 ${result.ratio_p50}x sequential; throughput ${result.ratio_calls_per_s}x`,
   );
-  await mkdir(join(ROOT_DIR, 'bench/results'), { recursive: true });
-  await writeFile(
-    join(ROOT_DIR, 'bench/results/roundtrip.json'),
-    JSON.stringify(result, null, 2) + '\n',
-  );
-  console.log('written to bench/results/roundtrip.json');
+  await writeResult('roundtrip', result);
 } finally {
-  for (const c of children) {
-    c.kill('SIGTERM');
-    await once(c, 'exit');
-  }
+  await stopChildren(children);
   await nc.close();
   await nats.cleanup();
   await db.cleanup();

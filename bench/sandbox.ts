@@ -3,8 +3,7 @@
 // floor measured in the same run: a bare bubblewrap spawn of /bin/true. Also the sandbox alone
 // (provider.exec in this process, no mesh), so the mesh's share and the sandbox's share show.
 import type { ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
@@ -13,7 +12,7 @@ import { createClient } from '@toolmesh/client';
 import { createPool, migrate } from '@toolmesh/store';
 import { useNats, usePostgres } from '@toolmesh/testing';
 import { bareBwrapTrue, createLocalSandboxProvider } from '@toolmesh/sandbox';
-import { spawnReady, ROOT_DIR } from './support.ts';
+import { spawnReady, ROOT_DIR, writeResult, stopChildren } from './support.ts';
 import { summarize, table } from './stats.ts';
 
 const N = Number(process.env['BENCH_N'] ?? 200);
@@ -122,17 +121,9 @@ try {
     `\nratio to floor: p50 ${result.ratio_p50}x, p99 ${result.ratio_p99}x; ` +
       `mesh overhead over the sandbox alone: ${result.mesh_overhead_p50_ms} ms at p50`,
   );
-  await mkdir(join(ROOT_DIR, 'bench/results'), { recursive: true });
-  await writeFile(
-    join(ROOT_DIR, 'bench/results/sandbox.json'),
-    JSON.stringify(result, null, 2) + '\n',
-  );
-  console.log('written to bench/results/sandbox.json');
+  await writeResult('sandbox', result);
 } finally {
-  for (const c of children) {
-    c.kill('SIGTERM');
-    await once(c, 'exit');
-  }
+  await stopChildren(children);
   await nc.close();
   await nats.cleanup();
   await db.cleanup();

@@ -1,6 +1,8 @@
 // What the benchmarks share: starting a service as a child process and waiting for its ready
 // line, and driving operations with a fixed number in flight.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export const ROOT_DIR = join(import.meta.dirname, '..');
@@ -49,4 +51,23 @@ export async function drive(total: number, inFlight: number, op: (i: number) => 
     }),
   );
   return { latencies, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** Writes a benchmark's figures to bench/results/<name>.json and says so. */
+export async function writeResult(name: string, result: unknown): Promise<void> {
+  await mkdir(join(ROOT_DIR, 'bench/results'), { recursive: true });
+  await writeFile(
+    join(ROOT_DIR, `bench/results/${name}.json`),
+    JSON.stringify(result, null, 2) + '\n',
+  );
+  console.log(`written to bench/results/${name}.json`);
+}
+
+/** Stops the children a benchmark started and waits for them to exit. */
+export async function stopChildren(children: readonly ChildProcess[]): Promise<void> {
+  for (const c of children) {
+    if (c.exitCode !== null || c.signalCode !== null) continue;
+    c.kill('SIGTERM');
+    await once(c, 'exit');
+  }
 }
