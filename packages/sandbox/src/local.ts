@@ -28,6 +28,7 @@ import type {
   SpawnOptions,
 } from './provider.ts';
 import { acquireRuntime, type Runtime } from './runtime.ts';
+import { startWarmExecutor, type WarmExecutor } from './local-warm.ts';
 
 export const DEFAULT_LIMITS: ExecLimits = {
   stdoutBytes: 64 * 1024,
@@ -59,6 +60,11 @@ export interface LocalSandboxOptions {
   readonly limits?: Partial<ExecLimits>;
   /** Use a pids cgroup per command when one can be made (default true). */
   readonly pidsCgroup?: boolean;
+  /**
+   * How long a sandbox's warm executor (see `local-warm.ts`) waits for its next command before
+   * it stops. 0: every command starts its own bwrap. Default 60 s.
+   */
+  readonly warmIdleMs?: number;
   readonly logger?: Logger;
 }
 
@@ -110,6 +116,7 @@ export async function createLocalSandboxProvider(
     allowedDomains: [...(options.allowedDomains ?? [])],
     denyRead: [...(options.denyRead ?? [homedir()])],
     limits: { ...DEFAULT_LIMITS, ...options.limits },
+    warmIdleMs: options.warmIdleMs ?? DEFAULT_WARM_IDLE_MS,
   });
   logger.info({ rootDir, processLimit, cgroups: cgroups?.base }, 'local sandbox provider ready');
   return provider;
@@ -124,7 +131,10 @@ interface ProviderDeps {
   readonly allowedDomains: readonly string[];
   readonly denyRead: readonly string[];
   readonly limits: ExecLimits;
+  readonly warmIdleMs: number;
 }
+
+export const DEFAULT_WARM_IDLE_MS = 60_000;
 
 class LocalProvider implements LocalSandboxProvider {
   readonly kind = 'local' as const;
@@ -133,6 +143,10 @@ class LocalProvider implements LocalSandboxProvider {
   readonly deps: ProviderDeps;
   /** Commands still running, per sandbox id, whichever handle started them. */
   readonly running = new Map<string, Set<Running>>();
+  /** Warm executors per sandbox id, started or starting. */
+  readonly #warm = new Map<string, Promise<WarmExecutor | undefined>>();
+  /** Set when an executor failed to start: commands then run cold, as they always can. */
+  #warmBroken = false;
   #closed = false;
 
   constructor(deps: ProviderDeps) {
@@ -189,13 +203,57 @@ class LocalProvider implements LocalSandboxProvider {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.all([...this.running.keys()].map((id) => this.stopAll(id)));
+    const ids = new Set([...this.running.keys(), ...this.#warm.keys()]);
+    await Promise.all([...ids].map((id) => this.stopAll(id)));
     await this.deps.runtime.release();
   }
 
   async stopAll(sandboxId: string): Promise<void> {
+    const warm = this.#warm.get(sandboxId);
     const set = this.running.get(sandboxId);
-    if (set) await Promise.all([...set].map((r) => r.kill()));
+    await Promise.all([
+      warm?.then((executor) => executor?.stop()),
+      ...[...(set ?? [])].map((r) => r.kill()),
+    ]);
+  }
+
+  /** The sandbox's warm executor when it is free, started on first use; else undefined. */
+  async warmFor(
+    sandbox: LocalSandbox,
+    allowedDomains: readonly string[],
+  ): Promise<WarmExecutor | undefined> {
+    if (this.deps.warmIdleMs <= 0 || this.#warmBroken || this.#closed) return undefined;
+    const known = this.#warm.get(sandbox.id);
+    if (known !== undefined) {
+      const executor = await known;
+      return executor === undefined || executor.unavailable ? undefined : executor;
+    }
+    const forget = (): void => {
+      if (this.#warm.get(sandbox.id) === self) this.#warm.delete(sandbox.id);
+    };
+    const self: Promise<WarmExecutor | undefined> = startWarmExecutor({
+      sandboxId: sandbox.id,
+      workdir: sandbox.workdir,
+      denyRead: [...this.deps.denyRead, this.rootDir],
+      allowedDomains,
+      hostEnv: { PATH: SANDBOX_PATH, SHLVL: '1', LANG: 'C.UTF-8' },
+      runtime: this.deps.runtime,
+      cgroups: this.deps.cgroups,
+      idleMs: this.deps.warmIdleMs,
+      logger: this.deps.logger,
+      onGone: forget,
+    }).catch((err: unknown) => {
+      this.#warmBroken = true;
+      forget();
+      this.deps.logger.warn(
+        { err, sandboxId: sandbox.id },
+        'warm executor failed to start: commands run cold from now on',
+      );
+      return undefined;
+    });
+    this.#warm.set(sandbox.id, self);
+    const executor = await self;
+    return executor?.unavailable === false ? executor : undefined;
   }
 
   #assertOpen(): void {
@@ -220,6 +278,21 @@ class LocalSandbox implements Sandbox {
   }
 
   async exec(command: CommandSpec, options: ExecOptions): Promise<ExecResult> {
+    // The warm path has no stdin to give (the executor's stdin carries its requests).
+    if (options.stdin === undefined && options.signal?.aborted !== true) {
+      const prepared = await this.#prepare(command, options);
+      const warm = await this.#provider.warmFor(this, this.#allowedDomains);
+      const result = await warm?.run({
+        vars: prepared.env,
+        processes: prepared.limits.processes,
+        stdoutBytes: prepared.limits.stdoutBytes,
+        stderrBytes: prepared.limits.stderrBytes,
+        timeoutMs: options.timeoutMs,
+        signal: options.signal,
+        maxDenials: MAX_DENIALS,
+      });
+      if (result !== undefined) return result;
+    }
     const running = await this.#start(command, options);
     return running.done;
   }
@@ -255,7 +328,11 @@ class LocalSandbox implements Sandbox {
     await this.#provider.destroy(this.id);
   }
 
-  async #start(command: CommandSpec, options: SpawnOptions): Promise<Running> {
+  /** Checks a command's options; returns its launcher variables and limits. */
+  async #prepare(
+    command: CommandSpec,
+    options: SpawnOptions,
+  ): Promise<{ cwd: string; limits: ExecLimits; env: Record<string, string> }> {
     this.#assertOpen();
     const { deps } = this.#provider;
     if (
@@ -272,7 +349,6 @@ class LocalSandbox implements Sandbox {
     // file or a link in its place, leave that alone: the command chose to break its TMPDIR.
     await ensureDirInside(this.workdir, TMP_DIR).catch(() => undefined);
     const limits: ExecLimits = { ...deps.limits, ...options.limits };
-    const commandId = randomBytes(16).toString('base64url');
     const env = launchEnv({
       command,
       env: {
@@ -289,7 +365,13 @@ class LocalSandbox implements Sandbox {
       limits,
       rlimitProcesses: this.#provider.processLimit === 'rlimit',
     });
+    return { cwd, limits, env };
+  }
 
+  async #start(command: CommandSpec, options: SpawnOptions): Promise<Running> {
+    const { deps } = this.#provider;
+    const { cwd, limits, env } = await this.#prepare(command, options);
+    const commandId = randomBytes(16).toString('base64url');
     const undo: (() => void | Promise<void>)[] = [];
     const cleanup = async (): Promise<void> => {
       for (const step of undo.reverse()) await step();
