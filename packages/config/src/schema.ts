@@ -238,6 +238,8 @@ export const sandboxSchema = section({
     .default([]),
   process_limit: positiveInt().default(512),
   file_size_bytes: positiveInt().default(1_073_741_824),
+  // local: how long a sandbox's resident executor waits for its next command; 0 starts a bwrap per command.
+  warm_idle_ms: intAtLeast(0).default(60_000),
 });
 
 // prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.

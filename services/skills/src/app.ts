@@ -72,6 +72,7 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
       processes: config.sandbox.process_limit,
       fileSizeBytes: config.sandbox.file_size_bytes,
     },
+    warmIdleMs: config.sandbox.warm_idle_ms,
     logger: log,
   });
   const common = { bus, store, limits: toolLimits(config.tools), instanceId, logger: log };
