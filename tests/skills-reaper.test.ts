@@ -2,9 +2,11 @@
 // reaper of the next instance must end it `orphaned` (whether it comes back under another id,
 // once the dead one misses its heartbeats, or under the same id, at once), and no process of
 // the task may be left behind. The same holds for a job: its head ends `orphaned` (the running
-// step `orphaned`, the rest `skipped`) and its session takes a new job.
+// step `orphaned`, the rest `skipped`) and its session takes a new job. A service task's host
+// port forwarders, which outlive the service, are killed with it.
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
@@ -127,4 +129,40 @@ describe('skills reaper', () => {
     next.kill('SIGKILL');
     await once(next, 'exit');
   }, 60_000);
+
+  it('the forwarders of a killed service are killed with its service task', async () => {
+    await mesh.uploadSkill(join(import.meta.dirname, '..', 'examples/skills/http-hello'));
+    const greeting = `reap${Date.now()}`;
+    const id = `reap-f-${randomUUID()}`;
+    const dead = await spawnSkills(id);
+    const r = await mesh.client.callTool({
+      project: mesh.project.id,
+      channel: 'main',
+      tool: 'skills.run_service',
+      arguments: {
+        skill: 'http-hello',
+        command: `python3 server.py --port 8000 --greeting ${greeting}`,
+        session_id: `reap-svc-${randomUUID()}`,
+        expose_ports: [8000],
+      },
+      timeoutMs: 60_000,
+    });
+    expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
+    const res = r.content.result as { task_id: string; endpoints: { host_port: number }[] };
+    const forwarder = `TCP-LISTEN:${res.endpoints[0]!.host_port},`;
+    dead.kill('SIGKILL');
+    await once(dead, 'exit');
+    // Positive control: the forwarder outlives the service that started it.
+    expect(await processesWith(forwarder)).not.toHaveLength(0);
+
+    const again = await spawnSkills(id);
+    expect((await headOf(res.task_id))?.status).toBe('orphaned');
+    await until(async () =>
+      (await processesWith(forwarder)).length === 0 && (await processesWith(greeting)).length === 0
+        ? true
+        : undefined,
+    );
+    again.kill('SIGKILL');
+    await once(again, 'exit');
+  }, 90_000);
 });

@@ -12,7 +12,9 @@
 // A job is treated as a task whose process is its running step's; when it is orphaned, that
 // step becomes `orphaned` and the steps still pending `skipped`.
 // A process is killed only when pid, start time and command line all prove it is the task's
-// (or step's) bwrap: pids are reused, and a wrong guess would kill a stranger.
+// (or step's) bwrap, or a run_service forwarder (a socat listening on the task's host port;
+// forwarders are detached and outlive a killed service): pids are reused, and a wrong guess
+// would kill a stranger.
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
@@ -81,6 +83,48 @@ export async function isOurProcess(
   );
 }
 
+export interface ForwarderRecord {
+  readonly pid: number;
+  readonly startTime: string;
+  readonly hostPort: number;
+}
+
+/** The forwarders a task head's endpoints name (see skills/forwarders.ts); others are skipped. */
+export function forwardersOf(endpoints: readonly unknown[]): ForwarderRecord[] {
+  const out: ForwarderRecord[] = [];
+  for (const e of endpoints) {
+    const r = e as { forwarder_pid?: unknown; forwarder_start_time?: unknown; host_port?: unknown };
+    if (
+      Number.isInteger(r.forwarder_pid) &&
+      typeof r.forwarder_start_time === 'string' &&
+      Number.isInteger(r.host_port)
+    ) {
+      out.push({
+        pid: r.forwarder_pid as number,
+        startTime: r.forwarder_start_time,
+        hostPort: r.host_port as number,
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * True only when the pid is alive, started when recorded, is a socat and listens on the
+ * recorded host port: the proof required before a forwarder is killed.
+ */
+export async function isOurForwarder(f: ForwarderRecord): Promise<boolean> {
+  if (f.pid <= 1) return false;
+  const info = await readProc(f.pid);
+  return (
+    info !== undefined &&
+    info.startTime === f.startTime &&
+    info.pgrp === f.pid &&
+    basename(info.argv[0] ?? '') === 'socat' &&
+    (info.argv[1] ?? '').startsWith(`TCP-LISTEN:${f.hostPort},`)
+  );
+}
+
 export interface ReaperOptions {
   store: Store;
   instanceId: string;
@@ -126,6 +170,8 @@ export function createReaper(o: ReaperOptions): Reaper {
     readonly startedAt: Date;
     readonly pid: number | null;
     readonly procStartTime: string | null;
+    /** run_service's host port forwarders, as its task head recorded them. */
+    readonly forwarders: readonly ForwarderRecord[];
     /** Writes the head `orphaned`; false when it had already ended. */
     orphan(why: string): Promise<boolean>;
   }
@@ -142,6 +188,7 @@ export function createReaper(o: ReaperOptions): Reaper {
     startedAt: t.started_at,
     pid: t.pid,
     procStartTime: t.proc_start_time,
+    forwarders: forwardersOf(t.endpoints),
     orphan: async (why) => {
       const final: FinishSkillTask = {
         status: 'orphaned',
@@ -170,6 +217,7 @@ export function createReaper(o: ReaperOptions): Reaper {
       startedAt: j.started_at,
       pid: step?.pid ?? null,
       procStartTime: step?.proc_start_time ?? null,
+      forwarders: [],
       orphan: async (why) => {
         const now = new Date().toISOString();
         const steps: SkillJobStep[] = j.steps.map((s) =>
@@ -212,6 +260,23 @@ export function createReaper(o: ReaperOptions): Reaper {
     return pid;
   };
 
+  /** Kills the head's forwarders that are still ours; a dead owner cannot stop them. */
+  const killForwarders = async (head: Head): Promise<number[]> => {
+    const killed: number[] = [];
+    for (const f of head.forwarders) {
+      if (!(await isOurForwarder(f))) continue;
+      try {
+        // Started detached: the group is the forwarder and its per-connection children.
+        process.kill(-f.pid, 'SIGKILL');
+      } catch {
+        continue;
+      }
+      log.warn({ task_id: head.id, pid: f.pid, host_port: f.hostPort }, 'killed a lost forwarder');
+      killed.push(f.pid);
+    }
+    return killed;
+  };
+
   const runOnce = async (): Promise<ReapReport> => {
     const report: ReapReport = { orphaned: [], killed: [] };
     await o.store.instances.heartbeat({
@@ -248,6 +313,7 @@ export function createReaper(o: ReaperOptions): Reaper {
         if (local) {
           const pid = await kill(head);
           if (pid !== undefined) report.killed.push(pid);
+          report.killed.push(...(await killForwarders(head)));
         }
         if (await orphan(head, dead)) report.orphaned.push(head.id);
         continue;
@@ -264,6 +330,7 @@ export function createReaper(o: ReaperOptions): Reaper {
       if (n >= DEAD_AFTER_INTERVALS) {
         missing.delete(key);
         const why = `its process ${head.pid} has been gone for ${n} scans`;
+        report.killed.push(...(await killForwarders(head)));
         if (await orphan(head, why)) report.orphaned.push(head.id);
       }
     }
