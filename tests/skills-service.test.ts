@@ -1,7 +1,8 @@
 // skills.run_service through the whole mesh: the example HTTP skill started in a session
 // sandbox with port 8000 exposed answers through its 127.0.0.1 endpoint; task_status says the
 // endpoint is active; task_cancel ends it, after which the host port refuses connections and
-// neither the forwarder nor the server is left in /proc.
+// neither the forwarder nor the server is left in /proc. A service that never listens, or exits
+// first, fails the call and leaves nothing running.
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,4 +92,31 @@ describe('skills.run_service', () => {
       { ...ep, active: false },
     ]);
   }, 90_000);
+
+  it('a service that never listens on its port fails the call and is not left running', async () => {
+    const greeting = `deaf${Date.now()}`;
+    const r = await call('run_service', {
+      skill: 'http-hello',
+      command: `python3 server.py --port 8001 --greeting ${greeting}`,
+      session_id: 's-deaf',
+      expose_ports: [8000],
+      ready_timeout_ms: 2_000,
+    });
+    expect(r.status).toBe('failed');
+    const details = (r.content.error as { details: { reason: string; task_id: string } }).details;
+    expect(details).toMatchObject({ reason: 'ports_not_ready', ports: [8000] });
+    const head = await mesh.api.store.skillTasks.get(mesh.project.id, details.task_id);
+    expect(head?.status).not.toBe('running');
+    await until(async () => ((await processesWith(greeting)).length === 0 ? true : undefined));
+  }, 60_000);
+
+  it('a service that exits before its port answers fails the call with its reason', async () => {
+    const r = await call('run_service', {
+      command: 'echo starting; exit 3',
+      session_id: 's-quit',
+      expose_ports: [8000],
+    });
+    expect(r.status).toBe('failed');
+    expect(r.content.error).toMatchObject({ details: { reason: 'service_ended' } });
+  }, 60_000);
 });

@@ -133,6 +133,10 @@ export const RunServiceArgs = z.strictObject({
     .meta({ uniqueItems: true })
     .describe('TCP ports the service listens on inside the sandbox, forwarded to 127.0.0.1')
     .optional(),
+  ready_timeout_ms: timeoutMs(
+    5 * 60_000,
+    'How long the service has to listen on every exposed port; default 30000',
+  ).optional(),
 });
 export type RunServiceArgs = z.infer<typeof RunServiceArgs>;
 

@@ -15,7 +15,7 @@ import { startTask, type StartedTask } from './run-cmd-async.ts';
 import type { TaskRegistry } from './tasks.ts';
 
 const START_TIMEOUT_MS = 120_000;
-/** How long the service has to listen on its ports. */
+/** How long the service has to listen on its ports unless the call says otherwise. */
 const READY_TIMEOUT_MS = 30_000;
 
 export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
@@ -26,7 +26,7 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
     args: RunServiceArgs,
     timeoutMs: START_TIMEOUT_MS,
     handler: async (args, ctx) => {
-      const { expose_ports: ports = [], ...rest } = args;
+      const { expose_ports: ports = [], ready_timeout_ms: readyMs, ...rest } = args;
       const started = await startTask(deps, registry, ctx, rest);
       const forwarders: Forwarder[] = [];
       let ended = false;
@@ -37,7 +37,13 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
       started.task.onEnd = stopAll;
       try {
         if (ports.length === 0) return { ...started.result, endpoints: [] };
-        const nsPid = await waitReady(started, ports, ctx, () => ended);
+        const nsPid = await waitReady(
+          started,
+          ports,
+          readyMs ?? READY_TIMEOUT_MS,
+          ctx,
+          () => ended,
+        );
         for (const port of ports) {
           const f = await startForwarder(nsPid, port);
           forwarders.push(f);
@@ -70,10 +76,11 @@ const serviceEnded = (s: StartedTask) =>
 async function waitReady(
   s: StartedTask,
   ports: readonly number[],
+  readyMs: number,
   ctx: ToolContext,
   ended: () => boolean,
 ): Promise<number> {
-  const until = Math.min(Date.now() + READY_TIMEOUT_MS, ctx.deadline - 5_000);
+  const until = Math.min(Date.now() + readyMs, ctx.deadline - 5_000);
   let nsPid: number | undefined;
   const pending = new Set(ports);
   while (Date.now() < until) {
@@ -85,8 +92,13 @@ async function waitReady(
     }
     await sleep(100);
   }
-  throw new ToolError('the service did not listen on its ports in time', {
-    details: { reason: 'ports_not_ready', task_id: s.taskId, ports: [...pending] },
+  throw new ToolError(`the service did not listen on ports ${[...pending].join(', ')} in time`, {
+    details: {
+      reason: 'ports_not_ready',
+      task_id: s.taskId,
+      ports: [...pending],
+      ready_timeout_ms: readyMs,
+    },
   });
 }
 
