@@ -1,7 +1,8 @@
 // skills.run_cmd through the whole mesh: the example image skill, uploaded through the api, run
 // in a bubblewrap sandbox, yields a PNG artifact downloadable through the api; a non-zero exit
 // keeps its output; a timeout leaves no process behind; env values arrive verbatim; a missing
-// output and a path that escapes are reported; writes outside the workdir are blocked.
+// output, an oversize one and a path that escapes are reported; writes outside the workdir and
+// network egress are blocked, the denied connection reported.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,10 +10,11 @@ import { REPO_ROOT } from './support/mesh.ts';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
 import { processesWith } from './support/procs.ts';
 
+const MAX_OUTPUT_BYTES = 1024 * 1024;
 let mesh: SkillsMesh;
 beforeAll(async () => {
   mesh = await startSkillsMesh();
-  await mesh.startSkills();
+  await mesh.startSkills({ CG__SKILLS__MAX_OUTPUT_BYTES: String(MAX_OUTPUT_BYTES) });
   await mesh.uploadSkill(join(REPO_ROOT, 'examples/skills/draw-image'));
 }, 60_000);
 afterAll(async () => {
@@ -115,6 +117,38 @@ describe('skills.run_cmd', () => {
     const escape = await run({ command: 'true', outputs: ['../etc/passwd'] });
     expect(escape.status).toBe('failed');
     expect(escape.content.error?.code).toBe('invalid_arguments');
+  });
+
+  it('reports an output over the size limit and keeps the ones under it', async () => {
+    const r = await run({
+      command: `head -c ${MAX_OUTPUT_BYTES + 1} /dev/zero > big.bin; echo small > ok.txt`,
+      outputs: ['big.bin', 'ok.txt'],
+    });
+    expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
+    const result = r.content.result as {
+      artifacts: { filename: string }[];
+      output_errors: { path: string; code: string }[];
+    };
+    expect(result.output_errors).toEqual([
+      expect.objectContaining({ path: 'big.bin', code: 'too_large' }),
+    ]);
+    expect(result.artifacts.map((a) => a.filename)).toEqual(['ok.txt']);
+  });
+
+  it('blocks network egress and reports the denied connection', async () => {
+    const r = await run({ command: 'curl -fsS -m 5 http://example.com/; echo rc=$?' });
+    expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
+    const result = r.content.result as { stdout: string; denials: unknown[] };
+    expect(result.stdout).toMatch(/rc=[1-9]/);
+    expect(result.denials).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          kind: 'network',
+          operation: 'network-outbound',
+          target: expect.stringContaining('example.com:80'),
+        }),
+      ]),
+    );
   });
 
   it('files stay between calls of one session', async () => {
