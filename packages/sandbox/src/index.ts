@@ -17,5 +17,7 @@ export { DenialKind } from './provider.ts';
 export { SandboxError, SandboxErrorReason, isSandboxError } from './errors.ts';
 export { createLocalSandboxProvider, DEFAULT_LIMITS, ProcessLimitMode } from './local.ts';
 export type { LocalSandboxOptions, LocalSandboxProvider } from './local.ts';
+export { createE2bSandboxProvider } from './e2b.ts';
+export type { E2bSandboxOptions, E2bSandboxProvider } from './e2b.ts';
 export { BARE_BWRAP_TRUE_ARGV, bareBwrapTrue } from './bare.ts';
 export { netnsPidOf } from './netns.ts';
