@@ -30,6 +30,8 @@ export interface E2bRest {
   info(sandboxId: string): Promise<E2bSandboxInfo | undefined>;
   /** Resumes a paused sandbox. Undefined on 404 (gone); `running` on 409 (it already runs). */
   resume(sandboxId: string, timeoutSec: number): Promise<E2bConnection | 'running' | undefined>;
+  /** The bare HTTP status of `POST /v2/sandboxes/:id/connect` (the SDK's route), for probes. */
+  connectStatus(sandboxId: string, timeoutSec: number): Promise<number>;
 }
 
 interface WireSandbox {
@@ -98,6 +100,11 @@ export function createE2bRest(options: E2bRestOptions): E2bRest {
         state: wire.state === 'paused' ? 'paused' : 'running',
         metadata,
       };
+    },
+
+    async connectStatus(sandboxId, timeoutSec) {
+      const path = `/v2/sandboxes/${encodeURIComponent(sandboxId)}/connect`;
+      return (await call('POST', path, { timeout: timeoutSec })).status;
     },
 
     async resume(sandboxId, timeoutSec) {

@@ -19,5 +19,7 @@ export { createLocalSandboxProvider, DEFAULT_LIMITS, ProcessLimitMode } from './
 export type { LocalSandboxOptions, LocalSandboxProvider } from './local.ts';
 export { createE2bSandboxProvider } from './e2b.ts';
 export type { E2bSandboxOptions, E2bSandboxProvider } from './e2b.ts';
+export { ConnectSupport, describeProbe, probeE2bConnect } from './e2b-probe.ts';
+export type { E2bConnectProbe, ProbeOptions } from './e2b-probe.ts';
 export { BARE_BWRAP_TRUE_ARGV, bareBwrapTrue } from './bare.ts';
 export { netnsPidOf } from './netns.ts';
