@@ -55,6 +55,17 @@ describe('open() on a server with /connect', () => {
     await sandbox.destroy();
   });
 
+  it('refuses a command in a sandbox that vanished, saying it is gone and did not start', async () => {
+    const tag = marker();
+    const sandbox = await withConnect.provider.create({ key: SESSION });
+    await withConnect.fake.vanish(sandbox.id);
+    await expect(
+      sandbox.exec({ shell: `echo ${tag}` }, { timeoutMs: 10_000 }),
+    ).rejects.toMatchObject({ reason: 'closed', details: { gone: true, started: false } });
+    // One Start was attempted and refused at the edge (502): nothing ran, nothing was retried.
+    expect(withConnect.fake.starts(tag).map((r) => r.status)).toEqual([502]);
+  });
+
   it('answers undefined for an id the server never had', async () => {
     expect(await withConnect.provider.open('isb-never-existed')).toBeUndefined();
   });

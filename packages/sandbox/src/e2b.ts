@@ -327,11 +327,18 @@ class E2bSandbox implements Sandbox {
       stdoutBytes: limits.stdoutBytes,
       stderrBytes: limits.stderrBytes,
       requestTimeoutMs: this.#provider.options.requestTimeoutMs,
-    }).catch((err: unknown) => {
+    }).catch(async (err: unknown) => {
       if (err instanceof SandboxError) throw err;
-      throw new SandboxError('unavailable', `could not start the command: ${String(err)}`, {
-        cause: err,
-      });
+      // The command never got a pid, so it did not run. Only the API's 404 says the sandbox is
+      // gone (a caller may then make a new one); anything else stays an unavailable sandbox.
+      const gone = (await this.#provider.rest.info(this.id).catch(() => 'unknown')) === undefined;
+      throw new SandboxError(
+        gone ? 'closed' : 'unavailable',
+        gone
+          ? `sandbox ${this.id} is gone (the E2B API answers 404); the command did not start`
+          : `could not start the command: ${String(err)}`,
+        { cause: err, details: { gone, started: false } },
+      );
     });
     const set = this.#provider.running;
     set.add(running);

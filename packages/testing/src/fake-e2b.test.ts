@@ -140,4 +140,19 @@ describe('fake E2B server with the real SDK', () => {
     await sbx.kill();
     expect(fake.sandboxes().map((s) => s.id)).not.toContain(sbx.sandboxId);
   });
+
+  it('pauses instead of killing a sandbox whose timeout passes, with keepPaused', async () => {
+    const pausing = await startFakeE2b({ keepPaused: true });
+    try {
+      const o = { apiKey: pausing.apiKey, apiUrl: pausing.url, sandboxUrl: pausing.url };
+      const sbx = await Sandbox.create('base', { ...o, timeoutMs: 1000 });
+      // Poll for the state change; how soon it comes is not what this test checks.
+      while (pausing.sandboxes()[0]?.state !== 'paused')
+        await new Promise((r) => setTimeout(r, 50));
+      expect((await Sandbox.getInfo(sbx.sandboxId, o)).state).toBe('paused');
+      await Sandbox.kill(sbx.sandboxId, o);
+    } finally {
+      await pausing.stop();
+    }
+  });
 });

@@ -61,7 +61,7 @@ export interface FakeE2bRequest {
   /** `process.Process/Start` etc. for Connect calls. */
   readonly rpc: string | undefined;
   /** The command line of a `process.Process/Start`. */
-  readonly command: readonly string[] | undefined;
+  command: readonly string[] | undefined;
   /** 0 when the client went away before an answer. */
   status: number;
 }
@@ -133,6 +133,17 @@ export async function startFakeE2b(options: FakeE2bOptions = {}): Promise<FakeE2
     target: URL,
     entry: FakeE2bRequest,
   ): Promise<void> {
+    const body = await readBody(req);
+    const path = target.pathname;
+    const m = ENVD_RPC.exec(path);
+    const streaming = isStreamingRequest(req);
+    // Logged before any check, so a test sees every Start that was attempted, even refused ones.
+    if (m?.[1] === 'process.Process' && m[2] === 'Start') {
+      const start = decodeRequest(body, streaming) as {
+        process?: { cmd?: string; args?: string[] };
+      };
+      entry.command = [start.process?.cmd ?? '', ...(start.process?.args ?? [])];
+    }
     const sandbox = sandboxes.get(entry.sandboxId ?? '');
     // What E2B's edge proxy answers for a sandbox it cannot reach.
     if (!sandbox) throw new HttpError(502, `sandbox ${entry.sandboxId ?? ''} not found`);
@@ -140,8 +151,6 @@ export async function startFakeE2b(options: FakeE2bOptions = {}): Promise<FakeE2
       throw new HttpError(401, 'invalid envd access token');
     }
     if (sandbox.state === 'paused') throw new HttpError(502, `sandbox ${sandbox.id} is paused`);
-    const body = await readBody(req);
-    const path = target.pathname;
     if (path === '/health') {
       res.writeHead(204);
       res.end();
@@ -153,19 +162,10 @@ export async function startFakeE2b(options: FakeE2bOptions = {}): Promise<FakeE2
     if (path === '/files' && req.method === 'POST') {
       return uploadFiles(sandbox, req, body, target.searchParams, res);
     }
-    const m = ENVD_RPC.exec(path);
     if (!m || req.method !== 'POST') throw new HttpError(404, `no envd route ${path}`, true);
-    const streaming = isStreamingRequest(req);
     try {
       const message = decodeRequest(body, streaming);
       if (m[1] === 'process.Process') {
-        if (m[2] === 'Start') {
-          const process = (message as { process?: { cmd?: string; args?: string[] } }).process;
-          (entry as { command?: string[] }).command = [
-            process?.cmd ?? '',
-            ...(process?.args ?? []),
-          ];
-        }
         await processRpc(sandbox, { method: m[2]!, message, req, res });
       } else {
         await filesystemRpc(sandbox, m[2]!, message, res);
