@@ -169,6 +169,21 @@ describe('e2b sandbox', () => {
     ).rejects.toMatchObject({ reason: 'invalid_env' });
   });
 
+  it('asks E2B to deny egress except the allowed hosts', async () => {
+    expect(fixture.fake.sandboxes().find((s) => s.id === sandbox.id)?.network).toEqual({
+      denyOut: ['0.0.0.0/0'],
+    });
+    const open = await fixture.provider.create({
+      key: SESSION,
+      network: { allowedDomains: ['pypi.org'] },
+    });
+    expect(fixture.fake.sandboxes().find((s) => s.id === open.id)?.network).toEqual({
+      denyOut: ['0.0.0.0/0'],
+      allowOut: ['pypi.org'],
+    });
+    await open.destroy();
+  });
+
   it('names the endpoint of a port the E2B way', () => {
     expect(sandbox.endpointOf?.(8080)).toBe(`8080-${sandbox.id}.${FAKE_DOMAIN}`);
   });

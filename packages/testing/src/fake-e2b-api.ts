@@ -89,6 +89,7 @@ export function createSandboxApi(deps: ApiDeps): SandboxApi {
           templateId: typeof request.templateID === 'string' ? request.templateID : 'base',
           metadata: (request.metadata as Record<string, string> | undefined) ?? {},
           envVars: (request.envVars as Record<string, string> | undefined) ?? {},
+          network: request.network,
           autoPause: request.autoPause === true,
         });
         sandboxes.set(sandbox.id, sandbox);

@@ -40,6 +40,8 @@ export interface FakeSandbox {
   readonly root: string;
   readonly metadata: Readonly<Record<string, string>>;
   readonly envVars: Readonly<Record<string, string>>;
+  /** The create request's `network` (egress rules), kept as sent; the fake does not enforce it. */
+  readonly network: unknown;
   readonly startedAt: Date;
   state: SandboxState;
   endAt: Date;
@@ -53,6 +55,7 @@ export interface NewSandbox {
   readonly templateId: string;
   readonly metadata: Readonly<Record<string, string>>;
   readonly envVars: Readonly<Record<string, string>>;
+  readonly network: unknown;
   readonly autoPause: boolean;
 }
 
@@ -68,6 +71,7 @@ export async function makeSandbox(spec: NewSandbox): Promise<FakeSandbox> {
     root,
     metadata: spec.metadata,
     envVars: spec.envVars,
+    network: spec.network,
     startedAt: now,
     state: 'running',
     endAt: now,

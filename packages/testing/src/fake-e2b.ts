@@ -71,6 +71,8 @@ export interface FakeE2bSandboxView {
   readonly state: SandboxState;
   readonly templateId: string;
   readonly metadata: Readonly<Record<string, string>>;
+  /** The egress rules the sandbox was created with, as sent (not enforced by the fake). */
+  readonly network: unknown;
   /** Host folder that stands for the sandbox's `/`. */
   readonly root: string;
   /** Pids (host) of the processes still running in it. */
@@ -257,6 +259,7 @@ export async function startFakeE2b(options: FakeE2bOptions = {}): Promise<FakeE2
         state: s.state,
         templateId: s.templateId,
         metadata: s.metadata,
+        network: s.network,
         root: s.root,
         pids: [...s.processes.keys()],
       })),
