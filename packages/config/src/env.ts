@@ -62,6 +62,9 @@ export function applyEnvOverrides(
 
 /** `TOOLS`, `tools` and `Tools` all name `[tools]`; `maxTimeoutMs` names `max_timeout_ms`. */
 function snakeCase(part: string): string {
+  // Only a mixedCase part is split at its humps: an all-caps one (`E2B`, `API_KEY`) is already
+  // snake case, and splitting `E2B` at its digit would name a section `e2_b`.
+  if (!/[a-z]/.test(part)) return part.toLowerCase();
   return part.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 }
 

@@ -14,6 +14,7 @@ export type {
   ArtifactsConfig,
   SkillsConfig,
   SandboxConfig,
+  E2bConfig,
 } from './schema.ts';
 export { redactConfig } from './redact.ts';
 export { ENV_PREFIX } from './env.ts';

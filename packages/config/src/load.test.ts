@@ -162,6 +162,16 @@ describe('loadConfig errors', () => {
     );
   });
 
+  it('requires an E2B api key when the e2b sandbox provider is chosen', () => {
+    const err = failure('[sandbox]\nprovider = "e2b"\n');
+    expect(err.message).toContain(
+      'e2b.api_key: must be set when sandbox.provider is "e2b", got ""',
+    );
+    expect(failure('[sandbox]\nprovider = "docker"\n').message).toBe(
+      'config.toml:2: sandbox.provider: expected one of local, e2b, got "docker"',
+    );
+  });
+
   it('reports a TOML syntax error with its line', () => {
     const err = failure('[nats]\nurl = "nats://x"\nsubject_root = \n');
     expect(err.message).toBe('config.toml:3: invalid TOML: invalid value');

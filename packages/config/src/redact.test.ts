@@ -17,6 +17,17 @@ describe('redactConfig', () => {
     expect(safe.tools).toEqual(config.tools);
   });
 
+  it('masks the E2B api key of a loaded config', () => {
+    const config = loadConfig({
+      source: '',
+      env: { CG__SANDBOX__PROVIDER: 'e2b', CG__E2B__API_KEY: 'e2b_s3cret_key' },
+    });
+    expect(config.e2b.api_key).toBe('e2b_s3cret_key');
+    const safe = redactConfig(config);
+    expect(safe.e2b.api_key).toBe('***');
+    expect(JSON.stringify(safe)).not.toContain('e2b_s3cret_key');
+  });
+
   it('does not change the config it was given', () => {
     const config = loadConfig({ source: '', env: { CG__POSTGRES__URL: 'postgres://a:b@h/db' } });
     redactConfig(config);

@@ -226,11 +226,11 @@ export const skillsSchema = section({
   }
 });
 
-export const SandboxProviderKind = { local: 'local' } as const;
+export const SandboxProviderKind = { local: 'local', e2b: 'e2b' } as const;
 export type SandboxProviderKind = (typeof SandboxProviderKind)[keyof typeof SandboxProviderKind];
 
 export const sandboxSchema = section({
-  provider: z.enum(SandboxProviderKind, expected('local')).default('local'),
+  provider: z.enum(SandboxProviderKind, expected('one of local, e2b')).default('local'),
   // local: the folder holding every sandbox's workdir, relative to the working directory unless absolute.
   root_dir: z.string(expected('a folder')).min(1, expected('a folder')).default('.data/sandboxes'),
   allowed_domains: z
@@ -242,21 +242,52 @@ export const sandboxSchema = section({
   warm_idle_ms: intAtLeast(0).default(60_000),
 });
 
+const HTTP_URL_OR_EMPTY = /^$|^https?:\/\/\S+$/;
+
+export const e2bSchema = section({
+  // A secret: masked in logs. Required when sandbox.provider is "e2b".
+  api_key: z.string(expected('a string')).default(''),
+  // The REST API; empty means https://api.<domain>.
+  api_url: matching(HTTP_URL_OR_EMPTY, 'an http(s) URL or an empty string').default(''),
+  // Where sandboxes live: envd of sandbox <id> is https://49983-<id>.<domain>.
+  domain: matching(/^[A-Za-z0-9.-]+(:\d+)?$/, 'a domain name').default('e2b.app'),
+  // One URL for every sandbox's envd (the sandbox is named in a header), for a proxy or a
+  // test server; empty means the per-sandbox URL above.
+  sandbox_url: matching(HTTP_URL_OR_EMPTY, 'an http(s) URL or an empty string').default(''),
+  template: z.string(expected('a template name or id')).min(1).default('base'),
+  // Absolute folder inside the sandbox where commands run and files go.
+  workdir: matching(/^\/\S*$/, 'an absolute path').default('/home/user/work'),
+  request_timeout_ms: positiveInt().default(60_000),
+  // E2B's own kill timer for a sandbox, renewed on each open; a backstop behind the reaper.
+  sandbox_timeout_sec: positiveInt().default(3_600),
+});
+
 // prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.
-export const configSchema = z.strictObject(
-  {
-    service: serviceSchema.prefault({}),
-    log: logSchema.prefault({}),
-    nats: natsSchema.prefault({}),
-    postgres: postgresSchema.prefault({}),
-    tools: toolsSchema.prefault({}),
-    api: apiSchema.prefault({}),
-    artifacts: artifactsSchema.prefault({}),
-    skills: skillsSchema.prefault({}),
-    sandbox: sandboxSchema.prefault({}),
-  },
-  expected('a table'),
-);
+export const configSchema = z
+  .strictObject(
+    {
+      service: serviceSchema.prefault({}),
+      log: logSchema.prefault({}),
+      nats: natsSchema.prefault({}),
+      postgres: postgresSchema.prefault({}),
+      tools: toolsSchema.prefault({}),
+      api: apiSchema.prefault({}),
+      artifacts: artifactsSchema.prefault({}),
+      skills: skillsSchema.prefault({}),
+      sandbox: sandboxSchema.prefault({}),
+      e2b: e2bSchema.prefault({}),
+    },
+    expected('a table'),
+  )
+  .superRefine((config, ctx) => {
+    if (config.sandbox.provider === SandboxProviderKind.e2b && config.e2b.api_key === '') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['e2b', 'api_key'],
+        message: 'must be set when sandbox.provider is "e2b", got ""',
+      });
+    }
+  });
 
 export type Config = z.infer<typeof configSchema>;
 export type ServiceConfig = z.infer<typeof serviceSchema>;
@@ -268,6 +299,7 @@ export type ApiConfig = z.infer<typeof apiSchema>;
 export type ArtifactsConfig = z.infer<typeof artifactsSchema>;
 export type SkillsConfig = z.infer<typeof skillsSchema>;
 export type SandboxConfig = z.infer<typeof sandboxSchema>;
+export type E2bConfig = z.infer<typeof e2bSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

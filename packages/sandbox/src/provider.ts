@@ -134,6 +134,11 @@ export interface Sandbox {
   putFile(path: string, data: string | Uint8Array): Promise<void>;
   /** Reads a file at a workdir-relative path; a path that escapes is refused. */
   getFile(path: string): Promise<Buffer>;
+  /**
+   * Where a port the sandbox listens on is reached from outside (E2B: `<port>-<id>.<domain>`).
+   * Absent where a provider exposes ports another way (local: host forwarders).
+   */
+  endpointOf?(port: number): string;
   /** Releases this handle; the sandbox, its files and its background processes live on. */
   close(): Promise<void>;
   /** Kills every process of the sandbox and deletes it. */

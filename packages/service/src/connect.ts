@@ -6,6 +6,11 @@ import type { Logger } from 'pino';
 import { createArtifactStore, type ArtifactStore } from '@toolmesh/artifacts';
 import { connectNats, type StreamSettings } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
+import {
+  createE2bSandboxProvider,
+  createLocalSandboxProvider,
+  type SandboxProvider,
+} from '@toolmesh/sandbox';
 import { createPool, createStore, type Store } from '@toolmesh/store';
 
 /** The configured instance id, or `<hostname>-<pid>`. */
@@ -68,4 +73,42 @@ export function createArtifactStoreFromConfig(config: Config): ArtifactStore {
         }
       : { kind: 'fs', root: resolve(a.root) },
   );
+}
+
+/** The sandbox provider the configuration names: local (bubblewrap here) or e2b. */
+export async function createSandboxProviderFromConfig(
+  config: Config,
+  logger: Logger,
+): Promise<SandboxProvider> {
+  const s = config.sandbox;
+  const limits = { processes: s.process_limit, fileSizeBytes: s.file_size_bytes };
+  switch (s.provider) {
+    case 'local':
+      return createLocalSandboxProvider({
+        rootDir: resolve(s.root_dir),
+        allowedDomains: s.allowed_domains,
+        limits,
+        logger,
+      });
+    case 'e2b': {
+      const e = config.e2b;
+      return createE2bSandboxProvider({
+        apiKey: e.api_key,
+        ...(e.api_url === '' ? {} : { apiUrl: e.api_url }),
+        domain: e.domain,
+        ...(e.sandbox_url === '' ? {} : { sandboxUrl: e.sandbox_url }),
+        template: e.template,
+        workdir: e.workdir,
+        requestTimeoutMs: e.request_timeout_ms,
+        sandboxTimeoutSec: e.sandbox_timeout_sec,
+        allowedDomains: s.allowed_domains,
+        limits,
+        logger,
+      });
+    }
+    default: {
+      const never: never = s.provider;
+      throw new Error(`unknown sandbox provider ${String(never)}`);
+    }
+  }
 }

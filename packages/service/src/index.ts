@@ -5,5 +5,6 @@ export {
   connectNatsFromConfig,
   createStoreFromConfig,
   createArtifactStoreFromConfig,
+  createSandboxProviderFromConfig,
   streamSettingsOf,
 } from './connect.ts';

@@ -11,3 +11,5 @@ export type { LocalPostgres, LocalPostgresOptions } from './local-postgres.ts';
 export { freePort } from './ports.ts';
 export { dockerAvailable } from './docker.ts';
 export { startFakeGcs, type FakeGcs, type FakeGcsObject } from './fake-gcs.ts';
+export { startFakeE2b } from './fake-e2b.ts';
+export type { FakeE2b, FakeE2bOptions, FakeE2bRequest, FakeE2bSandboxView } from './fake-e2b.ts';
