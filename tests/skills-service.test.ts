@@ -103,7 +103,7 @@ describe('skills.run_service', () => {
       ready_timeout_ms: 2_000,
     });
     expect(r.status).toBe('failed');
-    const details = (r.content.error as { details: { reason: string; task_id: string } }).details;
+    const details = r.content.error?.details as { reason: string; task_id: string };
     expect(details).toMatchObject({ reason: 'ports_not_ready', ports: [8000] });
     const head = await mesh.api.store.skillTasks.get(mesh.project.id, details.task_id);
     expect(head?.status).not.toBe('running');
