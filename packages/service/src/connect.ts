@@ -88,6 +88,7 @@ export async function createSandboxProviderFromConfig(
         rootDir: resolve(s.root_dir),
         allowedDomains: s.allowed_domains,
         limits,
+        warmIdleMs: s.warm_idle_ms,
         logger,
       });
     case 'e2b': {

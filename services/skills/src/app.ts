@@ -4,11 +4,10 @@
 import type { Logger } from 'pino';
 import { createBus } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
-import { resolve } from 'node:path';
-import { createLocalSandboxProvider } from '@toolmesh/sandbox';
 import {
   connectNatsFromConfig,
   createArtifactStoreFromConfig,
+  createSandboxProviderFromConfig,
   createStoreFromConfig,
   instanceIdOf,
   streamSettingsOf,
@@ -65,16 +64,7 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
   const bus = await createBus({ nc, root: config.nats.subject_root, logger: log });
   await bus.provision(streamSettingsOf(config));
   const store = createStoreFromConfig(config, `skills:${instanceId}`, log);
-  const sandboxes = await createLocalSandboxProvider({
-    rootDir: resolve(config.sandbox.root_dir),
-    allowedDomains: config.sandbox.allowed_domains,
-    limits: {
-      processes: config.sandbox.process_limit,
-      fileSizeBytes: config.sandbox.file_size_bytes,
-    },
-    warmIdleMs: config.sandbox.warm_idle_ms,
-    logger: log,
-  });
+  const sandboxes = await createSandboxProviderFromConfig(config, log);
   const common = { bus, store, limits: toolLimits(config.tools), instanceId, logger: log };
   const services = [
     createToolService({ ...common, target: BUILTIN_TARGET, tools: builtinTools }),
