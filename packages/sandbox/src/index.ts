@@ -19,3 +19,7 @@ export { createLocalSandboxProvider, DEFAULT_LIMITS, ProcessLimitMode } from './
 export type { LocalSandboxOptions, LocalSandboxProvider } from './local.ts';
 export { BARE_BWRAP_TRUE_ARGV, bareBwrapTrue } from './bare.ts';
 export { netnsPidOf } from './netns.ts';
+export { createLocalSandboxReaper } from './local-reap.ts';
+export type { LocalReapOptions, LocalSandboxReaper, RecordedProcess } from './local-reap.ts';
+export { isOurProcess, readProc, SANDBOX_COMMAND } from './proc-proof.ts';
+export type { ProcInfo } from './proc-proof.ts';
