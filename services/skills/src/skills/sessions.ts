@@ -115,7 +115,7 @@ export async function sandboxFor(
       lockMs: lockMs(),
     });
     if (got.outcome === 'busy') {
-      if (Date.now() + delay > waitUntil) {
+      if (Date.now() >= waitUntil) {
         throw new ToolError(
           `sandbox session ${scope.registryKey} is busy: another call holds it, and it did not ` +
             `free up within ${o.lockWaitMs} ms`,
@@ -129,7 +129,7 @@ export async function sandboxFor(
           },
         );
       }
-      await sleep(delay, undefined, { signal: ctx.signal });
+      await sleep(Math.min(delay, waitUntil - Date.now()), undefined, { signal: ctx.signal });
       delay = Math.min(delay * 2, POLL_MAX_MS);
       continue;
     }
