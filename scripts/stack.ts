@@ -25,6 +25,11 @@ const DATA = join(ROOT, '.data');
 const SERVICES = [
   { name: 'skills', entry: 'services/skills/src/main.ts', ready: 'tool service started' },
   { name: 'api', entry: 'services/api/src/main.ts', ready: 'api listening' },
+  {
+    name: 'sandbox-reaper',
+    entry: 'services/sandbox-reaper/src/main.ts',
+    ready: 'sandbox reaper started',
+  },
 ] as const;
 const onceMode = process.argv.includes('--once');
 

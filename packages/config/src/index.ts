@@ -2,7 +2,7 @@ export { loadConfig } from './load.ts';
 export type { LoadConfigOptions } from './load.ts';
 export { ConfigError } from './errors.ts';
 export type { ConfigIssue } from './errors.ts';
-export { configSchema, LogLevel, ArtifactsKind, SandboxProviderKind } from './schema.ts';
+export { configSchema, LogLevel, ArtifactsKind, SandboxProviderKind, ReuseMode } from './schema.ts';
 export type {
   Config,
   ServiceConfig,
@@ -15,6 +15,7 @@ export type {
   SkillsConfig,
   SandboxConfig,
   E2bConfig,
+  ReaperConfig,
 } from './schema.ts';
 export { redactConfig } from './redact.ts';
 export { ENV_PREFIX } from './env.ts';

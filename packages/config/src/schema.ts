@@ -229,6 +229,10 @@ export const skillsSchema = section({
 export const SandboxProviderKind = { local: 'local', e2b: 'e2b' } as const;
 export type SandboxProviderKind = (typeof SandboxProviderKind)[keyof typeof SandboxProviderKind];
 
+/** none: a fresh sandbox per call; project_agent: one per project, agent and session id. */
+export const ReuseMode = { none: 'none', project_agent: 'project_agent' } as const;
+export type ReuseMode = (typeof ReuseMode)[keyof typeof ReuseMode];
+
 export const sandboxSchema = section({
   provider: z.enum(SandboxProviderKind, expected('one of local, e2b')).default('local'),
   // local: the folder holding every sandbox's workdir, relative to the working directory unless absolute.
@@ -240,6 +244,47 @@ export const sandboxSchema = section({
   file_size_bytes: positiveInt().default(1_073_741_824),
   // local: how long a sandbox's resident executor waits for its next command; 0 starts a bwrap per command.
   warm_idle_ms: intAtLeast(0).default(60_000),
+  reuse_mode: z.enum(ReuseMode, expected('one of none, project_agent')).default('project_agent'),
+  idle_ttl_sec: positiveInt().default(1_800),
+  hard_ttl_sec: positiveInt().default(43_200),
+  lock_wait_ms: intAtLeast(0).default(30_000),
+  lock_margin_ms: positiveInt().default(30_000),
+}).superRefine((sandbox, ctx) => {
+  if (sandbox.idle_ttl_sec > sandbox.hard_ttl_sec) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['idle_ttl_sec'],
+      message: `must not exceed sandbox.hard_ttl_sec (${sandbox.hard_ttl_sec}), got ${sandbox.idle_ttl_sec}`,
+    });
+  }
+});
+
+export const reaperSchema = section({
+  interval_ms: positiveInt().default(30_000),
+  batch_size: positiveInt().default(100),
+  concurrency: positiveInt().default(4),
+  // A claim must outlast the slowest destroy of a whole batch, or another reaper retakes rows
+  // still being destroyed (harmless, destroy is idempotent, but wasted).
+  claim_ttl_ms: intAtLeast(1000).default(300_000),
+  retry_base_ms: positiveInt().default(5_000),
+  retry_max_ms: positiveInt().default(900_000),
+  health_host: z
+    .string(expected('a host name or address'))
+    .min(1, expected('a host name or address'))
+    .default('127.0.0.1'),
+  health_port: z
+    .int(expected('a port number'))
+    .min(0, expected('a port number'))
+    .max(65_535, expected('a port number'))
+    .default(8091),
+}).superRefine((reaper, ctx) => {
+  if (reaper.retry_base_ms > reaper.retry_max_ms) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['retry_base_ms'],
+      message: `must not exceed reaper.retry_max_ms (${reaper.retry_max_ms}), got ${reaper.retry_base_ms}`,
+    });
+  }
 });
 
 const HTTP_URL_OR_EMPTY = /^$|^https?:\/\/\S+$/;
@@ -276,6 +321,7 @@ export const configSchema = z
       skills: skillsSchema.prefault({}),
       sandbox: sandboxSchema.prefault({}),
       e2b: e2bSchema.prefault({}),
+      reaper: reaperSchema.prefault({}),
     },
     expected('a table'),
   )
@@ -300,6 +346,7 @@ export type ArtifactsConfig = z.infer<typeof artifactsSchema>;
 export type SkillsConfig = z.infer<typeof skillsSchema>;
 export type SandboxConfig = z.infer<typeof sandboxSchema>;
 export type E2bConfig = z.infer<typeof e2bSchema>;
+export type ReaperConfig = z.infer<typeof reaperSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

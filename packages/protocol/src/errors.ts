@@ -67,6 +67,12 @@ export const ERROR_CODES = {
     status: 'failed',
     summary: 'a dependency (Postgres, NATS) is unreachable; the call is retried',
   },
+  busy: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      'the sandbox session is held by another call and its lock did not free up in time (sandbox.lock_wait_ms)',
+  },
   lease_busy: {
     retryable: true,
     status: 'failed',

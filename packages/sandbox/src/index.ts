@@ -23,3 +23,7 @@ export { ConnectSupport, describeProbe, probeE2bConnect } from './e2b-probe.ts';
 export type { E2bConnectProbe, ProbeOptions } from './e2b-probe.ts';
 export { BARE_BWRAP_TRUE_ARGV, bareBwrapTrue } from './bare.ts';
 export { netnsPidOf } from './netns.ts';
+export { createLocalSandboxReaper } from './local-reap.ts';
+export type { LocalReapOptions, LocalSandboxReaper, RecordedProcess } from './local-reap.ts';
+export { isOurProcess, readProc, SANDBOX_COMMAND } from './proc-proof.ts';
+export type { ProcInfo } from './proc-proof.ts';

@@ -12,6 +12,7 @@ import { createAgentsRepo, type AgentsRepo } from './agents.ts';
 import { createSkillsRepo, type SkillsRepo } from './skills.ts';
 import { createArtifactsRepo, type ArtifactsRepo } from './artifacts.ts';
 import { createSandboxesRepo, type SandboxesRepo } from './sandboxes.ts';
+import { createSandboxReapRepo, type SandboxReapRepo } from './sandbox-reap.ts';
 import { createSkillTasksRepo, type SkillTasksRepo } from './skill-tasks.ts';
 import { createInstancesRepo, type InstancesRepo } from './instances.ts';
 import { createSkillJobsRepo, type SkillJobsRepo } from './skill-jobs.ts';
@@ -32,6 +33,7 @@ export interface Store {
   readonly agents: AgentsRepo;
   readonly artifacts: ArtifactsRepo;
   readonly sandboxes: SandboxesRepo;
+  readonly sandboxReap: SandboxReapRepo;
   readonly skillTasks: SkillTasksRepo;
   readonly instances: InstancesRepo;
   readonly skillJobs: SkillJobsRepo;
@@ -71,6 +73,7 @@ export function createStore(pool: pg.Pool): Store {
     skills: createSkillsRepo(db),
     artifacts: createArtifactsRepo(db),
     sandboxes: createSandboxesRepo(db),
+    sandboxReap: createSandboxReapRepo(db),
     skillTasks: createSkillTasksRepo(db),
     instances: createInstancesRepo(db),
     skillJobs: createSkillJobsRepo(db),

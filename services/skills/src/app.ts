@@ -14,7 +14,12 @@ import {
 } from '@toolmesh/service';
 import { createToolService, type ToolServiceLimits } from '@toolmesh/tool-service';
 import { BUILTIN_TARGET, builtinTools } from './builtin/index.ts';
-import { SKILLS_TARGET, skillsTools, type SkillsLimits } from './skills/index.ts';
+import {
+  SKILLS_TARGET,
+  skillsTools,
+  type SessionOptions,
+  type SkillsLimits,
+} from './skills/index.ts';
 import { createReaper } from './reaper.ts';
 
 export interface SkillsService {
@@ -57,6 +62,17 @@ export function skillsLimits(config: Config): SkillsLimits {
   };
 }
 
+/** Sandbox reuse, TTLs and locks, from the configuration. */
+export function sessionOptions(s: Config['sandbox']): SessionOptions {
+  return {
+    reuseMode: s.reuse_mode,
+    idleTtlSec: s.idle_ttl_sec,
+    hardTtlSec: s.hard_ttl_sec,
+    lockWaitMs: s.lock_wait_ms,
+    lockMarginMs: s.lock_margin_ms,
+  };
+}
+
 export async function startSkillsService(config: Config, logger: Logger): Promise<SkillsService> {
   const instanceId = instanceIdOf(config);
   const log = logger.child({ instance: instanceId });
@@ -75,6 +91,7 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
         store,
         artifacts: createArtifactStoreFromConfig(config),
         sandboxes,
+        sessions: sessionOptions(config.sandbox),
         limits: skillsLimits(config),
         bus,
         instanceId,

@@ -15,10 +15,10 @@
 // (or step's) bwrap, or a run_service forwarder (a socat listening on the task's host port;
 // forwarders are detached and outlive a killed service): pids are reused, and a wrong guess
 // would kill a stranger.
-import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
+import { isOurProcess, readProc } from '@toolmesh/sandbox';
 import type {
   FinishSkillTask,
   SkillJobRecord,
@@ -29,59 +29,7 @@ import type {
 
 /** An owner missing this many heartbeats is dead; a head this many scans without a process too. */
 export const DEAD_AFTER_INTERVALS = 3;
-/** The sandbox's host-side process (the launcher's sh and bash exec into it). */
-const SANDBOX_COMMAND = 'bwrap';
 const SERVICE = 'skills';
-
-export interface ProcInfo {
-  /** Field 22 of /proc/<pid>/stat: clock ticks since boot, unique per pid over time. */
-  readonly startTime: string;
-  /** Field 5: the process group. */
-  readonly pgrp: number;
-  readonly state: string;
-  readonly argv: string[];
-}
-
-/** What /proc says of a pid; undefined when there is no such process (or it is a zombie). */
-export async function readProc(pid: number): Promise<ProcInfo | undefined> {
-  try {
-    const [stat, cmdline] = await Promise.all([
-      readFile(`/proc/${pid}/stat`, 'utf8'),
-      readFile(`/proc/${pid}/cmdline`, 'utf8'),
-    ]);
-    // The command name (field 2) is in parentheses and may itself hold ')' or spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const state = fields[0] ?? '';
-    if (state === 'Z' || state === 'X') return undefined;
-    return {
-      startTime: fields[19] ?? '',
-      pgrp: Number(fields[2]),
-      state,
-      argv: cmdline.split('\0').filter((a, i, all) => i < all.length - 1 || a !== ''),
-    };
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * True only when `pid` is alive, started at `startTime` and runs `command` (bwrap by default):
- * the proof required before a process counts as a task's, alive or to be killed.
- */
-export async function isOurProcess(
-  pid: number | null,
-  startTime: string | null,
-  command = SANDBOX_COMMAND,
-): Promise<boolean> {
-  if (pid === null || pid <= 1 || !startTime) return false;
-  const info = await readProc(pid);
-  return (
-    info !== undefined &&
-    info.startTime === startTime &&
-    info.argv[0] !== undefined &&
-    basename(info.argv[0]) === command
-  );
-}
 
 export interface ForwarderRecord {
   readonly pid: number;

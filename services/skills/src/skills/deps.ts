@@ -5,6 +5,7 @@ import type { Bus } from '@toolmesh/bus';
 import type { SandboxProvider } from '@toolmesh/sandbox';
 import type { SkillZipLimits } from '@toolmesh/skills';
 import type { Store } from '@toolmesh/store';
+import type { SessionOptions } from './sessions.ts';
 
 export interface SkillsLimits {
   /** Command time limit when a call names none, and the most it may name. */
@@ -25,6 +26,8 @@ export interface SkillsDeps {
   store: Store;
   artifacts: ArtifactStore;
   sandboxes: SandboxProvider;
+  /** Reuse, TTLs and locks of sandbox sessions (sandbox.* in the configuration). */
+  sessions: SessionOptions;
   limits: SkillsLimits;
   /** Task cancels reach the owning instance, and watch heartbeats leave, over the bus. */
   bus: Bus;

@@ -8,7 +8,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createConnection, createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readProc } from '../reaper.ts';
+import { readProc } from '@toolmesh/sandbox';
 
 export interface Endpoint {
   port: number;

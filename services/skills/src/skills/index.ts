@@ -18,3 +18,4 @@ export function skillsTools(deps: SkillsDeps): ToolDefinition[] {
   ] as ToolDefinition[];
 }
 export type { SkillsDeps, SkillsLimits } from './deps.ts';
+export type { SessionOptions } from './sessions.ts';

@@ -36,7 +36,7 @@ export function startJobTool(deps: SkillsDeps, registry: TaskRegistry) {
           : undefined;
         const base = placed ? skillPath(placed.name) : '';
         const jobId = randomUUID();
-        const sessionKey = args.session_id ? `${ctx.agentId ?? '-'}/${args.session_id}` : null;
+        const sessionKey = lease.sessionKey;
         const steps: SkillJobStep[] = args.steps.map((s) => ({
           command: s.command,
           // Clamped, not refused: the schema allows 24 h, the deployment may allow less.
@@ -72,6 +72,10 @@ export function startJobTool(deps: SkillsDeps, registry: TaskRegistry) {
           });
         }
         started = true;
+        // The steps go on alone: other calls may use the session beside them.
+        await lease
+          .detach()
+          .catch((err: unknown) => ctx.logger.warn({ err }, 'unlocking the session failed'));
         const job: RunningJob = {
           project: ctx.project,
           canceled: false,

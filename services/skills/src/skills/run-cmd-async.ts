@@ -2,7 +2,8 @@
 // process belongs to this instance: in the background it waits for the end, collects the
 // outputs and writes the final head (state.skill_tasks). The call's one result is the task id;
 // the task's end is in the head, read by task_status and task_watch from any instance.
-// Without a session id the task gets a sandbox of its own, destroyed when the task ends.
+// A task in a sandbox of its own (no session) has it destroyed when the task ends; a session's
+// sandbox is unlocked once the task has started, so other calls may use it beside the task.
 import { randomUUID } from 'node:crypto';
 import type { BackgroundProcess, ExecResult } from '@toolmesh/sandbox';
 import { RunCmdAsyncArgs } from '@toolmesh/skills';
@@ -75,7 +76,7 @@ export async function startTask(
         agentId: ctx.agentId ?? null,
         toolCallId: ctx.toolCallId,
         sandboxId: lease.sandbox.id,
-        sessionKey: args.session_id ? `${ctx.agentId ?? '-'}/${args.session_id}` : null,
+        sessionKey: lease.sessionKey,
         command: args.command,
         ownerInstance: deps.instanceId,
         pid: proc.pid,
@@ -88,6 +89,10 @@ export async function startTask(
       throw err;
     }
     started = true;
+    // The task goes on alone: other calls may use the session beside it.
+    await lease
+      .detach()
+      .catch((err: unknown) => ctx.logger.warn({ err }, 'unlocking the session failed'));
     const task: OwnTask = {
       project: ctx.project,
       process: proc,

@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { isOurProcess, readProc } from './reaper.ts';
+import { isOurProcess, readProc } from './proc-proof.ts';
 
 describe('isOurProcess', () => {
   it('our own spawned bwrap is ours; a wrong start time or command is not; a dead pid is not', async () => {
