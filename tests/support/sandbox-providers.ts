@@ -1,11 +1,12 @@
 // The sandbox providers the session and reaper tests run against, one setup each: the
 // configuration that selects it, the destroyers an in-process reaper uses, and how to look at
-// (or remove) a sandbox behind the registry's back. The e2b setup joins this list.
+// (or remove) a sandbox behind the registry's back.
 import { access, readdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import type { Config } from '@toolmesh/config';
 import type { SandboxRecord, Store } from '@toolmesh/store';
+import { startFakeE2b, type FakeE2b } from '@toolmesh/testing';
 import {
   destroyersFromConfig,
   type Destroyers,
@@ -47,7 +48,35 @@ export const localSetup: ProviderSetup = {
   close: () => Promise.resolve(),
 };
 
-export const PROVIDER_SETUPS: readonly ProviderSetup[] = [localSetup];
+/** E2B through the real SDK against the fake E2B server, started on first use. */
+function e2bSetup(): ProviderSetup {
+  let fake: Promise<FakeE2b> | undefined;
+  const started = () => (fake ??= startFakeE2b());
+  const has = async (id: string) => (await started()).sandboxes().some((s) => s.id === id);
+  return {
+    name: 'e2b',
+    env: async () => {
+      const f = await started();
+      return {
+        CG__SANDBOX__PROVIDER: 'e2b',
+        CG__E2B__API_KEY: f.apiKey,
+        CG__E2B__API_URL: f.url,
+        CG__E2B__SANDBOX_URL: f.url,
+        CG__E2B__DOMAIN: 'sandbox.test',
+      };
+    },
+    destroyers: (config, store) => destroyersFromConfig(config, store, pino({ level: 'silent' })),
+    exists: (_config, id) => has(id),
+    count: async () => (await started()).sandboxes().length,
+    vanish: async (_config, id) => (await started()).vanish(id),
+    close: async () => {
+      if (fake) await (await fake).stop();
+      fake = undefined;
+    },
+  };
+}
+
+export const PROVIDER_SETUPS: readonly ProviderSetup[] = [localSetup, e2bSetup()];
 
 /** A reaper in this process with small, test-friendly settings. */
 export function testReaper(

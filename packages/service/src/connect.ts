@@ -75,6 +75,25 @@ export function createArtifactStoreFromConfig(config: Config): ArtifactStore {
   );
 }
 
+/** The e2b provider of the configuration's [e2b] section (the reaper needs it whatever the default). */
+export function createE2bProviderFromConfig(config: Config, logger: Logger): SandboxProvider {
+  const e = config.e2b;
+  const s = config.sandbox;
+  return createE2bSandboxProvider({
+    apiKey: e.api_key,
+    ...(e.api_url === '' ? {} : { apiUrl: e.api_url }),
+    domain: e.domain,
+    ...(e.sandbox_url === '' ? {} : { sandboxUrl: e.sandbox_url }),
+    template: e.template,
+    workdir: e.workdir,
+    requestTimeoutMs: e.request_timeout_ms,
+    sandboxTimeoutSec: e.sandbox_timeout_sec,
+    allowedDomains: s.allowed_domains,
+    limits: { processes: s.process_limit, fileSizeBytes: s.file_size_bytes },
+    logger,
+  });
+}
+
 /** The sandbox provider the configuration names: local (bubblewrap here) or e2b. */
 export async function createSandboxProviderFromConfig(
   config: Config,
@@ -91,22 +110,8 @@ export async function createSandboxProviderFromConfig(
         warmIdleMs: s.warm_idle_ms,
         logger,
       });
-    case 'e2b': {
-      const e = config.e2b;
-      return createE2bSandboxProvider({
-        apiKey: e.api_key,
-        ...(e.api_url === '' ? {} : { apiUrl: e.api_url }),
-        domain: e.domain,
-        ...(e.sandbox_url === '' ? {} : { sandboxUrl: e.sandbox_url }),
-        template: e.template,
-        workdir: e.workdir,
-        requestTimeoutMs: e.request_timeout_ms,
-        sandboxTimeoutSec: e.sandbox_timeout_sec,
-        allowedDomains: s.allowed_domains,
-        limits,
-        logger,
-      });
-    }
+    case 'e2b':
+      return createE2bProviderFromConfig(config, logger);
     default: {
       const never: never = s.provider;
       throw new Error(`unknown sandbox provider ${String(never)}`);

@@ -5,6 +5,7 @@ export {
   connectNatsFromConfig,
   createStoreFromConfig,
   createArtifactStoreFromConfig,
+  createE2bProviderFromConfig,
   createSandboxProviderFromConfig,
   streamSettingsOf,
 } from './connect.ts';

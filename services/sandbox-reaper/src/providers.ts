@@ -1,9 +1,10 @@
 // The providers a reaper destroys sandboxes through, one per `provider` column value. Built from
-// the configuration in this one function: plugging in another provider (e2b) is one line here.
+// the configuration in this one function.
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '@toolmesh/config';
 import { createLocalSandboxReaper, type SandboxProvider } from '@toolmesh/sandbox';
+import { createE2bProviderFromConfig } from '@toolmesh/service';
 import type { Store } from '@toolmesh/store';
 
 /** What the reaper needs of a provider: destroy by id. A full SandboxProvider fits. */
@@ -30,5 +31,9 @@ export async function destroyersFromConfig(
       })),
     logger,
   });
-  return new Map<SandboxDestroyer['kind'], SandboxDestroyer>([[local.kind, local]]);
+  const all = new Map<SandboxDestroyer['kind'], SandboxDestroyer>([[local.kind, local]]);
+  // E2B sandboxes are reaped whenever an account is configured, whatever the default provider:
+  // rows made before a switch of provider still have to go.
+  if (config.e2b.api_key !== '') all.set('e2b', createE2bProviderFromConfig(config, logger));
+  return all;
 }
