@@ -51,7 +51,7 @@ export type {
 } from './agents.ts';
 export type { SkillRecord, SkillVersion, NewSkillVersion, SkillsRepo } from './skills.ts';
 export type { ArtifactRecord, NewArtifact, ArtifactsRepo } from './artifacts.ts';
-export type { SandboxRecord, SandboxesRepo } from './sandboxes.ts';
+export type { SandboxRecord, SandboxListing, SandboxesRepo } from './sandboxes.ts';
 export { SkillTaskStatus } from './skill-tasks.ts';
 export { SkillJobStepStatus } from './skill-jobs.ts';
 export type { SkillJobRecord, SkillJobStep, NewSkillJob, SkillJobsRepo } from './skill-jobs.ts';

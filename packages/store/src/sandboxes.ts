@@ -25,6 +25,21 @@ export interface SandboxesRepo {
   }): Promise<SandboxRecord | undefined>;
   /** Marks a sandbox gone (its provider no longer knows it). */
   markDestroyed(sandboxId: string): Promise<void>;
+  /** A project's sandboxes, most recently used first, with their expiry and lock. */
+  listByProject(
+    projectId: string,
+    filter: { state?: SandboxRecord['state'] | undefined; limit: number },
+  ): Promise<SandboxListing[]>;
+}
+
+/** A row as the api lists it: the record plus its expiry, lock and reaping state. */
+export interface SandboxListing extends SandboxRecord {
+  idle_expires_at: Date | null;
+  hard_expires_at: Date | null;
+  lock_owner: string | null;
+  lock_expires_at: Date | null;
+  reap_attempts: number;
+  last_error: string | null;
 }
 
 const COLUMNS =
@@ -60,5 +75,16 @@ export function createSandboxesRepo(db: Db): SandboxesRepo {
         [sandboxId],
       );
     },
+    listByProject: (projectId, filter) =>
+      db.query<SandboxListing>(
+        'sandboxes_list_by_project',
+        `SELECT ${COLUMNS}, idle_expires_at, hard_expires_at, lock_owner, lock_expires_at,
+           reap_attempts, last_error
+         FROM state.sandboxes
+         WHERE project_id = $1 AND ($2::text IS NULL OR state = $2)
+         ORDER BY last_used_at DESC, sandbox_id
+         LIMIT $3`,
+        [projectId, filter.state ?? null, filter.limit],
+      ),
   };
 }
