@@ -3,6 +3,7 @@
 // output and by the exit code a script would branch on.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
@@ -115,6 +116,26 @@ describe('toolmesh call', () => {
     expect(shown).toMatchObject({
       execution: { id, tool: 'builtin.echo', status: 'succeeded' },
       card: { content: { status: 'succeeded', result: { x: 1 } } },
+    });
+  });
+
+  it('exits 130 on Ctrl-C while waiting, and the call goes on', async () => {
+    const id = randomUUID();
+    const child = spawn(
+      process.execPath,
+      [MAIN, 'call', 'builtin.sleep', '--args', '{"ms":6000}', '--id', id],
+      { env, stdio: 'ignore' },
+    );
+    await until(async () => {
+      const s = await toolmesh(['executions', 'show', id, '--json']);
+      return s.code === 0 ? true : undefined;
+    });
+    child.kill('SIGINT');
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(130);
+    await until(async () => {
+      const s = await toolmesh(['executions', 'show', id, '--json']);
+      return json(s).execution.status === 'succeeded' ? true : undefined;
     });
   });
 

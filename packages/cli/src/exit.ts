@@ -14,6 +14,8 @@ export const ExitCode = {
   notFound: 4,
   /** No result within the wait, or the call itself timed out. */
   timeout: 5,
+  /** Ctrl-C while waiting (the shell's convention for SIGINT). */
+  interrupted: 130,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -23,7 +25,8 @@ export const EXIT_CODES_HELP = `Exit codes:
   2  usage error: bad flags, arguments or JSON
   3  connection or authentication error (NATS or the api unreachable, key refused)
   4  not found (project, execution, task, tool, file)
-  5  timeout: no result within the wait, or the call timed out`;
+  5  timeout: no result within the wait, or the call timed out
+  130  interrupted (Ctrl-C) while waiting; the call itself goes on`;
 
 export class CliError extends Error {
   readonly exitCode: ExitCode;

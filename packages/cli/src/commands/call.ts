@@ -76,6 +76,11 @@ export async function callCommand(ctx: Context, tool: string, flags: CallFlags):
     return exitOfStatus[result.status];
   } catch (err) {
     if (err instanceof CliError) throw err;
+    if (ctx.signal.aborted) {
+      throw new CliError(ExitCode.interrupted, 'interrupted', 'interrupted; the call goes on', {
+        cause: err,
+      });
+    }
     if (err instanceof ResultWaitTimeoutError) {
       throw new CliError(ExitCode.timeout, 'timeout', err.message, { cause: err });
     }
