@@ -5,7 +5,7 @@
 #   toolmesh ...                                    the command-line client
 #   reset-nats ...                                  delete the NATS streams of a subject root
 set -eu
-cd /app
+cd "$(dirname "$0")/.."
 name="${1:-api}"
 [ "$#" -gt 0 ] && shift
 case "$name" in

@@ -3,6 +3,7 @@
 // required, each service's environment is a configuration the process accepts, and the image
 // has what the skills sandbox needs. (`pnpm check:deploy` validates the same files with
 // docker-compose itself and a Dockerfile linter.)
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
@@ -170,6 +171,30 @@ describe('infra/Dockerfile', () => {
     for (const pkg of ['bubblewrap', 'socat', 'ripgrep', 'python3', 'python3-pil', 'util-linux']) {
       expect(runtime).toMatch(new RegExp(`\\s${pkg}\\s`));
     }
+  });
+
+  it('starts the process its first argument names, and refuses an unknown name', () => {
+    // A configuration every process refuses: each exits at once, naming itself in the message,
+    // which proves the entrypoint reached that process's code without starting it.
+    const run = (...args: string[]) =>
+      spawnSync('sh', [join(ROOT, 'infra/entrypoint.sh'), ...args], {
+        env: { PATH: process.env['PATH'], CG__LOG__LEVEL: 'bogus' },
+        encoding: 'utf8',
+      });
+    for (const name of processes) {
+      const r = run(name);
+      expect(r.status, name).toBe(2);
+      expect(r.stderr, name).toContain(`${name}: env CG__LOG__LEVEL: log.level`);
+    }
+    const migrate = run('migrate');
+    expect(migrate.status).toBe(1);
+    expect(migrate.stdout).toContain('migrate: invalid configuration');
+    const help = run('toolmesh', '--help');
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('Exit codes:');
+    const unknown = run('frobnicate');
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toContain("unknown process 'frobnicate'");
   });
 
   it('starts each compose command through its entrypoint', () => {
