@@ -22,6 +22,8 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v socat >/dev/null 2>&1 || need+=(socat)
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)
 dpkg -s python3-pil >/dev/null 2>&1 || need+=(python3-pil)
+# `pnpm check:deploy` validates docker-compose.yml with Debian's docker-compose (no engine needed).
+command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]} with apt"
   as_root apt-get update -qq

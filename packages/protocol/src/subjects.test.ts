@@ -265,6 +265,23 @@ describe('filters', () => {
     );
   });
 
+  it('the project activity filters take events and chunks of every channel, not commands', () => {
+    const filters = subjects.projectActivityFilters(scope.project);
+    const any = (s: string) => filters.some((f) => matches(f, s));
+    for (const s of [
+      result,
+      otherChannel,
+      subjects.toolProgress({ ...scope, target: 'skills' }),
+      subjects.agentEvent({ ...scope, agent: 'a', event: 'task' }),
+      subjects.agentChunk({ ...scope, agent: 'a' }),
+    ])
+      expect(any(s), s).toBe(true);
+    expect(any(call)).toBe(false);
+    expect(any(cancel)).toBe(false);
+    expect(any(subjects.toolResult({ ...scope, project: 'other', target: 'skills' }))).toBe(false);
+    expect(() => subjects.projectActivityFilters('a.b')).toThrow(ProtocolError);
+  });
+
   it('the stream subjects split commands from events and leave lossy chunks out', () => {
     const [cmd, ...moreCmd] = subjects.commandStreamSubjects();
     const [evt, ...moreEvt] = subjects.eventStreamSubjects();

@@ -53,6 +53,8 @@ export interface Subjects {
   cancelFilter(): string;
   /** Every result event of a target in one project and channel. */
   toolResultFilter(s: Scope): string;
+  /** Every event (`evt`) and stream chunk (`str`) of one project, all channels: what a watch sees. */
+  projectActivityFilters(project: string): string[];
   /** Subject filters of the two JetStream streams. */
   commandStreamSubjects(): string[];
   eventStreamSubjects(): string[];
@@ -101,6 +103,10 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     toolCallFilter: (target) => `${prefix}*.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
     cancelFilter: () => `${prefix}*.*.cmd.sys.cancel`,
     toolResultFilter: (s) => scoped(root, s, 'evt', 'tool', '*', 'result'),
+    projectActivityFilters: (project) => {
+      const p = assertId(IdKind.project, project);
+      return [`${prefix}${p}.*.evt.>`, `${prefix}${p}.*.str.>`];
+    },
     commandStreamSubjects: () => [`${prefix}*.*.cmd.>`],
     eventStreamSubjects: () => [`${prefix}*.*.evt.>`],
     parse: (subject) => parseSubject(root, subject),

@@ -55,6 +55,7 @@ export type {
   LockAttempt,
   NewSandbox,
   SandboxProviderKind,
+  SandboxListing,
   SandboxRecord,
   SandboxState,
   SandboxesRepo,

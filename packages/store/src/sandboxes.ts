@@ -8,6 +8,9 @@ import type { Db } from './db.ts';
 export type SandboxProviderKind = 'local' | 'e2b';
 export type SandboxState = 'active' | 'reaping' | 'destroyed' | 'error';
 
+/** A row as the api lists it: every column, expiry, lock and reaping state included. */
+export type SandboxListing = SandboxRecord;
+
 export interface SandboxRecord {
   sandbox_id: string;
   provider: SandboxProviderKind;
@@ -83,6 +86,11 @@ export interface SandboxesRepo {
   /** Marks a sandbox gone (destroyed by its own call, or its provider no longer knows it). */
   markDestroyed(sandboxId: string): Promise<void>;
   get(sandboxId: string): Promise<SandboxRecord | undefined>;
+  /** A project's sandboxes, most recently used first, with their expiry and lock. */
+  listByProject(
+    projectId: string,
+    filter: { state?: SandboxRecord['state'] | undefined; limit: number },
+  ): Promise<SandboxListing[]>;
 }
 
 export const SANDBOX_COLUMNS = `sandbox_id, provider, project_id, agent_id, session_key, state,
@@ -216,5 +224,15 @@ export function createSandboxesRepo(db: Db): SandboxesRepo {
           [sandboxId],
         )
       )[0],
+    listByProject: (projectId, filter) =>
+      db.query<SandboxListing>(
+        'sandboxes_list_by_project',
+        `SELECT ${SANDBOX_COLUMNS}
+         FROM state.sandboxes
+         WHERE project_id = $1 AND ($2::text IS NULL OR state = $2)
+         ORDER BY last_used_at DESC, sandbox_id
+         LIMIT $3`,
+        [projectId, filter.state ?? null, filter.limit],
+      ),
   };
 }

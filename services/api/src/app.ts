@@ -24,6 +24,7 @@ import { profileRoutes } from './routes/profiles.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { skillRoutes } from './routes/skills.ts';
 import { artifactRoutes } from './routes/artifacts.ts';
+import { sandboxRoutes } from './routes/sandboxes.ts';
 
 export async function buildApp(deps: ApiDeps) {
   const app = Fastify({
@@ -82,6 +83,7 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(agentRoutes(routeDeps), { prefix: '/v1' });
   await app.register(skillRoutes(routeDeps), { prefix: '/v1' });
   await app.register(artifactRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(sandboxRoutes(routeDeps), { prefix: '/v1' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   return app;
 }

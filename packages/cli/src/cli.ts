@@ -1,0 +1,168 @@
+// The command tree (commander): global connection flags, one subcommand per task, and the one
+// place where errors become exit codes and messages.
+import { Command, CommanderError } from 'commander';
+import { callCommand, type CallFlags } from './commands/call.ts';
+import {
+  executionsCancel,
+  executionsList,
+  executionsShow,
+  sandboxesList,
+  taskShow,
+  taskStart,
+  toolsList,
+} from './commands/manage.ts';
+import { skillsUploadCommand } from './commands/skills.ts';
+import { watchCommand, type WatchFlags } from './commands/watch.ts';
+import { createContext, type Context } from './context.ts';
+import { CliError, EXIT_CODES_HELP, ExitCode } from './exit.ts';
+import type { Io } from './output.ts';
+import { ENV_HELP, resolveSettings, type GlobalFlags } from './settings.ts';
+
+export interface RunCliOptions {
+  env: Readonly<Record<string, string | undefined>>;
+  io: Io;
+  /** Aborts long-running commands (Ctrl-C). */
+  signal?: AbortSignal;
+}
+
+/** Runs the CLI on `argv` (without node and the script); resolves with the exit code. */
+export async function runCli(argv: string[], opts: RunCliOptions): Promise<number> {
+  const { io } = opts;
+  const signal = opts.signal ?? new AbortController().signal;
+  let exitCode: number = ExitCode.ok;
+  const contexts: Context[] = [];
+  let json = argv.includes('--json');
+
+  // Each action gets a context built from the flags of its whole command line.
+  const run =
+    <A extends unknown[]>(fn: (ctx: Context, ...args: A) => Promise<number>) =>
+    async (...args: unknown[]) => {
+      const cmd = args.at(-1) as Command;
+      const flags = cmd.optsWithGlobals<GlobalFlags>();
+      json = flags.json ?? false;
+      const ctx = createContext(resolveSettings(flags, opts.env), io, signal);
+      contexts.push(ctx);
+      // commander passes positionals, then the command's own options, then the command.
+      exitCode = await fn(ctx, ...(args.slice(0, -1) as A));
+    };
+
+  const program = new Command('toolmesh')
+    .description('Call tools, watch events and manage a toolmesh deployment.')
+    .option('--api-url <url>', 'the api (env TOOLMESH_API_URL)')
+    .option('--api-key <key>', 'api key (env TOOLMESH_API_KEY)')
+    .option('--nats-url <url>', 'the NATS server (env NATS_URL)')
+    .option('-p, --project <id>', 'the project (env TOOLMESH_PROJECT)')
+    .option('--root <root>', 'subject root of the deployment (env TOOLMESH_SUBJECT_ROOT)')
+    .option('--json', 'print JSON (NDJSON for watch) instead of text')
+    .addHelpText('after', `\n${EXIT_CODES_HELP}\n\n${ENV_HELP}\n`)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+    })
+    .showHelpAfterError('(toolmesh --help lists the commands)');
+
+  program
+    .command('call')
+    .description('call a tool over NATS and print its result')
+    .argument('<tool>', 'full tool name, e.g. builtin.echo or skills.run_cmd')
+    .option('-a, --args <json>', 'the arguments, a JSON object', '{}')
+    .option('-c, --channel <id>', 'channel of the call', 'cli')
+    .option('--timeout-ms <ms>', "the call's deadline, enforced by the tool service")
+    .option('--wait-ms <ms>', 'how long to wait for the result (default: deadline + 5 s)')
+    .option('--id <tool_call_id>', 'tool call id (default: a new UUIDv7); reuse it to retry')
+    .option('--no-wait', 'print the tool call id once published, do not wait')
+    .action(run((ctx, tool: string, f: CallFlags) => callCommand(ctx, tool, f)));
+
+  program
+    .command('watch')
+    .description("print a project's live events (tool results, agent events, model chunks)")
+    .option('--count <n>', 'exit after n events')
+    .option('--timeout-ms <ms>', 'stop after this long (exit 5 if --count was not reached)')
+    .action(run((ctx, f: WatchFlags) => watchCommand(ctx, f)));
+
+  const skills = program.command('skills').description('skill packages');
+  skills
+    .command('upload')
+    .description('upload a skill folder (zipped for you) or zip')
+    .argument('<path>', 'a folder holding SKILL.md, or a .zip')
+    .option('--no-activate', 'keep the active version as it is')
+    .action(
+      run((ctx, path: string, f: { activate: boolean }) => skillsUploadCommand(ctx, path, f)),
+    );
+
+  const tools = program.command('tools').description('the tool registry');
+  tools
+    .command('list')
+    .description("list the project's tools")
+    .option('--category <name>')
+    .option('-q, --query <text>', 'text in name or description')
+    .option('--origin <origin>')
+    .option('--limit <n>')
+    .action(run((ctx, f: Parameters<typeof toolsList>[1]) => toolsList(ctx, f)));
+
+  const executions = program.command('executions').description('tool executions');
+  executions
+    .command('list')
+    .description('execution history, newest first')
+    .option('--tool <name>')
+    .option('--status <status>', 'queued, running, succeeded, failed, timeout or canceled')
+    .option('--channel <id>')
+    .option('--limit <n>')
+    .option('--cursor <cursor>', 'the next page, as printed by the previous one')
+    .action(run((ctx, f: Parameters<typeof executionsList>[1]) => executionsList(ctx, f)));
+  executions
+    .command('show')
+    .description("an execution's status and result")
+    .argument('<tool_call_id>')
+    .action(run((ctx, id: string) => executionsShow(ctx, id)));
+  executions
+    .command('cancel')
+    .description('cancel a queued or running execution')
+    .argument('<tool_call_id>')
+    .option('--reason <text>')
+    .action(run((ctx, id: string, f: { reason?: string }) => executionsCancel(ctx, id, f)));
+
+  const task = program.command('task').description('agent tasks');
+  task
+    .command('start')
+    .description('start a task for an agent; prints the task id')
+    .argument('<agent>')
+    .requiredOption('-i, --input <text|json>', 'the prompt, or a JSON object')
+    .option('-c, --channel <id>')
+    .action(
+      run((ctx, agent: string, f: { input: string; channel?: string }) => taskStart(ctx, agent, f)),
+    );
+  task
+    .command('show')
+    .description("a task's status and final card")
+    .argument('<task_id>')
+    .action(run((ctx, id: string) => taskShow(ctx, id)));
+
+  const sandboxes = program.command('sandboxes').description('sandbox sessions');
+  sandboxes
+    .command('list')
+    .description("the project's sandboxes")
+    .option('--state <state>', 'active, reaping, destroyed or error')
+    .action(run((ctx, f: { state?: string }) => sandboxesList(ctx, f)));
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and version are not errors; every other parse failure is a usage error.
+      return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+    }
+    const e =
+      err instanceof CliError
+        ? err
+        : new CliError(ExitCode.connection, 'internal', (err as Error).message ?? String(err));
+    if (json)
+      io.stdout.write(`${JSON.stringify({ error: { code: e.code, message: e.message } })}\n`);
+    io.stderr.write(`toolmesh: ${e.message}\n`);
+    return e.exitCode;
+  } finally {
+    for (const c of contexts) await c.close();
+  }
+}

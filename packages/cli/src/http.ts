@@ -1,0 +1,84 @@
+// The api over HTTP: one request helper that turns every failure into a CliError with the exit
+// code a script expects (401/403 -> 3, 404 -> 4, 400/413/415 -> 2, 409 -> 1, unreachable -> 3).
+import { CliError, ExitCode } from './exit.ts';
+import type { Settings } from './settings.ts';
+
+export interface ApiRequest {
+  method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  json?: unknown;
+  form?: FormData;
+  timeoutMs?: number;
+}
+
+export interface Api {
+  request<T = unknown>(req: ApiRequest): Promise<T>;
+}
+
+function exitCodeOf(status: number): ExitCode {
+  if (status === 401 || status === 403) return ExitCode.connection;
+  if (status === 404) return ExitCode.notFound;
+  if (status === 409) return ExitCode.failed;
+  if (status === 408 || status === 504) return ExitCode.timeout;
+  if (status >= 400 && status < 500) return ExitCode.usage;
+  return ExitCode.connection;
+}
+
+export function createApi(s: Settings): Api {
+  return {
+    request: async <T>(req: ApiRequest): Promise<T> => {
+      const url = new URL(`${s.apiUrl}${req.path}`);
+      for (const [k, v] of Object.entries(req.query ?? {})) {
+        if (v !== undefined) url.searchParams.set(k, String(v));
+      }
+      const headers: Record<string, string> = {};
+      if (s.apiKey) headers['authorization'] = `Bearer ${s.apiKey}`;
+      let body: string | FormData | undefined;
+      if (req.json !== undefined) {
+        headers['content-type'] = 'application/json';
+        body = JSON.stringify(req.json);
+      } else if (req.form) {
+        body = req.form;
+      }
+      let res: Response;
+      try {
+        res = await fetch(url, {
+          method: req.method ?? 'GET',
+          headers,
+          ...(body !== undefined ? { body } : {}),
+          signal: AbortSignal.timeout(req.timeoutMs ?? 30_000),
+        });
+      } catch (err) {
+        const e = err as Error;
+        if (e.name === 'TimeoutError') {
+          throw new CliError(ExitCode.timeout, 'timeout', `no answer from ${s.apiUrl} in time`);
+        }
+        const why = (e.cause as Error | undefined)?.message ?? e.message;
+        throw new CliError(
+          ExitCode.connection,
+          'unreachable',
+          `cannot reach the api at ${s.apiUrl}: ${why}`,
+          { cause: err },
+        );
+      }
+      const text = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      if (!res.ok) {
+        const error = (parsed as { error?: { code?: string; message?: string } } | undefined)
+          ?.error;
+        throw new CliError(
+          exitCodeOf(res.status),
+          error?.code ?? `http_${res.status}`,
+          `${req.method ?? 'GET'} ${req.path}: ${res.status} ${error?.message ?? text.slice(0, 200)}`,
+        );
+      }
+      return parsed as T;
+    },
+  };
+}

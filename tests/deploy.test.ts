@@ -1,0 +1,212 @@
+// What an operator checks before `docker-compose up`: every process of services/ is in the
+// stack, each has a health check, the configuration is mounted read-only, the secrets are
+// required, each service's environment is a configuration the process accepts, and the image
+// has what the skills sandbox needs. (`pnpm check:deploy` validates the same files with
+// docker-compose itself and a Dockerfile linter.)
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '@toolmesh/config';
+
+const ROOT = join(import.meta.dirname, '..');
+const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), {
+  merge: true,
+}) as { services: Record<string, any>; volumes: Record<string, unknown> };
+const services = compose.services;
+const dockerfile = readFileSync(join(ROOT, 'infra/Dockerfile'), 'utf8');
+const processes = readdirSync(join(ROOT, 'services'), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name);
+/** The services run from the toolmesh image: the four processes and the migrate job. */
+const toolmesh = Object.entries(services).filter(
+  ([, s]) => s.build?.dockerfile === 'infra/Dockerfile',
+);
+
+/** Compose's variable interpolation, for the forms this file uses. */
+function interpolate(value: string, vars: Record<string, string>): string {
+  return value
+    .replace(
+      /\$\{([A-Z0-9_]+)(?::([-?])([^}]*))?\}/g,
+      (_m, name: string, op: string | undefined, arg: string | undefined): string => {
+        const v = vars[name];
+        if (v !== undefined && v !== '') return v;
+        if (op === '?') throw new Error(`${name} is required: ${arg}`);
+        return op === '-' ? (arg ?? '') : '';
+      },
+    )
+    .replace(/\$\$/g, '$');
+}
+
+function envOf(name: string, vars: Record<string, string>): Record<string, string> {
+  const env = services[name].environment as Record<string, string | number>;
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, interpolate(String(v), vars)]));
+}
+
+const secrets = { POSTGRES_PASSWORD: 'pw', TOOLMESH_ADMIN_KEY: 'admin-key' };
+
+describe('docker-compose.yml', () => {
+  it('runs every process of services/ from the one image, by name', () => {
+    expect(processes).toEqual(expect.arrayContaining(['api', 'skills']));
+    for (const name of processes) {
+      expect(services[name], `compose service for services/${name}`).toBeDefined();
+      expect(services[name].build.dockerfile).toBe('infra/Dockerfile');
+      expect(services[name].command).toEqual([name]);
+    }
+    for (const name of ['agent-worker', 'sandbox-reaper']) expect(services[name]).toBeDefined();
+  });
+
+  it('gives nats, postgres and every long-running process a health check', () => {
+    for (const name of ['nats', 'postgres', ...processes, 'agent-worker', 'sandbox-reaper']) {
+      expect(services[name].healthcheck?.test, name).toEqual(expect.any(Array));
+    }
+    expect(services['nats'].healthcheck.test.join(' ')).toContain(':8222/healthz');
+    expect(services['postgres'].healthcheck.test).toContain('pg_isready');
+    expect(services['api'].healthcheck.test).toEqual([
+      'CMD',
+      'node',
+      'infra/healthcheck.ts',
+      'api',
+    ]);
+  });
+
+  it('keeps postgres and nats data on volumes and mounts the nats configuration', () => {
+    expect(services['postgres'].volumes).toContain('postgres-data:/var/lib/postgresql/data');
+    expect(services['nats'].volumes).toEqual(
+      expect.arrayContaining(['./infra/nats.conf:/etc/nats/nats.conf:ro']),
+    );
+    expect(Object.keys(compose.volumes)).toEqual(
+      expect.arrayContaining(['postgres-data', 'nats-data', 'artifacts', 'sandboxes']),
+    );
+  });
+
+  it('mounts config.toml read-only into every toolmesh service', () => {
+    expect(toolmesh.length).toBeGreaterThanOrEqual(5);
+    for (const [name, s] of toolmesh) {
+      expect(s.volumes, name).toContain('./config.toml:/app/config.toml:ro');
+    }
+  });
+
+  it('migrates once postgres is healthy, and starts the processes after the migration', () => {
+    expect(services['migrate'].command).toEqual(['migrate']);
+    expect(services['migrate'].restart).toBe('no');
+    expect(services['migrate'].depends_on.postgres.condition).toBe('service_healthy');
+    for (const name of [...processes, 'agent-worker', 'sandbox-reaper']) {
+      expect(services[name].depends_on.migrate.condition, name).toBe(
+        'service_completed_successfully',
+      );
+      expect(services[name].depends_on.nats.condition, name).toBe('service_healthy');
+    }
+  });
+
+  it('refuses to interpolate without the admin key and the database password', () => {
+    expect(() => envOf('api', { POSTGRES_PASSWORD: 'pw' })).toThrow(/TOOLMESH_ADMIN_KEY/);
+    expect(() => envOf('skills', {})).toThrow(/POSTGRES_PASSWORD/);
+  });
+
+  it('gives each process present here an environment its configuration accepts', () => {
+    for (const [name] of toolmesh) {
+      // A process that is not in this checkout yet has no configuration schema to check against.
+      if (name !== 'migrate' && !existsSync(join(ROOT, 'services', name, 'src/main.ts'))) continue;
+      const config = loadConfig({ env: envOf(name, secrets) });
+      expect(config.nats.url, name).toBe('nats://nats:4222');
+      expect(config.postgres.url, name).toBe('postgres://postgres:pw@postgres:5432/toolmesh');
+      expect(config.artifacts.kind, name).toBe('fs');
+    }
+    const api = loadConfig({ env: envOf('api', secrets) });
+    expect(api.api.host).toBe('0.0.0.0');
+    expect(api.api.admin_key).toBe('admin-key');
+    expect(services['api'].ports).toEqual([`\${TOOLMESH_API_PORT:-8080}:${api.api.port}`]);
+  });
+
+  it('switches artifacts to the GCS emulator of the gcs profile with three variables', () => {
+    expect(services['gcs'].profiles).toEqual(['gcs']);
+    expect(services['gcs'].image).toMatch(/^fsouza\/fake-gcs-server:/);
+    const vars = {
+      ...secrets,
+      TOOLMESH_ARTIFACTS_KIND: 'gcs',
+      TOOLMESH_GCS_BUCKET: 'toolmesh',
+      TOOLMESH_GCS_API_ENDPOINT: 'http://gcs:4443',
+    };
+    for (const name of ['api', 'skills']) {
+      const { artifacts } = loadConfig({ env: envOf(name, vars) });
+      expect(artifacts).toMatchObject({
+        kind: 'gcs',
+        gcs_bucket: 'toolmesh',
+        gcs_api_endpoint: 'http://gcs:4443',
+      });
+    }
+  });
+
+  it('lets the skills service open bubblewrap namespaces without privileges or capabilities', () => {
+    const skills = services['skills'];
+    expect(skills.security_opt).toEqual(
+      expect.arrayContaining(['seccomp=unconfined', 'apparmor=unconfined']),
+    );
+    expect(skills.privileged).toBeUndefined();
+    expect(skills.cap_add).toBeUndefined();
+    expect(skills.volumes).toContain('sandboxes:/var/lib/toolmesh/sandboxes');
+    expect(services['sandbox-reaper'].volumes).toContain('sandboxes:/var/lib/toolmesh/sandboxes');
+  });
+});
+
+describe('infra/Dockerfile', () => {
+  const stages = dockerfile.split(/^FROM /m).slice(1);
+  const runtime = stages.at(-1) ?? '';
+
+  it('runs on Node 24 slim as an unprivileged user', () => {
+    expect(dockerfile).toMatch(/ARG NODE_IMAGE=node:24-bookworm-slim/);
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    const users = [...runtime.matchAll(/^USER (\S+)/gm)].map((m) => m[1]);
+    expect(users.at(-1)).toBe('node');
+  });
+
+  it('installs production dependencies only, from the lockfile', () => {
+    expect(dockerfile).toMatch(/pnpm install --offline --frozen-lockfile --prod/);
+    expect(runtime).not.toMatch(/pnpm install/);
+  });
+
+  it('has what the skills sandbox and the example skills need', () => {
+    for (const pkg of ['bubblewrap', 'socat', 'ripgrep', 'python3', 'python3-pil', 'util-linux']) {
+      expect(runtime).toMatch(new RegExp(`\\s${pkg}\\s`));
+    }
+  });
+
+  it('starts the process its first argument names, and refuses an unknown name', () => {
+    // A configuration every process refuses: each exits at once, naming itself in the message,
+    // which proves the entrypoint reached that process's code without starting it.
+    const run = (...args: string[]) =>
+      spawnSync('sh', [join(ROOT, 'infra/entrypoint.sh'), ...args], {
+        env: { PATH: process.env['PATH'], CG__LOG__LEVEL: 'bogus' },
+        encoding: 'utf8',
+      });
+    for (const name of processes) {
+      const r = run(name);
+      expect(r.status, name).toBe(2);
+      expect(r.stderr, name).toContain(`${name}: env CG__LOG__LEVEL: log.level`);
+    }
+    const migrate = run('migrate');
+    expect(migrate.status).toBe(1);
+    expect(migrate.stdout).toContain('migrate: invalid configuration');
+    const help = run('toolmesh', '--help');
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('Exit codes:');
+    const unknown = run('frobnicate');
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toContain("unknown process 'frobnicate'");
+  });
+
+  it('starts each compose command through its entrypoint', () => {
+    const entry = readFileSync(join(ROOT, 'infra/entrypoint.sh'), 'utf8');
+    expect(entry).toContain('services/$name/src/main.ts');
+    expect(entry).toContain('migrate) exec node scripts/migrate.ts');
+  });
+});
+
+describe('.dockerignore', () => {
+  it('keeps local state and installed dependencies out of the build context', () => {
+    const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n');
+    expect(ignored).toEqual(expect.arrayContaining(['**/node_modules', '.data', '.git']));
+  });
+});
