@@ -88,15 +88,23 @@ async function killGroup(pid: number): Promise<number> {
   }
 }
 
-/** Live bwrap processes whose command line contains `text`. */
+/**
+ * Live bwrap processes whose command line contains `text`, and the launchers about to become
+ * one (`[sh -c <join cgroup> ...] bash --norc --noprofile -c 'bwrap ...'`, before their execs):
+ * a command started a moment ago must not slip through between the two.
+ */
 async function bwrapsNaming(text: string): Promise<number[]> {
   const found: number[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const argv = (await readProc(Number(entry)))?.argv ?? [];
     const cmd = argv[0] ?? '';
-    if (cmd !== SANDBOX_COMMAND && !cmd.endsWith(`/${SANDBOX_COMMAND}`)) continue;
-    if (argv.some((a) => a.includes(text))) found.push(Number(entry));
+    if (cmd === SANDBOX_COMMAND || cmd.endsWith(`/${SANDBOX_COMMAND}`)) {
+      if (argv.some((a) => a.includes(text))) found.push(Number(entry));
+    } else if (cmd === '/bin/bash' || cmd === '/bin/sh') {
+      const line = argv[argv.lastIndexOf('-c') + 1] ?? '';
+      if (line.startsWith(`${SANDBOX_COMMAND} `) && line.includes(text)) found.push(Number(entry));
+    }
   }
   return found;
 }
