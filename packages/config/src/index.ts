@@ -14,6 +14,8 @@ export type {
   ArtifactsConfig,
   SkillsConfig,
   SandboxConfig,
+  LlmConfig,
+  AgentConfig,
 } from './schema.ts';
 export { redactConfig } from './redact.ts';
 export { ENV_PREFIX } from './env.ts';

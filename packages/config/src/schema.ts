@@ -240,6 +240,41 @@ export const sandboxSchema = section({
   file_size_bytes: positiveInt().default(1_073_741_824),
 });
 
+export const llmSchema = section({
+  // Any OpenAI-compatible Chat Completions endpoint: OpenAI, OpenRouter, vLLM, Ollama, LiteLLM.
+  base_url: matching(/^https?:\/\/\S+$/, 'an http(s) URL').default('https://api.openai.com/v1'),
+  // A secret: set it through CG__LLM__API_KEY. Empty sends a placeholder (local servers need none).
+  api_key: z.string(expected('a string')).default(''),
+  // The model of profiles that name none.
+  model: z.string(expected('a model name')).min(1, expected('a model name')).default('gpt-4o-mini'),
+  max_retries: intAtLeast(0).default(4),
+  retry_base_ms: positiveInt().default(500),
+  retry_max_ms: positiveInt().default(20_000),
+  request_timeout_ms: positiveInt().default(120_000),
+  stream: z.boolean(expected('true or false')).default(true),
+}).superRefine((llm, ctx) => {
+  if (llm.retry_base_ms > llm.retry_max_ms) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['retry_base_ms'],
+      message: `must not exceed llm.retry_max_ms (${llm.retry_max_ms}), got ${llm.retry_base_ms}`,
+    });
+  }
+});
+
+export const agentSchema = section({
+  concurrency: positiveInt().default(16),
+  max_steps_per_turn: positiveInt().default(16),
+  tool_deadline_ms: positiveInt().default(120_000),
+  deadline_grace_ms: intAtLeast(0).default(5_000),
+  scan_interval_ms: positiveInt().default(1_000),
+  // A step's lease is renewed while it runs; an instance that dies loses its turns after this long.
+  lease_ttl_ms: intAtLeast(1000).default(30_000),
+  ack_wait_ms: intAtLeast(1000).default(30_000),
+  max_deliver: positiveInt().default(20),
+  tool_result_max_chars: positiveInt().default(32_000),
+});
+
 // prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.
 export const configSchema = z.strictObject(
   {
@@ -252,6 +287,8 @@ export const configSchema = z.strictObject(
     artifacts: artifactsSchema.prefault({}),
     skills: skillsSchema.prefault({}),
     sandbox: sandboxSchema.prefault({}),
+    llm: llmSchema.prefault({}),
+    agent: agentSchema.prefault({}),
   },
   expected('a table'),
 );
@@ -266,6 +303,8 @@ export type ApiConfig = z.infer<typeof apiSchema>;
 export type ArtifactsConfig = z.infer<typeof artifactsSchema>;
 export type SkillsConfig = z.infer<typeof skillsSchema>;
 export type SandboxConfig = z.infer<typeof sandboxSchema>;
+export type LlmConfig = z.infer<typeof llmSchema>;
+export type AgentConfig = z.infer<typeof agentSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});
