@@ -11,3 +11,14 @@ export type { LocalPostgres, LocalPostgresOptions } from './local-postgres.ts';
 export { freePort } from './ports.ts';
 export { dockerAvailable } from './docker.ts';
 export { startFakeGcs, type FakeGcs, type FakeGcsObject } from './fake-gcs.ts';
+export { startScriptedOpenAI } from './fake-openai.ts';
+export type {
+  ScriptedOpenAI,
+  ScriptedOpenAIOptions,
+  ScriptedReply,
+  ScriptedToolCall,
+  ScriptStep,
+  RecordedChatRequest,
+  ChatRequest,
+  ChatMessage,
+} from './fake-openai.ts';
