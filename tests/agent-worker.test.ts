@@ -1,15 +1,23 @@
 // The agent worker against the scripted model and the builtin tools: what the model is shown,
 // parallel calls, a call past its deadline, a stale result of an older epoch, 429s retried, a
-// model error ending the turn, a tool the profile does not allow, a duplicate wakeup.
+// model error ending the turn, the step limit, streamed chunks, a tool the profile does not
+// allow, a duplicate wakeup.
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MsgId, createNames, createSubjects, encodeMessage } from '@toolmesh/protocol';
+import {
+  MsgId,
+  createNames,
+  createSubjects,
+  decodeMessage,
+  encodeMessage,
+  type AgentChunk,
+} from '@toolmesh/protocol';
 import { startAgentMesh, type AgentMesh } from './support/agent-mesh.ts';
 import { until } from './support/procs.ts';
 
 let mesh: AgentMesh;
 beforeAll(async () => {
-  mesh = await startAgentMesh();
+  mesh = await startAgentMesh({ CG__AGENT__MAX_STEPS_PER_TURN: '3' });
   await mesh.startSkills();
   await mesh.startWorker();
 }, 60_000);
@@ -200,6 +208,50 @@ describe('agent worker', () => {
     expect(String(task.final_card?.content.text)).toContain('400');
     expect(String(task.final_card?.content.text)).toContain('context length exceeded');
     expect(mesh.requestsOf(agent)).toHaveLength(1);
+  });
+
+  it('a turn that keeps calling tools ends at the step limit', async () => {
+    const echo = { toolCalls: [{ name: 'builtin__echo', arguments: { again: true } }] };
+    const agent = await mesh.createAgent({
+      id: 'looper',
+      allowedTools: ['builtin.echo'],
+      script: [echo, echo, echo, echo],
+    });
+    const task = await mesh.finished(await mesh.startTask(agent, 'loop'));
+    expect(task.status).toBe('failed');
+    expect(task.error).toMatchObject({ code: 'step_limit' });
+    expect(String(task.final_card?.content.text)).toContain('all 3 steps');
+    expect(mesh.requestsOf(agent)).toHaveLength(3);
+  });
+
+  it("streams the model's tokens on str.agent.<agent>.chunk", async () => {
+    const agent = await mesh.createAgent({
+      id: 'chatty',
+      script: [{ text: 'tokens arrive as they are generated, in order' }],
+    });
+    const subjects = createSubjects(mesh.api.config.nats.subject_root);
+    const chunks: AgentChunk[] = [];
+    const sub = mesh.nc.subscribe(
+      subjects.agentChunk({ project: mesh.project.id, channel: 'main', agent }),
+      {
+        callback: (_err, msg) => {
+          chunks.push(decodeMessage('agent_chunk', msg.data));
+        },
+      },
+    );
+    await mesh.nc.flush();
+    const task = await mesh.finished(await mesh.startTask(agent, 'talk'));
+    const text = 'tokens arrive as they are generated, in order';
+    expect(task.final_card?.content).toMatchObject({ result: text });
+    const joined = () =>
+      [...chunks]
+        .sort((a, b) => a.seq - b.seq)
+        .map((c) => c.delta)
+        .join('');
+    await until(() => Promise.resolve(joined() === text ? true : undefined));
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(new Set(chunks.map((c) => c.turn_id)).size).toBe(1);
+    sub.unsubscribe();
   });
 
   it('a tool the profile does not allow gets a clear error result, and is never called', async () => {
