@@ -3,7 +3,7 @@
 // consumer shared by every instance. `main.ts` runs it as a process; tests start it the same way.
 import type { Logger } from 'pino';
 import { createBus } from '@toolmesh/bus';
-import type { Config } from '@toolmesh/config';
+import { redactConfig, type Config } from '@toolmesh/config';
 import {
   connectNatsFromConfig,
   createStoreFromConfig,
@@ -60,7 +60,8 @@ export async function startAgentWorker(config: Config, logger: Logger): Promise<
   );
   runner.start();
   log.info(
-    { concurrency: a.concurrency, model: config.llm.model, base_url: config.llm.base_url },
+    // Redacted: a base URL may carry credentials (https://user:key@host/v1).
+    { concurrency: a.concurrency, llm: redactConfig(config.llm) },
     'agent worker started',
   );
   return {
