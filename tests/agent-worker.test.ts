@@ -285,6 +285,29 @@ describe('agent worker', () => {
     );
   });
 
+  it('a task whose wakeup was never published still runs: the scan finds its inbox row', async () => {
+    const agent = await mesh.createAgent({ id: 'unwoken', script: [{ text: 'found anyway' }] });
+    const store = mesh.api.store;
+    // What the api writes before it publishes the wakeup, and nothing else.
+    const taskId = await store.tx(async (tx) => {
+      const t = await tx.tasks.create({
+        projectId: mesh.project.id,
+        agentId: agent,
+        channel: 'main',
+        input: 'nobody woke me',
+      });
+      await tx.inbox.addTask({
+        projectId: mesh.project.id,
+        agentId: agent,
+        taskId: t!.task_id,
+        payload: { channel: 'main' },
+      });
+      return t!.task_id;
+    });
+    const task = await mesh.finished(taskId);
+    expect(task.final_card?.content).toMatchObject({ status: 'succeeded', result: 'found anyway' });
+  });
+
   it('a duplicate wakeup is processed once', async () => {
     const agent = await mesh.createAgent({
       id: 'twice',

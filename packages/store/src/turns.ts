@@ -91,6 +91,11 @@ export interface TurnsRepo {
   commitStep(t: ClaimedTurn, s: CommitStep): Promise<{ epoch: number; step: number } | undefined>;
   /** Starts the deadlines of published calls. */
   markPublished(projectId: string, toolCallIds: string[]): Promise<void>;
+  /** Agents with inbox rows pending longer than this: their wakeup was lost or never sent. */
+  stalledInboxes(
+    olderThanMs: number,
+    limit: number,
+  ): Promise<{ project_id: string; agent_id: string }[]>;
   /** Pending calls never published (their instance died between commit and publish). */
   unpublished(olderThanMs: number, limit: number): Promise<(TurnCallRecord & TurnScope)[]>;
   /** Writes the final card, ends the turn and its task; undefined if fenced. */
@@ -240,6 +245,15 @@ export function createTurnsRepo(db: Db): TurnsRepo {
         [projectId, ids],
       );
     },
+
+    stalledInboxes: (olderThanMs, limit) =>
+      db.query<{ project_id: string; agent_id: string }>(
+        'turns_stalled_inboxes',
+        `SELECT DISTINCT project_id, agent_id FROM state.agent_inbox
+         WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1::float8 / 1000)
+         LIMIT $2`,
+        [olderThanMs, limit],
+      ),
 
     unpublished: (olderThanMs, limit) =>
       db.query<TurnCallRecord & TurnScope>(

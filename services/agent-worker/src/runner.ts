@@ -50,7 +50,8 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
     }
   }
 
-  async function wake(projectId: string, agentId: string): Promise<void> {
+  /** Applies the agent's inbox and announces the tasks it started. */
+  async function apply(projectId: string, agentId: string): Promise<void> {
     const applied = await store.turns.applyInbox(projectId, agentId, instanceId);
     if (applied.ignored.length)
       log.info(
@@ -68,6 +69,10 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
         'running',
       );
     }
+  }
+
+  async function wake(projectId: string, agentId: string): Promise<void> {
+    await apply(projectId, agentId);
     const scope = { projectId, agentId };
     for (;;) {
       await acquire();
@@ -113,6 +118,13 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
         },
       );
       await store.turns.markPublished(c.project_id, [c.tool_call_id]);
+    }
+    // Inbox rows a wakeup should have applied long ago (the api could not publish it, say):
+    // applied here; their turns are claimed below like any other due turn.
+    const stalledMs = cfg.scan_interval_ms * 5;
+    for (const a of await store.turns.stalledInboxes(stalledMs, SCAN_BATCH)) {
+      log.info({ project_id: a.project_id, agent_id: a.agent_id }, 'applying a stalled inbox');
+      await apply(a.project_id, a.agent_id);
     }
     // Due turns nobody runs: a lost wakeup, a ready turn after refused calls, a dead instance.
     while (!stopped && active < cfg.concurrency) {
