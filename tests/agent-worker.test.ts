@@ -308,6 +308,32 @@ describe('agent worker', () => {
     expect(task.final_card?.content).toMatchObject({ status: 'succeeded', result: 'found anyway' });
   });
 
+  it('a step that keeps failing is not retried forever: the turn fails with internal_error', async () => {
+    const agent = await mesh.createAgent({ id: 'poisoned', script: [{ text: 'never asked' }] });
+    const store = mesh.api.store;
+    const project = mesh.project.id;
+    // A turn whose step already ran (and was lost) as often as allowed, due again.
+    const task = await store.tasks.create({
+      projectId: project,
+      agentId: agent,
+      channel: 'main',
+      input: 'x',
+    });
+    await store.pool.query(`UPDATE state.tasks SET status = 'running' WHERE task_id = $1`, [
+      task!.task_id,
+    ]);
+    await store.pool.query(
+      `INSERT INTO state.turns (turn_id, project_id, agent_id, channel, task_id, claims)
+       VALUES (gen_random_uuid(), $1, $2, 'main', $3, 5)`,
+      [project, agent, task!.task_id],
+    );
+    const done = await mesh.finished(task!.task_id);
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatchObject({ code: 'internal_error' });
+    expect(String(done.final_card?.content.text)).toContain('5 times in a row');
+    expect(mesh.requestsOf(agent)).toHaveLength(0);
+  });
+
   it('a duplicate wakeup is processed once', async () => {
     const agent = await mesh.createAgent({
       id: 'twice',

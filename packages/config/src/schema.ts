@@ -272,6 +272,7 @@ export const agentSchema = section({
   lease_ttl_ms: intAtLeast(1000).default(30_000),
   ack_wait_ms: intAtLeast(1000).default(30_000),
   max_deliver: positiveInt().default(20),
+  max_step_attempts: positiveInt().default(5),
   tool_result_max_chars: positiveInt().default(32_000),
 });
 

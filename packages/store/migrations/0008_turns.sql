@@ -12,6 +12,8 @@ CREATE TABLE state.turns (
               CHECK (status IN ('ready', 'running', 'waiting', 'succeeded', 'failed')),
   epoch       integer NOT NULL DEFAULT 0,
   step        integer NOT NULL DEFAULT 0,
+  -- Claims since the last recorded step: a step that keeps failing is not retried forever.
+  claims      integer NOT NULL DEFAULT 0,
   run_token   uuid,
   run_owner   text,
   lease_until timestamptz,

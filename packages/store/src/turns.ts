@@ -27,6 +27,8 @@ export interface TurnRecord {
   status: TurnStatus;
   epoch: number;
   step: number;
+  /** Claims since the last recorded step (1 for a step's first run). */
+  claims: number;
   run_token: string | null;
   run_owner: string | null;
   lease_until: Date | null;
@@ -124,8 +126,8 @@ export interface TurnScope {
   turn_epoch: number;
 }
 
-const TURN = `turn_id, project_id, agent_id, channel, task_id, status, epoch, step, run_token,
-  run_owner, lease_until, created_at, updated_at`;
+const TURN = `turn_id, project_id, agent_id, channel, task_id, status, epoch, step, claims,
+  run_token, run_owner, lease_until, created_at, updated_at`;
 const CALL = `tool_call_id, turn_id, epoch, seq, tool_name, arguments, status, deadline_ms,
   published_at, result_card_id`;
 
@@ -150,7 +152,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
       (
         await db.query<ClaimedTurn>(
           'turns_claim',
-          `UPDATE state.turns SET status = 'running', run_token = $4, run_owner = $3,
+          `UPDATE state.turns SET status = 'running', claims = claims + 1, run_token = $4, run_owner = $3,
              lease_until = now() + make_interval(secs => $5::float8 / 1000), updated_at = now()
            WHERE turn_id = (
              SELECT turn_id FROM state.turns
@@ -228,7 +230,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
         }
         await tx.query(
           'turns_suspend',
-          `UPDATE state.turns SET epoch = $2, step = step + 1, status = $3, run_token = NULL,
+          `UPDATE state.turns SET epoch = $2, step = step + 1, status = $3, claims = 0, run_token = NULL,
              run_owner = NULL, lease_until = NULL, updated_at = now()
            WHERE turn_id = $1`,
           [t.turn_id, epoch, pending > 0 ? 'waiting' : 'ready'],

@@ -122,6 +122,10 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
   };
 
   try {
+    if (turn.claims > deps.agent.max_step_attempts) {
+      const message = `step ${step} failed or was abandoned ${turn.claims - 1} times in a row; see the agent worker logs`;
+      return await finish('failed', { text: message }, { code: 'internal_error', message });
+    }
     const agent = await store.agents.get(turn.project_id, turn.agent_id);
     const profile = agent?.profile
       ? await store.profiles.get(turn.project_id, agent.profile)
