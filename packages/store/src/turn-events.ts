@@ -159,7 +159,7 @@ export async function fireDeadlines(
   const turns = await db.query<{ turn_id: string }>(
     'turns_past_deadline',
     `SELECT DISTINCT turn_id FROM state.turn_calls
-     WHERE status = 'pending' AND deadline_at + make_interval(secs => $1::float8 / 1000) < now()
+     WHERE status = 'pending' AND deadline_at < now() - make_interval(secs => $1::float8 / 1000)
      LIMIT $2`,
     [graceMs, limit],
   );
@@ -187,7 +187,7 @@ export async function fireDeadlines(
         'turns_calls_past_deadline',
         `SELECT tool_call_id, tool_name, deadline_ms FROM state.turn_calls
          WHERE turn_id = $1 AND status = 'pending'
-           AND deadline_at + make_interval(secs => $2::float8 / 1000) < now()`,
+           AND deadline_at < now() - make_interval(secs => $2::float8 / 1000)`,
         [turn_id, graceMs],
       );
       for (const c of calls) {

@@ -19,14 +19,14 @@ export interface Runner {
   running(): number;
 }
 
-/** Steps per scan pass that re-publish or time out calls, so one pass stays short. */
+/** Rows one scan pass handles of each kind (deadlines, republishes, inboxes), so it stays short. */
 const SCAN_BATCH = 100;
 
 export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
   const { store, agent: cfg, instanceId } = deps;
   const log: Logger = deps.logger.child({ component: 'runner' });
   let active = 0;
-  let waiters: (() => void)[] = [];
+  const waiters: (() => void)[] = [];
   const background = new Set<Promise<void>>();
   let timer: NodeJS.Timeout | undefined;
   let scanning: Promise<void> | undefined;
@@ -105,8 +105,7 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
     }
     for (const c of await store.turns.unpublished(cfg.lease_ttl_ms, SCAN_BATCH)) {
       // Its instance died between recording the step and publishing: the same id and
-      // Nats-Msg-Id make a second publish harmless.
-      const timeout = c.deadline_ms;
+      // Nats-Msg-Id make a second publish harmless. The deadline doubles as the call's timeout.
       await deps.publish.toolCall(
         { project_id: c.project_id, channel: c.channel, agent_id: c.agent_id, turn_id: c.turn_id },
         c.epoch,
@@ -114,7 +113,7 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
           toolCallId: c.tool_call_id,
           toolName: c.tool_name,
           arguments: c.arguments,
-          timeoutMs: timeout,
+          timeoutMs: c.deadline_ms,
         },
       );
       await store.turns.markPublished(c.project_id, [c.tool_call_id]);
@@ -164,8 +163,6 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
       clearInterval(timer);
       await scanning?.catch(() => undefined);
       await Promise.all(background);
-      waiters.forEach((w) => w());
-      waiters = [];
     },
     running: () => active,
   };
