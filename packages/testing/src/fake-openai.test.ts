@@ -2,6 +2,7 @@
 // chunks with parallel tool calls, and errors the SDK maps to its typed errors.
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { demoModelReply } from './fake-openai-demo.ts';
 import { startScriptedOpenAI, type ScriptedOpenAI } from './fake-openai.ts';
 
 let server: ScriptedOpenAI | undefined;
@@ -94,5 +95,40 @@ describe('startScriptedOpenAI', () => {
       messages: [{ role: 'user', content: 'ping' }],
     });
     expect(r.choices[0]?.message.content).toBe('you said ping');
+  });
+
+  it('the demo model draws the request with the image skill, then submits the artifact', async () => {
+    server = await startScriptedOpenAI({ fallback: demoModelReply });
+    const client = sdk(server);
+    const tools = ['skills__run_cmd', 'submit_result'].map((name) => ({
+      type: 'function' as const,
+      function: { name, parameters: { type: 'object' } },
+    }));
+    const user = { role: 'user' as const, content: "Draw 'a cat'; rm -rf /" };
+    const first = await client.chat.completions.create({ model: 'm', messages: [user], tools });
+    const call = first.choices[0]!.message.tool_calls![0]!;
+    if (call.type !== 'function') throw new Error('expected a function call');
+    const args = JSON.parse(call.function.arguments) as { command: string; skill: string };
+    expect(args.skill).toBe('draw-image');
+    expect(args.command).toBe("python3 draw.py --out out/picture.png --caption 'Draw a cat rm rf'");
+    const second = await client.chat.completions.create({
+      model: 'm',
+      tools,
+      messages: [
+        user,
+        { role: 'assistant', content: null, tool_calls: [call] },
+        {
+          role: 'tool',
+          tool_call_id: call.id,
+          content: JSON.stringify({ status: 'succeeded', result: { artifacts: [{ id: 'a1' }] } }),
+        },
+      ],
+    });
+    const submit = second.choices[0]!.message.tool_calls![0]!;
+    if (submit.type !== 'function') throw new Error('expected a function call');
+    expect(submit.function.name).toBe('submit_result');
+    expect(JSON.parse(submit.function.arguments)).toMatchObject({
+      result: { artifacts: [{ id: 'a1' }] },
+    });
   });
 });

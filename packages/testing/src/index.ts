@@ -12,6 +12,7 @@ export { freePort } from './ports.ts';
 export { dockerAvailable } from './docker.ts';
 export { startFakeGcs, type FakeGcs, type FakeGcsObject } from './fake-gcs.ts';
 export { startScriptedOpenAI } from './fake-openai.ts';
+export { demoModelReply } from './fake-openai-demo.ts';
 export type {
   ScriptedOpenAI,
   ScriptedOpenAIOptions,
