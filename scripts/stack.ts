@@ -24,6 +24,11 @@ const ROOT = join(import.meta.dirname, '..');
 const DATA = join(ROOT, '.data');
 const SERVICES = [
   { name: 'skills', entry: 'services/skills/src/main.ts', ready: 'tool service started' },
+  {
+    name: 'agent-worker',
+    entry: 'services/agent-worker/src/main.ts',
+    ready: 'agent worker started',
+  },
   { name: 'api', entry: 'services/api/src/main.ts', ready: 'api listening' },
   {
     name: 'sandbox-reaper',

@@ -16,6 +16,8 @@ export type {
   SandboxConfig,
   E2bConfig,
   ReaperConfig,
+  LlmConfig,
+  AgentConfig,
 } from './schema.ts';
 export { redactConfig } from './redact.ts';
 export { ENV_PREFIX } from './env.ts';

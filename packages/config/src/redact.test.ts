@@ -28,6 +28,21 @@ describe('redactConfig', () => {
     expect(JSON.stringify(safe)).not.toContain('e2b_s3cret_key');
   });
 
+  it('masks the LLM api key and credentials in its base URL', () => {
+    const config = loadConfig({
+      source: '',
+      env: {
+        CG__LLM__API_KEY: 'sk-live-abc123',
+        CG__LLM__BASE_URL: 'https://user:pw123@llm.internal/v1',
+      },
+    });
+    const safe = redactConfig(config);
+    expect(safe.llm.api_key).toBe('***');
+    expect(safe.llm.base_url).toBe('https://user:***@llm.internal/v1');
+    expect(JSON.stringify(safe)).not.toMatch(/sk-live|pw123/);
+    expect(safe.llm.max_retries).toBe(config.llm.max_retries);
+  });
+
   it('does not change the config it was given', () => {
     const config = loadConfig({ source: '', env: { CG__POSTGRES__URL: 'postgres://a:b@h/db' } });
     redactConfig(config);

@@ -307,6 +307,42 @@ export const e2bSchema = section({
   sandbox_timeout_sec: positiveInt().default(3_600),
 });
 
+export const llmSchema = section({
+  // Any OpenAI-compatible Chat Completions endpoint: OpenAI, OpenRouter, vLLM, Ollama, LiteLLM.
+  base_url: matching(/^https?:\/\/\S+$/, 'an http(s) URL').default('https://api.openai.com/v1'),
+  // A secret: set it through CG__LLM__API_KEY. Empty sends a placeholder (local servers need none).
+  api_key: z.string(expected('a string')).default(''),
+  // The model of profiles that name none.
+  model: z.string(expected('a model name')).min(1, expected('a model name')).default('gpt-4o-mini'),
+  max_retries: intAtLeast(0).default(4),
+  retry_base_ms: positiveInt().default(500),
+  retry_max_ms: positiveInt().default(20_000),
+  request_timeout_ms: positiveInt().default(120_000),
+  stream: z.boolean(expected('true or false')).default(true),
+}).superRefine((llm, ctx) => {
+  if (llm.retry_base_ms > llm.retry_max_ms) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['retry_base_ms'],
+      message: `must not exceed llm.retry_max_ms (${llm.retry_max_ms}), got ${llm.retry_base_ms}`,
+    });
+  }
+});
+
+export const agentSchema = section({
+  concurrency: positiveInt().default(16),
+  max_steps_per_turn: positiveInt().default(16),
+  tool_deadline_ms: positiveInt().default(120_000),
+  deadline_grace_ms: intAtLeast(0).default(5_000),
+  scan_interval_ms: positiveInt().default(1_000),
+  // A step's lease is renewed while it runs; an instance that dies loses its turns after this long.
+  lease_ttl_ms: intAtLeast(1000).default(30_000),
+  ack_wait_ms: intAtLeast(1000).default(30_000),
+  max_deliver: positiveInt().default(20),
+  max_step_attempts: positiveInt().default(5),
+  tool_result_max_chars: positiveInt().default(32_000),
+});
+
 // prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.
 export const configSchema = z
   .strictObject(
@@ -322,6 +358,8 @@ export const configSchema = z
       sandbox: sandboxSchema.prefault({}),
       e2b: e2bSchema.prefault({}),
       reaper: reaperSchema.prefault({}),
+      llm: llmSchema.prefault({}),
+      agent: agentSchema.prefault({}),
     },
     expected('a table'),
   )
@@ -347,6 +385,8 @@ export type SkillsConfig = z.infer<typeof skillsSchema>;
 export type SandboxConfig = z.infer<typeof sandboxSchema>;
 export type E2bConfig = z.infer<typeof e2bSchema>;
 export type ReaperConfig = z.infer<typeof reaperSchema>;
+export type LlmConfig = z.infer<typeof llmSchema>;
+export type AgentConfig = z.infer<typeof agentSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

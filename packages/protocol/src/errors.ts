@@ -60,6 +60,21 @@ export const ERROR_CODES = {
     status: 'failed',
     summary: 'the call hit a retryable failure on every allowed delivery',
   },
+  tool_not_allowed: {
+    retryable: false,
+    status: 'failed',
+    summary: "the agent's profile does not allow the tool its model asked for; nothing was called",
+  },
+  model_error: {
+    retryable: false,
+    status: 'failed',
+    summary: 'the LLM endpoint refused the request or kept failing; the turn ended',
+  },
+  step_limit: {
+    retryable: false,
+    status: 'failed',
+    summary: 'the turn used every step it was allowed without a final answer',
+  },
   timeout: { retryable: false, status: 'timeout', summary: 'the call outlived its deadline' },
   canceled: { retryable: false, status: 'canceled', summary: 'the call was canceled' },
   unavailable: {

@@ -255,6 +255,18 @@ describe('filters', () => {
     expect(matches(filter, call)).toBe(false);
   });
 
+  it('the agent wakeup filter takes wakeups of every agent, project and channel, nothing else', () => {
+    const filter = subjects.agentWakeupFilter();
+    expect(matches(filter, subjects.agentWakeup({ ...scope, agent: 'a' }))).toBe(true);
+    expect(
+      matches(filter, subjects.agentWakeup({ project: 'p2', channel: 'c2', agent: 'b' })),
+    ).toBe(true);
+    expect(matches(filter, subjects.agentEvent({ ...scope, agent: 'a', event: 'task' }))).toBe(
+      false,
+    );
+    expect(matches(filter, call)).toBe(false);
+  });
+
   it('the tool result filter takes result events of one project and channel', () => {
     const filter = subjects.toolResultFilter(scope);
     expect(matches(filter, result)).toBe(true);

@@ -51,6 +51,8 @@ export interface Subjects {
   toolCallFilter(target: string): string;
   /** Every cancel request across projects and channels (each instance subscribes). */
   cancelFilter(): string;
+  /** Every agent wakeup across projects and channels (the agent workers' consumer filter). */
+  agentWakeupFilter(): string;
   /** Every result event of a target in one project and channel. */
   toolResultFilter(s: Scope): string;
   /** Every event (`evt`) and stream chunk (`str`) of one project, all channels: what a watch sees. */
@@ -102,6 +104,7 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     taskCancelFilter: (target) => `${prefix}*.*.ctl.task.${assertId(IdKind.target, target)}.cancel`,
     toolCallFilter: (target) => `${prefix}*.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
     cancelFilter: () => `${prefix}*.*.cmd.sys.cancel`,
+    agentWakeupFilter: () => `${prefix}*.*.cmd.agent.*.wakeup`,
     toolResultFilter: (s) => scoped(root, s, 'evt', 'tool', '*', 'result'),
     projectActivityFilters: (project) => {
       const p = assertId(IdKind.project, project);

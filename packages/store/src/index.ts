@@ -78,3 +78,16 @@ export type {
   SkillTasksRepo,
 } from './skill-tasks.ts';
 export type { ServiceInstanceRecord, InstanceHeartbeat, InstancesRepo } from './instances.ts';
+export { TurnStatus } from './turns.ts';
+export type {
+  TurnRecord,
+  TurnCallRecord,
+  TurnScope,
+  StepCall,
+  CommitStep,
+  FinishTurn,
+  ClaimedTurn,
+  Conversation,
+  TurnsRepo,
+} from './turns.ts';
+export type { AppliedInbox, TimedOutCall } from './turn-events.ts';

@@ -18,6 +18,7 @@ import { createInstancesRepo, type InstancesRepo } from './instances.ts';
 import { createSkillJobsRepo, type SkillJobsRepo } from './skill-jobs.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
+import { createTurnsRepo, type TurnsRepo } from './turns.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -37,6 +38,7 @@ export interface Store {
   readonly skillTasks: SkillTasksRepo;
   readonly instances: InstancesRepo;
   readonly skillJobs: SkillJobsRepo;
+  readonly turns: TurnsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -77,6 +79,7 @@ export function createStore(pool: pg.Pool): Store {
     skillTasks: createSkillTasksRepo(db),
     instances: createInstancesRepo(db),
     skillJobs: createSkillJobsRepo(db),
+    turns: createTurnsRepo(db),
     close: () => pool.end(),
   };
 }

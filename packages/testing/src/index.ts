@@ -13,3 +13,15 @@ export { dockerAvailable } from './docker.ts';
 export { startFakeGcs, type FakeGcs, type FakeGcsObject } from './fake-gcs.ts';
 export { startFakeE2b } from './fake-e2b.ts';
 export type { FakeE2b, FakeE2bOptions, FakeE2bRequest, FakeE2bSandboxView } from './fake-e2b.ts';
+export { startScriptedOpenAI } from './fake-openai.ts';
+export { demoModelReply } from './fake-openai-demo.ts';
+export type {
+  ScriptedOpenAI,
+  ScriptedOpenAIOptions,
+  ScriptedReply,
+  ScriptedToolCall,
+  ScriptStep,
+  RecordedChatRequest,
+  ChatRequest,
+  ChatMessage,
+} from './fake-openai.ts';

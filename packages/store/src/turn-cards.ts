@@ -1,0 +1,35 @@
+// Cards the agent worker writes itself (messages, tool calls, refused or timed-out results,
+// finals), inside the transaction of the turn write they belong to.
+import { v7 as uuidv7 } from 'uuid';
+import type { Card } from './cards.ts';
+import type { Db } from './db.ts';
+
+export const CARD_COLUMNS =
+  'card_id, project_id, kind, tool_call_id, author, content, metadata, created_at';
+
+export function insertCard(
+  db: Db,
+  c: {
+    projectId: string;
+    kind: Card['kind'];
+    toolCallId?: string | null;
+    author: string;
+    content: unknown;
+    metadata: Record<string, unknown>;
+  },
+): Promise<Card[]> {
+  return db.query<Card>(
+    'turns_insert_card',
+    `INSERT INTO cards (card_id, project_id, kind, tool_call_id, author, content, metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${CARD_COLUMNS}`,
+    [
+      uuidv7(),
+      c.projectId,
+      c.kind,
+      c.toolCallId ?? null,
+      c.author,
+      JSON.stringify(c.content),
+      JSON.stringify(c.metadata),
+    ],
+  );
+}

@@ -1,0 +1,139 @@
+// Turn state against a real Postgres: a task starts a turn once, a lapsed lease is taken over and
+// fences the old owner's writes, results of the current epoch resume the turn and others do not.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { usePostgres, type TestPostgres } from '@toolmesh/testing';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate } from './migrate.ts';
+import { createPool } from './pool.ts';
+import { createStore, type Store } from './store.ts';
+
+const logger = pino({ level: 'silent' });
+let db: TestPostgres;
+let store: Store;
+const P = 'proj';
+const A = 'ada';
+
+beforeAll(async () => {
+  db = await usePostgres();
+  const pool = createPool({
+    url: db.url,
+    max: 4,
+    statementTimeoutMs: 5_000,
+    connectTimeoutMs: 5_000,
+    logger,
+  });
+  await migrate({ pool, logger });
+  store = createStore(pool);
+  await pool.query(`INSERT INTO resource.projects (project_id, name) VALUES ($1, 'p')`, [P]);
+  await pool.query(
+    `INSERT INTO resource.agents (project_id, agent_id, name) VALUES ($1, $2, 'A')`,
+    [P, A],
+  );
+});
+afterAll(async () => {
+  await store?.close();
+  await db?.cleanup();
+});
+
+async function newTask(input: unknown): Promise<string> {
+  return store.tx(async (tx) => {
+    const t = await tx.tasks.create({ projectId: P, agentId: A, channel: 'main', input });
+    await tx.inbox.addTask({ projectId: P, agentId: A, taskId: t!.task_id, payload: {} });
+    return t!.task_id;
+  });
+}
+
+const result = (toolCallId: string, turnId: string, epoch: number) =>
+  store.results.record({
+    projectId: P,
+    channel: 'main',
+    toolCallId,
+    toolName: 'builtin.echo',
+    target: 'builtin',
+    author: 'test',
+    instanceId: 'test',
+    content: { status: 'succeeded', result: { epoch }, duration_ms: 1 },
+    agentId: A,
+    turnId,
+    turnEpoch: epoch,
+  });
+
+describe('turns', () => {
+  it('starts one turn per task, with the task as its first card', async () => {
+    const taskId = await newTask({ ask: 'hello' });
+    const first = await store.turns.applyInbox(P, A, 'i1');
+    expect(first.started).toHaveLength(1);
+    expect((await store.turns.applyInbox(P, A, 'i2')).applied).toBe(0);
+    expect((await store.tasks.get(P, taskId))?.status).toBe('running');
+    const turn = await store.turns.byTask(P, taskId);
+    const conv = await store.turns.conversation(turn!);
+    expect(conv.cards.map((c) => c.content)).toEqual([
+      { role: 'user', content: '{"ask":"hello"}' },
+    ]);
+    const claimed = await store.turns.claim({ projectId: P, agentId: A }, 'i1', 60_000);
+    expect(claimed).toMatchObject({ turn_id: turn!.turn_id, claims: 1, status: 'running' });
+    const card = await store.turns.finish(claimed!, { status: 'failed', content: {}, author: 'x' });
+    expect((await store.tasks.get(P, taskId))?.final_card_id).toBe(card!.card_id);
+  });
+
+  it('fences the writes of an owner whose lease lapsed; results of an older epoch change nothing', async () => {
+    const taskId = await newTask('go');
+    await store.turns.applyInbox(P, A, 'i1');
+    const scope = { projectId: P, agentId: A };
+    const stale = await store.turns.claim(scope, 'slow', 1);
+    expect(stale?.task_id).toBe(taskId);
+    await sleep(20);
+    const owner = await store.turns.claim(scope, 'fast', 60_000);
+    expect(owner).toMatchObject({ turn_id: stale!.turn_id, claims: 2, run_owner: 'fast' });
+    expect(await store.turns.claim(scope, 'third', 60_000)).toBeUndefined();
+
+    const step = (id: string) => ({
+      assistant: {
+        role: 'assistant',
+        tool_calls: [{ id, name: 'builtin__echo', arguments: '{}' }],
+      },
+      calls: [{ toolCallId: id, toolName: 'builtin.echo', arguments: {}, deadlineMs: 60_000 }],
+      author: 'agent:ada',
+    });
+    expect(await store.turns.commitStep(stale!, step('late-call'))).toBeUndefined();
+    expect(await store.turns.renew(stale!.turn_id, stale!.run_token, 1000)).toBe(false);
+    expect(await store.turns.commitStep(owner!, step('call-e1'))).toEqual({ epoch: 1, step: 1 });
+    expect(
+      await store.turns.finish(owner!, { status: 'succeeded', content: {}, author: 'x' }),
+    ).toBeUndefined();
+    await store.turns.markPublished(P, ['call-e1']);
+
+    // A result carrying another epoch is ignored; the one of epoch 1 resumes the turn.
+    await result('call-e1', owner!.turn_id, 0);
+    const ignored = await store.turns.applyInbox(P, A, 'i1');
+    expect(ignored.ignored).toEqual([
+      { correlationId: 'call-e1', reason: 'result carries epoch 0, turn is at 1' },
+    ]);
+    expect((await store.turns.get(P, owner!.turn_id))?.status).toBe('waiting');
+    await store.pool.query(
+      `UPDATE state.agent_inbox SET status = 'pending', payload = payload || '{"turn_epoch": 1}'
+       WHERE correlation_id = 'call-e1'`,
+    );
+    const resumed = await store.turns.applyInbox(P, A, 'i1');
+    expect(resumed.ignored).toEqual([]);
+    expect(resumed.resumed).toContain(owner!.turn_id);
+    const calls = await store.turns.calls(owner!.turn_id);
+    expect(calls).toMatchObject([{ tool_call_id: 'call-e1', status: 'done', epoch: 1 }]);
+    const conv = await store.turns.conversation(owner!);
+    expect(conv.results.get('call-e1')?.content).toMatchObject({ result: { epoch: 0 } });
+
+    const again = await store.turns.claim(scope, 'fast', 60_000);
+    expect(again?.claims).toBe(1);
+    const card = await store.turns.finish(again!, {
+      status: 'succeeded',
+      content: { result: 'ok' },
+      author: 'agent:ada',
+    });
+    expect(card?.kind).toBe('final');
+    expect(await store.tasks.get(P, taskId)).toMatchObject({
+      status: 'succeeded',
+      final_card_id: card!.card_id,
+    });
+  });
+});

@@ -1,0 +1,77 @@
+// Builds the agent worker from its configuration: NATS and JetStream provisioning, the Postgres
+// store, the model client, the step runner with its periodic scan, and the durable wakeup
+// consumer shared by every instance. `main.ts` runs it as a process; tests start it the same way.
+import type { Logger } from 'pino';
+import { createBus } from '@toolmesh/bus';
+import { redactConfig, type Config } from '@toolmesh/config';
+import {
+  connectNatsFromConfig,
+  createStoreFromConfig,
+  instanceIdOf,
+  streamSettingsOf,
+} from '@toolmesh/service';
+import { createLlm } from './llm.ts';
+import { createPublisher } from './publish.ts';
+import { createRunner, type Runner } from './runner.ts';
+import { wakeupHandler } from './wakeup.ts';
+
+/** The consumer name's target: one durable for all agents, shared by every instance. */
+export const AGENT_WORKER_TARGET = 'worker';
+
+export interface AgentWorker {
+  readonly instanceId: string;
+  readonly runner: Runner;
+  stop(graceMs?: number): Promise<void>;
+}
+
+export async function startAgentWorker(config: Config, logger: Logger): Promise<AgentWorker> {
+  const instanceId = instanceIdOf(config);
+  const log = logger.child({ instance: instanceId });
+  const nc = await connectNatsFromConfig(config, `agent-worker:${instanceId}`, log);
+  const bus = await createBus({ nc, root: config.nats.subject_root, logger: log });
+  await bus.provision(streamSettingsOf(config));
+  const store = createStoreFromConfig(config, `agent-worker:${instanceId}`, log);
+  const runner = createRunner({
+    store,
+    llm: createLlm(config.llm),
+    publish: createPublisher(bus),
+    agent: config.agent,
+    llmConfig: config.llm,
+    instanceId,
+    logger: log,
+  });
+  const a = config.agent;
+  const consumption = await bus.consume(
+    {
+      durable: bus.names.agentConsumer(AGENT_WORKER_TARGET),
+      stream: bus.names.commandStream,
+      filter: bus.subjects.agentWakeupFilter(),
+      ackWaitMs: a.ack_wait_ms,
+      maxDeliver: a.max_deliver,
+      maxAckPending: a.concurrency * 16,
+    },
+    {
+      concurrency: a.concurrency,
+      ackWaitMs: a.ack_wait_ms,
+      retryBaseMs: config.tools.retry_base_ms,
+      retryMaxMs: config.tools.retry_max_ms,
+      handler: wakeupHandler(bus.subjects, runner, log),
+    },
+  );
+  runner.start();
+  log.info(
+    // Redacted: a base URL may carry credentials (https://user:key@host/v1).
+    { concurrency: a.concurrency, llm: redactConfig(config.llm) },
+    'agent worker started',
+  );
+  return {
+    instanceId,
+    runner,
+    stop: async (graceMs) => {
+      await consumption.stop(graceMs);
+      await runner.stop();
+      await bus.close();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,169 @@
+// Schedules steps on this instance with bounded concurrency. Two ways in: a wakeup (apply the
+// agent's inbox, then run the steps of that agent that became due) and a periodic scan (fire
+// tool deadlines, re-publish calls an instance died before publishing, and take over turns
+// whose lease expired or whose wakeup was lost). Both claim turns through the store with SKIP
+// LOCKED, so any number of instances can run side by side.
+import type { Logger } from 'pino';
+import type { Publisher } from './publish.ts';
+import { runStep, type StepDeps } from './step.ts';
+
+export interface Runner {
+  /** Applies the agent's inbox and runs its due steps; resolves when none is left. */
+  wake(projectId: string, agentId: string): Promise<void>;
+  /** One pass of the scan (the timer runs it every scan_interval_ms). */
+  scan(): Promise<void>;
+  start(): void;
+  /** Stops the scan and waits for the steps it started. */
+  stop(): Promise<void>;
+  /** Steps running now. */
+  running(): number;
+}
+
+/** Rows one scan pass handles of each kind (deadlines, republishes, inboxes), so it stays short. */
+const SCAN_BATCH = 100;
+
+export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
+  const { store, agent: cfg, instanceId } = deps;
+  const log: Logger = deps.logger.child({ component: 'runner' });
+  let active = 0;
+  const waiters: (() => void)[] = [];
+  const background = new Set<Promise<void>>();
+  let timer: NodeJS.Timeout | undefined;
+  let scanning: Promise<void> | undefined;
+  let stopped = false;
+
+  const release = () => {
+    active--;
+    waiters.shift()?.();
+  };
+  const acquire = async () => {
+    while (active >= cfg.concurrency) await new Promise<void>((r) => waiters.push(r));
+    active++;
+  };
+
+  async function step(turn: Parameters<typeof runStep>[1]): Promise<void> {
+    try {
+      await runStep(deps, turn);
+    } catch (err) {
+      // The lease lapses and the scan retries the step; nothing is lost.
+      log.error({ err, turn_id: turn.turn_id }, 'step failed; the turn is retried after its lease');
+    }
+  }
+
+  /** Applies the agent's inbox and announces the tasks it started. */
+  async function apply(projectId: string, agentId: string): Promise<void> {
+    const applied = await store.turns.applyInbox(projectId, agentId, instanceId);
+    if (applied.ignored.length)
+      log.info(
+        { project_id: projectId, agent_id: agentId, ignored: applied.ignored },
+        'inbox rows ignored',
+      );
+    for (const s of applied.started) {
+      log.info(
+        { project_id: projectId, agent_id: agentId, task_id: s.taskId, turn_id: s.turnId },
+        'turn started',
+      );
+      await deps.publish.task(
+        { project_id: projectId, channel: s.channel, agent_id: agentId },
+        s.taskId,
+        'running',
+      );
+    }
+  }
+
+  async function wake(projectId: string, agentId: string): Promise<void> {
+    await apply(projectId, agentId);
+    const scope = { projectId, agentId };
+    for (;;) {
+      await acquire();
+      let turn;
+      try {
+        turn = await store.turns.claim(scope, instanceId, cfg.lease_ttl_ms);
+      } catch (err) {
+        release();
+        throw err;
+      }
+      if (!turn) return release();
+      try {
+        await step(turn);
+      } finally {
+        release();
+      }
+    }
+  }
+
+  async function scanOnce(): Promise<void> {
+    const author = `agent-worker:${instanceId}`;
+    for (const c of await store.turns.fireDeadlines(cfg.deadline_grace_ms, author, SCAN_BATCH)) {
+      log.info(
+        { turn_id: c.turn_id, tool_call_id: c.tool_call_id, tool: c.tool_name },
+        'tool call past its deadline',
+      );
+      await deps.publish
+        .cancel(c, c.tool_call_id, `deadline of ${c.deadline_ms} ms passed`)
+        .catch((err: unknown) => log.warn({ err }, 'cancel of a timed-out call not published'));
+    }
+    for (const c of await store.turns.unpublished(cfg.lease_ttl_ms, SCAN_BATCH)) {
+      // Its instance died between recording the step and publishing: the same id and
+      // Nats-Msg-Id make a second publish harmless. The deadline doubles as the call's timeout.
+      await deps.publish.toolCall(
+        { project_id: c.project_id, channel: c.channel, agent_id: c.agent_id, turn_id: c.turn_id },
+        c.epoch,
+        {
+          toolCallId: c.tool_call_id,
+          toolName: c.tool_name,
+          arguments: c.arguments,
+          timeoutMs: c.deadline_ms,
+        },
+      );
+      await store.turns.markPublished(c.project_id, [c.tool_call_id]);
+    }
+    // Inbox rows a wakeup should have applied long ago (the api could not publish it, say):
+    // applied here; their turns are claimed below like any other due turn.
+    const stalledMs = cfg.scan_interval_ms * 5;
+    for (const a of await store.turns.stalledInboxes(stalledMs, SCAN_BATCH)) {
+      log.info({ project_id: a.project_id, agent_id: a.agent_id }, 'applying a stalled inbox');
+      await apply(a.project_id, a.agent_id);
+    }
+    // Due turns nobody runs: a lost wakeup, a ready turn after refused calls, a dead instance.
+    while (!stopped && active < cfg.concurrency) {
+      active++;
+      const turn = await store.turns
+        .claim(undefined, instanceId, cfg.lease_ttl_ms)
+        .catch((err: unknown) => {
+          release();
+          throw err;
+        });
+      if (!turn) {
+        release();
+        break;
+      }
+      log.info({ turn_id: turn.turn_id, agent_id: turn.agent_id }, 'scan picked up a due turn');
+      const p = step(turn).finally(release);
+      background.add(p);
+      void p.finally(() => background.delete(p));
+    }
+  }
+
+  const scan = async () => {
+    scanning ??= scanOnce().finally(() => (scanning = undefined));
+    return scanning;
+  };
+
+  return {
+    wake,
+    scan,
+    start: () => {
+      timer = setInterval(() => {
+        scan().catch((err: unknown) => log.warn({ err }, 'scan failed'));
+      }, cfg.scan_interval_ms);
+    },
+    stop: async () => {
+      stopped = true;
+      clearInterval(timer);
+      await scanning?.catch(() => undefined);
+      await Promise.all(background);
+    },
+    running: () => active,
+  };
+}

@@ -1,0 +1,234 @@
+// One step of a turn: rebuild what the model is shown from Postgres, ask the model, then either
+// finish the turn (submit_result, a plain answer, a model error, the step limit) or record the
+// calls it made and suspend until their results arrive. Nothing of the turn stays in memory
+// between steps, and every write is fenced by the step's lease: a step whose lease was taken
+// over stops without writing.
+import type { Logger } from 'pino';
+import { v7 as uuidv7 } from 'uuid';
+import type { AgentConfig, LlmConfig } from '@toolmesh/config';
+import type { ErrorBody, ErrorCode, ToolResultContent } from '@toolmesh/protocol';
+import type { ClaimedTurn, StepCall, Store } from '@toolmesh/store';
+import { ModelError, type Llm, type ModelAnswer } from './llm.ts';
+import { buildMessages, systemPrompt } from './prompt.ts';
+import type { Publisher } from './publish.ts';
+import { SUBMIT_RESULT, buildToolset, toolNameOf, type Toolset } from './toolset.ts';
+
+export interface StepDeps {
+  store: Store;
+  llm: Llm;
+  publish: Publisher;
+  agent: AgentConfig;
+  llmConfig: LlmConfig;
+  instanceId: string;
+  logger: Logger;
+}
+
+/** Chunks of one step are numbered in a block of their own, so seq orders a turn's chunks. */
+const SEQ_PER_STEP = 1_000_000;
+
+function refused(code: ErrorCode, message: string): ToolResultContent {
+  return { status: 'failed', error: { code, message }, duration_ms: 0 };
+}
+
+function parseArguments(text: string): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(text === '' ? '{}' : text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Turns the model's calls into step calls: registry tools are published, the rest refused. */
+function planCalls(answer: ModelAnswer, tools: Toolset, deps: StepDeps, profile: string | null) {
+  return answer.calls.map((c): StepCall & { fn: string; timeoutMs?: number } => {
+    const toolCallId = uuidv7();
+    const args = parseArguments(c.arguments);
+    const tool = tools.byFunction.get(c.name);
+    const base = { toolCallId, fn: c.name, arguments: args ?? {}, deadlineMs: 0 };
+    if (!tool) {
+      const name = toolNameOf(c.name);
+      const shown = [...tools.byFunction.values()].map((t) => t.name).join(', ') || 'none';
+      return {
+        ...base,
+        toolName: name,
+        error: refused(
+          'tool_not_allowed',
+          `tool ${name} is not allowed for this agent (profile ${profile ?? 'none'}); tools it may call: ${shown}. Nothing was called.`,
+        ),
+      };
+    }
+    if (!args) {
+      return {
+        ...base,
+        toolName: tool.name,
+        error: refused('invalid_arguments', `arguments of ${tool.name} are not a JSON object`),
+      };
+    }
+    const own = tool.options['timeout_ms'];
+    const timeoutMs = typeof own === 'number' && own > 0 ? own : undefined;
+    return {
+      ...base,
+      toolName: tool.name,
+      deadlineMs: timeoutMs ?? deps.agent.tool_deadline_ms,
+      timeoutMs,
+    };
+  });
+}
+
+export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> {
+  const { store, publish } = deps;
+  const step = turn.step + 1;
+  const log = deps.logger.child({
+    project_id: turn.project_id,
+    agent_id: turn.agent_id,
+    turn_id: turn.turn_id,
+    task_id: turn.task_id,
+    step,
+  });
+  const abort = new AbortController();
+  // The lease is renewed while the model thinks; losing it (another instance took the turn
+  // over after this one stalled) aborts the request and fences every later write.
+  const renewEvery = Math.max(250, Math.floor(deps.agent.lease_ttl_ms / 3));
+  const heartbeat = setInterval(() => {
+    store.turns.renew(turn.turn_id, turn.run_token, deps.agent.lease_ttl_ms).then(
+      (held) => {
+        if (!held) abort.abort(new Error('lease lost'));
+      },
+      (err: unknown) => log.warn({ err }, 'renewing the turn lease failed'),
+    );
+  }, renewEvery);
+
+  const finish = async (
+    status: 'succeeded' | 'failed',
+    content: Record<string, unknown>,
+    error?: ErrorBody,
+  ) => {
+    const card = await store.turns.finish(turn, {
+      status,
+      content: { status, ...content, ...(error ? { error } : {}) },
+      error,
+      author: `agent:${turn.agent_id}`,
+    });
+    if (!card) return log.warn('lease lost before the turn could finish; left to its new owner');
+    log.info({ status, card_id: card.card_id, code: error?.code }, 'turn finished');
+    await publish.task(turn, turn.task_id, status, {
+      card_id: card.card_id,
+      ...(error ? { error } : {}),
+    });
+    await publish.state(turn, 'idle');
+  };
+
+  try {
+    if (turn.claims > deps.agent.max_step_attempts) {
+      const message = `step ${step} failed or was abandoned ${turn.claims - 1} times in a row; see the agent worker logs`;
+      return await finish('failed', { text: message }, { code: 'internal_error', message });
+    }
+    const agent = await store.agents.get(turn.project_id, turn.agent_id);
+    const profile = agent?.profile
+      ? await store.profiles.get(turn.project_id, agent.profile)
+      : undefined;
+    const tools = buildToolset(
+      profile,
+      profile ? await store.tools.list(turn.project_id, {}) : [],
+      (await store.agents.listTools(turn.project_id, turn.agent_id)) ?? [],
+    );
+    if (turn.step >= deps.agent.max_steps_per_turn) {
+      const message = `the turn used all ${deps.agent.max_steps_per_turn} steps without a final answer`;
+      return await finish('failed', { text: message }, { code: 'step_limit', message });
+    }
+    const skills = tools.skills ? await store.skills.list(turn.project_id) : undefined;
+    const conv = await store.turns.conversation(turn);
+    const messages = buildMessages(
+      systemPrompt(profile?.system_prompt ?? '', skills),
+      conv,
+      deps.agent.tool_result_max_chars,
+    );
+    await publish.state(turn, 'thinking');
+    let seq = step * SEQ_PER_STEP;
+    let answer: ModelAnswer;
+    try {
+      answer = await deps.llm.ask(
+        {
+          model: profile?.model ?? deps.llmConfig.model,
+          messages,
+          tools: tools.specs,
+          signal: abort.signal,
+          onDelta: (d) => publish.chunk(turn, seq++, d),
+        },
+        log,
+      );
+    } catch (err) {
+      if (abort.signal.aborted)
+        return log.warn('lease lost while the model was asked; step dropped');
+      if (!(err instanceof ModelError)) throw err;
+      log.warn({ err: err.message, status: err.status }, 'model failed; the turn ends');
+      return await finish(
+        'failed',
+        { text: err.message },
+        { code: 'model_error', message: err.message },
+      );
+    }
+
+    const submit = answer.calls.find((c) => c.name === SUBMIT_RESULT && tools.internal.has(c.name));
+    if (submit) {
+      // Arguments that are not a JSON object still carry the model's answer: keep them as text.
+      const args = parseArguments(submit.arguments);
+      const result = args ? (args['result'] ?? null) : submit.arguments;
+      return await finish('succeeded', { result, text: answer.text });
+    }
+    if (answer.calls.length === 0) {
+      return await finish('succeeded', { result: answer.text, text: answer.text });
+    }
+
+    const calls = planCalls(answer, tools, deps, agent?.profile ?? null);
+    const committed = await store.turns.commitStep(turn, {
+      assistant: {
+        role: 'assistant',
+        content: answer.text || null,
+        tool_calls: calls.map((c) => ({
+          id: c.toolCallId,
+          name: c.fn,
+          arguments: JSON.stringify(c.arguments),
+        })),
+      },
+      calls,
+      author: `agent:${turn.agent_id}`,
+    });
+    if (!committed) return log.warn('lease lost before the step was recorded; step dropped');
+    const outgoing = calls.filter((c) => !c.error);
+    await Promise.all(
+      outgoing.map((c) =>
+        publish.toolCall(turn, committed.epoch, {
+          toolCallId: c.toolCallId,
+          toolName: c.toolName,
+          arguments: c.arguments,
+          timeoutMs: c.timeoutMs,
+        }),
+      ),
+    );
+    await store.turns.markPublished(
+      turn.project_id,
+      outgoing.map((c) => c.toolCallId),
+    );
+    log.info(
+      {
+        epoch: committed.epoch,
+        calls: outgoing.map((c) => c.toolName),
+        refused: calls.filter((c) => c.error).map((c) => c.toolName),
+      },
+      outgoing.length ? 'turn suspended on tool calls' : 'every call refused; next step due',
+    );
+    await publish.step(
+      turn,
+      committed.epoch,
+      committed.step,
+      calls.map((c) => c.toolCallId),
+    );
+    if (outgoing.length) await publish.state(turn, 'waiting');
+  } finally {
+    clearInterval(heartbeat);
+  }
+}
