@@ -1,8 +1,9 @@
 // `pnpm stack`: the whole mesh on this machine, without Docker. It uses NATS_URL / DATABASE_URL
 // when given; otherwise it starts nats-server and a Postgres from the local binaries under
 // .data/ (kept between runs). Then it migrates, starts each service as its own process with its
-// log lines prefixed, runs the demo call, and keeps running until Ctrl-C, which stops them all.
-//   --once   stop after the demo (exit code 0 when the demo call succeeded)
+// log lines prefixed (with a scripted model for the agent worker when no LLM key is set), runs
+// the demo (an agent task drawing a picture), and keeps running until Ctrl-C, which stops them all.
+//   --once   stop after the demo (exit code 0 when the demo succeeded)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
@@ -13,12 +14,12 @@ import { pino } from 'pino';
 import { loadConfig } from '@toolmesh/config';
 import { createPool, ensureDatabase, migrate } from '@toolmesh/store';
 import {
+  demoModelReply,
   startLocalNats,
   startLocalPostgres,
-  type LocalNats,
-  type LocalPostgres,
+  startScriptedOpenAI,
 } from '@toolmesh/testing';
-import { runDemo } from './demo.ts';
+import { runDemo, type DemoTarget } from './demo.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const DATA = join(ROOT, '.data');
@@ -39,7 +40,7 @@ const SERVICES = [
 const onceMode = process.argv.includes('--once');
 
 const say = (line: string) => console.log(`[stack] ${line}`);
-const servers: (LocalNats | LocalPostgres)[] = [];
+const servers: { stop(): Promise<void> }[] = [];
 const children: ChildProcess[] = [];
 let stopping = false;
 
@@ -114,7 +115,18 @@ try {
     CG__POSTGRES__URL: dbUrl,
     CG__ARTIFACTS__ROOT: process.env['CG__ARTIFACTS__ROOT'] ?? join(DATA, 'artifacts'),
   };
-  const config = loadConfig({ env: { ...process.env, ...env } });
+  let config = loadConfig({ env: { ...process.env, ...env } });
+  // No LLM key and the default endpoint: the agent worker talks to a scripted model started
+  // here (it draws what it is asked with the draw-image skill, then submits the picture).
+  let model = `${config.llm.model} at ${config.llm.base_url}`;
+  if (config.llm.api_key === '' && !process.env['CG__LLM__BASE_URL']) {
+    const scripted = await startScriptedOpenAI({ fallback: demoModelReply });
+    servers.push(scripted);
+    env['CG__LLM__BASE_URL'] = scripted.url;
+    config = loadConfig({ env: { ...process.env, ...env } });
+    model = `the scripted model at ${scripted.url} (no LLM key set: CG__LLM__API_KEY)`;
+    say(`no LLM key set: agents talk to ${model}`);
+  }
   const logger = pino({ level: 'warn' });
   await ensureDatabase({
     url: dbUrl,
@@ -131,16 +143,25 @@ try {
   const { applied } = await migrate({ pool, logger });
   await pool.end();
   say(`database migrated (${applied.length} new migration${applied.length === 1 ? '' : 's'})`);
-  await writeFile(
-    join(DATA, 'stack.json'),
-    JSON.stringify({ natsUrl, root: config.nats.subject_root }, null, 2),
-  );
+  const apiHost = config.api.host === '0.0.0.0' ? '127.0.0.1' : config.api.host;
+  const target: DemoTarget = {
+    natsUrl,
+    root: config.nats.subject_root,
+    apiUrl: `http://${apiHost}:${config.api.port}`,
+    adminKey,
+    model,
+  };
+  // Holds the admin key: readable by this user only, like .data/admin_key.
+  await writeFile(join(DATA, 'stack.json'), JSON.stringify(target, null, 2), { mode: 0o600 });
 
   await Promise.all(SERVICES.map((s) => startService(s, env)));
   say(`services up: ${SERVICES.map((s) => s.name).join(', ')}`);
-  say(`api on http://${config.api.host}:${config.api.port} (admin key in .data/admin_key)`);
-  const ok = await runDemo({ natsUrl, root: config.nats.subject_root });
-  say(ok ? 'demo call succeeded' : 'demo call FAILED');
+  say(`api on ${target.apiUrl} (admin key in .data/admin_key)`);
+  const ok = await runDemo(target).catch((err: unknown) => {
+    say(`demo failed: ${(err as Error).message}`);
+    return false;
+  });
+  say(ok ? 'demo succeeded' : 'demo FAILED');
   if (onceMode) await stopAll(ok ? 0 : 1);
   say('running; press Ctrl-C to stop');
 } catch (err) {

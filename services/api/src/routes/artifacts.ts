@@ -17,6 +17,9 @@ const ArtifactOut = z
     sha256: z.string(),
     tool_call_id: z.string().nullable(),
     created_at: z.string(),
+    storage_uri: z
+      .string()
+      .describe('where the store keeps it: file:///abs/path or gcs://bucket/key'),
     download_url: z
       .string()
       .describe('a signed URL where the store supports one, else the content route'),
@@ -54,6 +57,7 @@ export const artifactRoutes =
           sha256: a.sha256,
           tool_call_id: a.tool_call_id,
           created_at: a.created_at.toISOString(),
+          storage_uri: a.storage_uri,
           download_url: signed ?? `/v1/projects/${a.project_id}/artifacts/${a.artifact_id}/content`,
         };
       },

@@ -1,0 +1,80 @@
+// What a new user does, on this machine: clone the repository, run the README's set-up, then its
+// stack command. The stack comes up (NATS, Postgres, the four processes, a scripted model since
+// no LLM key is set), the demo runs an agent task that draws a picture in the sandbox, prints
+// the final card and the picture's path, and that file exists and is a PNG.
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import {
+  freePort,
+  useNats,
+  usePostgres,
+  type TestNats,
+  type TestPostgres,
+} from '@toolmesh/testing';
+import { REPO_ROOT } from './support/mesh.ts';
+
+const exec = promisify(execFile);
+let dir = '';
+let nats: TestNats;
+let db: TestPostgres;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'toolmesh-clone-'));
+  // The committed tree only, as a user's clone has it.
+  await exec('git', ['clone', '--quiet', REPO_ROOT, join(dir, 'toolmesh')]);
+  nats = await useNats();
+  db = await usePostgres();
+}, 60_000);
+afterAll(async () => {
+  await nats?.cleanup();
+  await db?.cleanup();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** Runs a command in the clone; resolves with its exit code and output. */
+async function run(cmd: string, args: string[], env: Record<string, string> = {}) {
+  const child = spawn(cmd, args, {
+    cwd: join(dir, 'toolmesh'),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, out };
+}
+
+it('the README set-up and stack commands bring the stack up and the demo draws a picture', async () => {
+  const readme = await readFile(join(dir, 'toolmesh', 'README.md'), 'utf8');
+  const commands = [...readme.matchAll(/```sh\n([^\n]+)\n```/g)].map((m) => m[1]);
+  expect(commands.slice(0, 2)).toEqual(['bash scripts/setup.sh', 'pnpm stack']);
+
+  const setup = await run('bash', ['scripts/setup.sh']);
+  expect(setup.code, setup.out).toBe(0);
+
+  // This machine's NATS and Postgres (as `pnpm stack` uses them when given), under names of
+  // this test's own; ports nothing else holds.
+  const stack = await run('pnpm', ['stack', '--once'], {
+    NATS_URL: nats.url,
+    DATABASE_URL: db.url,
+    CG__NATS__SUBJECT_ROOT: nats.root,
+    CG__API__PORT: String(await freePort()),
+    CG__REAPER__HEALTH_PORT: '0',
+    CG__LLM__API_KEY: '',
+  });
+  expect(stack.code, stack.out.slice(-6_000)).toBe(0);
+  expect(stack.out).toContain('no LLM key set');
+  expect(stack.out).toMatch(/\[demo\] task succeeded; final card:/);
+  expect(stack.out).toContain('"kind": "final"');
+  const path = /\[demo\] artifact path: (.+)$/m.exec(stack.out)?.[1];
+  expect(path, stack.out.slice(-3_000)).toBeDefined();
+  expect(path!.startsWith(join(dir, 'toolmesh', '.data'))).toBe(true);
+  const png = await readFile(path!);
+  expect(png.subarray(1, 4).toString()).toBe('PNG');
+}, 300_000);
