@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { BackgroundProcess, ExecResult } from '@toolmesh/sandbox';
 import { RunCmdAsyncArgs } from '@toolmesh/skills';
 import type { FinishSkillTask } from '@toolmesh/store';
+import type { Sandbox } from '@toolmesh/sandbox';
 import { defineTool, type ToolContext } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
 import { collectOutputs } from './files.ts';
@@ -39,6 +40,8 @@ export function runCmdAsyncTool(deps: SkillsDeps, registry: TaskRegistry) {
 export interface StartedTask {
   readonly taskId: string;
   readonly task: OwnTask;
+  /** The sandbox the task runs in (its handle stays open while the task runs). */
+  readonly sandbox: Sandbox;
   readonly result: {
     task_id: string;
     status: 'running';
@@ -113,6 +116,7 @@ export async function startTask(
     return {
       taskId,
       task,
+      sandbox: lease.sandbox,
       result: {
         task_id: taskId,
         status: 'running',

@@ -3,7 +3,9 @@
 // until every port answers inside the sandbox, starts one host forwarder per port (see
 // forwarders.ts), writes the endpoints into the task head and returns them. The task is then
 // an ordinary task: task_status (which also says whether each endpoint still answers),
-// task_watch and task_cancel. However the task ends, its forwarders are killed first.
+// task_watch and task_cancel. However the task ends, its forwarders are killed first. A
+// provider that serves ports on hosts of its own (e2b's getHost) needs no forwarder: the call
+// waits until the ports answer inside the sandbox and returns those hosts.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { netnsPidOf } from '@toolmesh/sandbox';
 import { ToolError } from '@toolmesh/protocol';
@@ -22,7 +24,7 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
   return defineTool({
     name: 'run_service',
     description:
-      'Starts a long-running process in a sandbox session and returns a task id at once, with 127.0.0.1 endpoints for its exposed ports.',
+      'Starts a long-running process in a sandbox session and returns a task id at once, with endpoints for its exposed ports (127.0.0.1 forwarders locally).',
     args: RunServiceArgs,
     timeoutMs: START_TIMEOUT_MS,
     handler: async (args, ctx) => {
@@ -37,6 +39,15 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
       started.task.onEnd = stopAll;
       try {
         if (ports.length === 0) return { ...started.result, endpoints: [] };
+        const remote = started.sandbox.endpointOf?.bind(started.sandbox);
+        if (remote) {
+          // A provider with its own public hosts per port (e2b): no host forwarders.
+          await waitReadyRemote(started, ports, readyMs ?? READY_TIMEOUT_MS, ctx, () => ended);
+          const endpoints = ports.map((port) => remoteEndpoint(port, remote(port)));
+          await deps.store.skillTasks.setEndpoints(started.taskId, endpoints);
+          ctx.logger.info({ task_id: started.taskId, endpoints }, 'service exposed');
+          return { ...started.result, endpoints: endpoints.map(publicEndpoint) };
+        }
         const nsPid = await waitReady(
           started,
           ports,
@@ -102,7 +113,47 @@ async function waitReady(
   });
 }
 
-type StoredEndpoint = { port: number; host: string; host_port: number; url: string };
+type StoredEndpoint = {
+  port: number;
+  host: string;
+  host_port: number;
+  url: string;
+  /** Served by the provider's own host (e2b), not by a forwarder on this host. */
+  remote?: boolean;
+};
+
+const remoteEndpoint = (port: number, host: string): StoredEndpoint => ({
+  port,
+  host,
+  host_port: 443,
+  url: `https://${host}`,
+  remote: true,
+});
+
+/** Waits until every port accepts a connection inside the sandbox, asked from inside it. */
+async function waitReadyRemote(
+  s: StartedTask,
+  ports: readonly number[],
+  readyMs: number,
+  ctx: ToolContext,
+  ended: () => boolean,
+): Promise<void> {
+  const until = Math.min(Date.now() + readyMs, ctx.deadline - 5_000);
+  // Ports travel as arguments, never as script text.
+  const probe = 'for p; do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || exit 1; done';
+  while (Date.now() < until) {
+    if (ended()) throw serviceEnded(s);
+    const r = await s.sandbox.exec(
+      { argv: ['bash', '-c', probe, 'probe', ...ports.map(String)] },
+      { timeoutMs: 5_000 },
+    );
+    if (r.exitCode === 0) return;
+    await sleep(200);
+  }
+  throw new ToolError(`the service did not listen on ports ${ports.join(', ')} in time`, {
+    details: { reason: 'ports_not_ready', task_id: s.taskId, ports, ready_timeout_ms: readyMs },
+  });
+}
 
 const publicEndpoint = (e: StoredEndpoint) => ({
   port: e.port,
@@ -116,7 +167,7 @@ export async function endpointsView(status: string, stored: readonly unknown[]) 
   return Promise.all(
     (stored as StoredEndpoint[]).map(async (e) => ({
       ...publicEndpoint(e),
-      active: status === 'running' && (await tcpAnswers(e.host_port)),
+      active: status === 'running' && (e.remote === true || (await tcpAnswers(e.host_port))),
     })),
   );
 }
