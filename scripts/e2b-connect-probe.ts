@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, type Config } from '@toolmesh/config';
 import { describeProbe, probeE2bConnect } from '@toolmesh/sandbox';
+import { e2bOptionsFromConfig } from '@toolmesh/service';
 
 async function main(): Promise<number> {
   let values: { sandbox?: string; json?: boolean; help?: boolean };
@@ -39,14 +40,7 @@ async function main(): Promise<number> {
   }
   try {
     const probe = await probeE2bConnect({
-      apiKey: e.api_key,
-      ...(e.api_url === '' ? {} : { apiUrl: e.api_url }),
-      domain: e.domain,
-      ...(e.sandbox_url === '' ? {} : { sandboxUrl: e.sandbox_url }),
-      template: e.template,
-      workdir: e.workdir,
-      requestTimeoutMs: e.request_timeout_ms,
-      sandboxTimeoutSec: e.sandbox_timeout_sec,
+      ...e2bOptionsFromConfig(config),
       ...(values.sandbox === undefined ? {} : { sandboxId: values.sandbox }),
     });
     process.stdout.write(

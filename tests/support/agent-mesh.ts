@@ -2,7 +2,7 @@
 // model server: what the agent tests need to start tasks and watch turns. Each agent gets a
 // script of its own (the model's answers are picked by the agent named in the system prompt),
 // so tests in one file cannot take each other's answers.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -17,7 +17,7 @@ import {
 } from '@toolmesh/testing';
 import { startAgentWorker, type AgentWorker } from '../../services/agent-worker/src/app.ts';
 import { startSkillsMesh, type SkillsMesh } from './skills-mesh.ts';
-import { until } from './procs.ts';
+import { until, spawnReady } from './procs.ts';
 
 export interface AgentMesh extends SkillsMesh {
   model: ScriptedOpenAI;
@@ -115,25 +115,13 @@ export async function startAgentMesh(overrides: Record<string, string> = {}): Pr
     },
     spawnWorker: async (extraEnv = {}) => {
       const main = join(import.meta.dirname, '..', '..', 'services/agent-worker/src/main.ts');
-      const child = spawn(process.execPath, [main], {
-        env: { PATH: process.env['PATH'] ?? '', ...workerEnv, CG__LOG__LEVEL: 'info', ...extraEnv },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = await spawnReady(
+        main,
+        { ...workerEnv, CG__LOG__LEVEL: 'info', ...extraEnv },
+        'agent worker started',
+        'agent worker',
+      );
       children.push(child);
-      let out = '';
-      child.stderr?.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-16_384)));
-      await new Promise<void>((resolve, reject) => {
-        const onData = (b: Buffer) => {
-          out = (out + b.toString()).slice(-16_384);
-          if (out.includes('agent worker started')) {
-            child.stdout?.off('data', onData);
-            resolve();
-          }
-        };
-        child.stdout?.on('data', onData);
-        child.once('exit', (code) => reject(new Error(`agent worker exited (${code}):\n${out}`)));
-      });
-      child.stdout?.resume();
       return child;
     },
     createAgent: async (a) => {

@@ -1,5 +1,6 @@
 // Looking for processes on this host, and waiting for conditions: what the sandbox tests use to
-// prove that nothing of a killed command is left.
+// prove that nothing of a killed command is left, and to start a service as a child process.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 
 /** Pids of processes whose command line contains `marker`. */
@@ -22,4 +23,35 @@ export async function until<T>(fn: () => Promise<T | undefined>, ms = 15_000): P
     if (Date.now() > end) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * Starts `node <main>` with exactly `env` (plus PATH) and resolves once its stdout carried the
+ * `ready` line; the error names the process and holds the end of its output.
+ */
+export async function spawnReady(
+  main: string,
+  env: Record<string, string>,
+  ready: string,
+  name: string,
+): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [main], {
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stderr.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-16_384)));
+  await new Promise<void>((resolve, reject) => {
+    const onData = (b: Buffer) => {
+      out = (out + b.toString()).slice(-16_384);
+      if (out.includes(ready)) {
+        child.stdout.off('data', onData);
+        resolve();
+      }
+    };
+    child.stdout.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code}):\n${out}`)));
+  });
+  child.stdout.resume();
+  return child;
 }

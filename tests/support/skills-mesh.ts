@@ -1,6 +1,7 @@
 // The api and a skills service on one NATS root, database and artifact store, with a sandbox
 // folder of their own: what the skills.* tests need to upload a skill and run it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawnReady } from './procs.ts';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -49,25 +50,13 @@ export async function startSkillsMesh(overrides: Record<string, string> = {}): P
     },
     spawnSkills: async (extraEnv = {}) => {
       const main = join(import.meta.dirname, '..', '..', 'services/skills/src/main.ts');
-      const child = spawn(process.execPath, [main], {
-        env: { PATH: process.env['PATH'] ?? '', ...api.env, CG__LOG__LEVEL: 'info', ...extraEnv },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = await spawnReady(
+        main,
+        { ...api.env, CG__LOG__LEVEL: 'info', ...extraEnv },
+        'tool service started',
+        'skills',
+      );
       children.push(child);
-      let out = '';
-      child.stderr?.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-16_384)));
-      await new Promise<void>((resolve, reject) => {
-        const onData = (b: Buffer) => {
-          out = (out + b.toString()).slice(-16_384);
-          if (out.includes('tool service started')) {
-            child.stdout?.off('data', onData);
-            resolve();
-          }
-        };
-        child.stdout?.on('data', onData);
-        child.once('exit', (code) => reject(new Error(`skills exited (${code}):\n${out}`)));
-      });
-      child.stdout?.resume();
       return child;
     },
     uploadSkill: async (dir) => {

@@ -75,11 +75,10 @@ export function createArtifactStoreFromConfig(config: Config): ArtifactStore {
   );
 }
 
-/** The e2b provider of the configuration's [e2b] section (the reaper needs it whatever the default). */
-export function createE2bProviderFromConfig(config: Config, logger: Logger): SandboxProvider {
+/** The e2b settings of the configuration's [e2b] section, as the provider and the probe take them. */
+export function e2bOptionsFromConfig(config: Config) {
   const e = config.e2b;
-  const s = config.sandbox;
-  return createE2bSandboxProvider({
+  return {
     apiKey: e.api_key,
     ...(e.api_url === '' ? {} : { apiUrl: e.api_url }),
     domain: e.domain,
@@ -88,6 +87,14 @@ export function createE2bProviderFromConfig(config: Config, logger: Logger): San
     workdir: e.workdir,
     requestTimeoutMs: e.request_timeout_ms,
     sandboxTimeoutSec: e.sandbox_timeout_sec,
+  };
+}
+
+/** The e2b provider of the configuration's [e2b] section (the reaper needs it whatever the default). */
+export function createE2bProviderFromConfig(config: Config, logger: Logger): SandboxProvider {
+  const s = config.sandbox;
+  return createE2bSandboxProvider({
+    ...e2bOptionsFromConfig(config),
     allowedDomains: s.allowed_domains,
     limits: { processes: s.process_limit, fileSizeBytes: s.file_size_bytes },
     logger,

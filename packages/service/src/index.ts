@@ -6,6 +6,7 @@ export {
   createStoreFromConfig,
   createArtifactStoreFromConfig,
   createE2bProviderFromConfig,
+  e2bOptionsFromConfig,
   createSandboxProviderFromConfig,
   streamSettingsOf,
 } from './connect.ts';
