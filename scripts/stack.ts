@@ -124,7 +124,7 @@ try {
     servers.push(scripted);
     env['CG__LLM__BASE_URL'] = scripted.url;
     config = loadConfig({ env: { ...process.env, ...env } });
-    model = `the scripted model at ${scripted.url} (no LLM key set: CG__LLM__API_KEY)`;
+    model = `the scripted model at ${scripted.url} (set CG__LLM__API_KEY for a real one)`;
     say(`no LLM key set: agents talk to ${model}`);
   }
   const logger = pino({ level: 'warn' });
