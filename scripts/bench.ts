@@ -6,6 +6,7 @@ const BENCHES: Record<string, string> = {
   roundtrip: 'bench/roundtrip.ts',
   api: 'bench/api-load.ts',
   sandbox: 'bench/sandbox.ts',
+  agent: 'bench/agent.ts',
 };
 
 const wanted = process.argv.slice(2);

@@ -1,0 +1,200 @@
+// `pnpm bench agent`: whole agent turns through the mesh: a task started over the api, the
+// worker asks a scripted model, which calls builtin.echo; the skills service answers; the worker
+// resumes, asks the model again, which calls submit_result; the task event arrives. One at a
+// time and 100 at once, against the floor measured in the same run: the same work without the
+// worker (two requests to the scripted model and one builtin.echo call through the SDK).
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { createClient } from '@toolmesh/client';
+import { createSubjects } from '@toolmesh/protocol';
+import { createPool, migrate } from '@toolmesh/store';
+import { freePort, startScriptedOpenAI, useNats, usePostgres } from '@toolmesh/testing';
+import { drive, ROOT_DIR, spawnReady, stopChildren, writeResult } from './support.ts';
+import { summarize, table } from './stats.ts';
+
+const SEQUENTIAL = Number(process.env['BENCH_SEQUENTIAL'] ?? 100);
+const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 100);
+const WARMUP = 10;
+
+const nats = await useNats();
+const db = await usePostgres();
+const logger = pino({ level: 'warn' });
+const pool = createPool({
+  url: db.url,
+  max: 2,
+  statementTimeoutMs: 30_000,
+  connectTimeoutMs: 5_000,
+  logger,
+});
+await migrate({ pool, logger });
+await pool.end();
+const scratch = await mkdtemp(join(tmpdir(), 'toolmesh-bench-agent-'));
+const model = await startScriptedOpenAI({
+  fallback: (req) =>
+    req.body.messages.some((m) => m.role === 'tool')
+      ? { toolCalls: [{ name: 'submit_result', arguments: { result: { ok: true } } }] }
+      : { toolCalls: [{ name: 'builtin__echo', arguments: { hello: 'bench' } }] },
+});
+const children: ChildProcess[] = [];
+const nc = await connect({ servers: nats.url, noAsyncTraces: true });
+try {
+  const adminKey = 'tma_bench_admin_key_0123456789';
+  const apiPort = await freePort();
+  const env = {
+    CG__NATS__URL: nats.url,
+    CG__NATS__SUBJECT_ROOT: nats.root,
+    CG__POSTGRES__URL: db.url,
+    CG__LOG__LEVEL: 'info',
+    CG__API__HOST: '127.0.0.1',
+    CG__API__PORT: String(apiPort),
+    CG__API__ADMIN_KEY: adminKey,
+    CG__LLM__BASE_URL: model.url,
+    CG__LLM__API_KEY: 'bench',
+    CG__ARTIFACTS__ROOT: join(scratch, 'artifacts'),
+    CG__SANDBOX__ROOT_DIR: join(scratch, 'sandboxes'),
+  };
+  const start = (entry: string, ready: string) =>
+    spawnReady([join(ROOT_DIR, entry)], env, ready).then((c) => children.push(c));
+  await start('services/skills/src/main.ts', 'tool service started');
+  await start('services/agent-worker/src/main.ts', 'agent worker started');
+  await start('services/api/src/main.ts', 'api listening');
+
+  const base = `http://127.0.0.1:${apiPort}`;
+  const request = async <T>(key: string, method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as T;
+  };
+  const made = await request<{ key: { key: string } }>(adminKey, 'POST', '/v1/projects', {
+    id: 'bench',
+    name: 'bench',
+  });
+  const key = made.key.key;
+  await request(key, 'POST', '/v1/projects/bench/profiles', {
+    name: 'echoer',
+    allowed_tools: ['builtin.*'],
+    allowed_internal_tools: ['submit_result'],
+    system_prompt: 'Echo, then submit.',
+  });
+  await request(key, 'POST', '/v1/projects/bench/agents', { id: 'echoer', profile: 'echoer' });
+
+  // Task ends arrive as events; one may come before its start call has returned.
+  const ended = new Map<string, string>();
+  const waiting = new Map<string, (status: string) => void>();
+  const subjects = createSubjects(nats.root);
+  nc.subscribe(
+    subjects.agentEvent({ project: 'bench', channel: 'main', agent: 'echoer', event: 'task' }),
+    {
+      callback: (_err, m) => {
+        const e = m.json<{ task_id: string; status: string }>();
+        if (e.status !== 'succeeded' && e.status !== 'failed') return;
+        const w = waiting.get(e.task_id);
+        if (w) w(e.status);
+        else ended.set(e.task_id, e.status);
+      },
+    },
+  );
+  await nc.flush();
+  const turn = async () => {
+    const { task_id: id } = await request<{ task_id: string }>(
+      key,
+      'POST',
+      '/v1/projects/bench/agents/echoer/tasks',
+      { input: 'echo', channel: 'main' },
+    );
+    const status =
+      ended.get(id) ?? (await new Promise<string>((resolve) => waiting.set(id, resolve)));
+    waiting.delete(id);
+    ended.delete(id);
+    if (status !== 'succeeded') throw new Error(`task ${id} ended ${status}`);
+  };
+  await drive(WARMUP, 1, turn);
+  const seq = await drive(SEQUENTIAL, 1, turn);
+  const conc = await drive(CONCURRENT, CONCURRENT, turn);
+
+  // --- the floor: the same model requests and tool call, with nobody orchestrating ---
+  const client = createClient({ nc, root: nats.root });
+  const ask = async () => {
+    const res = await fetch(`${model.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'echo' }] }),
+    });
+    await res.json();
+  };
+  const floorOp = async () => {
+    await ask();
+    const r = await client.callTool({
+      project: 'bench',
+      channel: 'floor',
+      tool: 'builtin.echo',
+      arguments: { hello: 'bench' },
+    });
+    if (r.status !== 'succeeded') throw new Error(`echo ended ${r.status}`);
+    await ask();
+  };
+  await drive(WARMUP, 1, floorOp);
+  const floorSeq = await drive(SEQUENTIAL, 1, floorOp);
+  const floorConc = await drive(CONCURRENT, CONCURRENT, floorOp);
+
+  const s = summarize(seq.latencies);
+  const c = summarize(conc.latencies);
+  const fs = summarize(floorSeq.latencies);
+  const fc = summarize(floorConc.latencies);
+  const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+  const turnsPerS = Math.round((CONCURRENT / conc.seconds) * 10) / 10;
+  const floorPerS = Math.round((CONCURRENT / floorConc.seconds) * 10) / 10;
+  const result = {
+    turn_p50_ms: s.p50_ms,
+    turn_p99_ms: s.p99_ms,
+    floor_p50_ms: fs.p50_ms,
+    ratio_p50: ratio(s.p50_ms, fs.p50_ms),
+    concurrent: CONCURRENT,
+    turns_per_s: turnsPerS,
+    floor_per_s: floorPerS,
+    ratio_throughput: ratio(turnsPerS, floorPerS),
+    concurrent_p50_ms: c.p50_ms,
+    floor_concurrent_p50_ms: fc.p50_ms,
+    turns: SEQUENTIAL,
+    node: process.version,
+    cpus: cpus().length,
+    measured_at: new Date().toISOString(),
+  };
+  console.log(
+    table([
+      { run: 'agent turn, one at a time', 'p50 ms': s.p50_ms, 'p99 ms': s.p99_ms, 'per s': '' },
+      { run: 'floor, one at a time', 'p50 ms': fs.p50_ms, 'p99 ms': fs.p99_ms, 'per s': '' },
+      {
+        run: `agent turns, ${CONCURRENT} at once`,
+        'p50 ms': c.p50_ms,
+        'p99 ms': c.p99_ms,
+        'per s': turnsPerS,
+      },
+      {
+        run: `floor, ${CONCURRENT} at once`,
+        'p50 ms': fc.p50_ms,
+        'p99 ms': fc.p99_ms,
+        'per s': floorPerS,
+      },
+    ]),
+  );
+  console.log(
+    `\nratio to floor: p50 ${result.ratio_p50}x one at a time; throughput ${result.ratio_throughput}x`,
+  );
+  await writeResult('agent', result);
+} finally {
+  await stopChildren(children);
+  await nc.close();
+  await model.stop();
+  await nats.cleanup();
+  await db.cleanup();
+  await rm(scratch, { recursive: true, force: true });
+}
