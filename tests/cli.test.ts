@@ -6,18 +6,19 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
+import { startAgentMesh, type AgentMesh } from './support/agent-mesh.ts';
 import { until } from './support/procs.ts';
 
 const MAIN = join(import.meta.dirname, '..', 'packages/cli/src/main.ts');
 const EXAMPLE_SKILL = join(import.meta.dirname, '..', 'examples/skills/http-hello');
 
-let mesh: SkillsMesh;
+let mesh: AgentMesh;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  mesh = await startSkillsMesh();
+  mesh = await startAgentMesh();
   await mesh.startSkills();
+  await mesh.startWorker();
   const address = await mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
   env = {
     PATH: process.env['PATH'] ?? '',
@@ -244,6 +245,38 @@ describe('management commands', () => {
     expect(json(shown)).toMatchObject({ task_id, agent_id: 'helper', input: 'draw a cat' });
     expect((await toolmesh(['task', 'start', 'nobody', '-i', 'hi'])).code).toBe(4);
     expect((await toolmesh(['task', 'show', randomUUID()])).code).toBe(4);
+  });
+
+  it('with --wait follows a task to its end: exit 0 with the final card, 1 failed, 5 past the wait', async () => {
+    await mesh.createAgent({
+      id: 'finisher',
+      script: [{ toolCalls: [{ name: 'submit_result', arguments: { result: { done: 42 } } }] }],
+    });
+    const ok = await toolmesh(['task', 'start', 'finisher', '-i', 'finish', '--wait', '--json']);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(json(ok)).toMatchObject({
+      status: 'succeeded',
+      final_card: { content: expect.objectContaining({ result: { done: 42 } }) },
+    });
+
+    await mesh.createAgent({ id: 'broken', script: [{ error: { status: 400, message: 'no' } }] });
+    const failed = await toolmesh(['task', 'start', 'broken', '-i', 'fail', '--wait']);
+    expect(failed.code, failed.stderr).toBe(1);
+    expect(failed.stdout).toContain('failed');
+
+    await mesh.createAgent({ id: 'slow', script: [{ text: 'late', delayMs: 5_000 }] });
+    const slow = await toolmesh([
+      'task',
+      'start',
+      'slow',
+      '-i',
+      'x',
+      '--wait',
+      '--timeout-ms',
+      '500',
+    ]);
+    expect(slow.code, slow.stderr).toBe(5);
+    expect(slow.stderr).toMatch(/still (pending|running)/);
   });
 
   it("lists the project's sandboxes", async () => {

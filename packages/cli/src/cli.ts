@@ -126,12 +126,20 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
   const task = program.command('task').description('agent tasks');
   task
     .command('start')
-    .description('start a task for an agent; prints the task id')
+    .description('start a task for an agent; prints the task id, or with --wait its end')
     .argument('<agent>')
     .requiredOption('-i, --input <text|json>', 'the prompt, or a JSON object')
     .option('-c, --channel <id>')
+    .option('-w, --wait', 'wait for the task to end; exit 1 when it failed')
+    .option('--timeout-ms <ms>', 'how long --wait waits (default 300000); then exit 5')
     .action(
-      run((ctx, agent: string, f: { input: string; channel?: string }) => taskStart(ctx, agent, f)),
+      run(
+        (
+          ctx,
+          agent: string,
+          f: { input: string; channel?: string; wait?: boolean; timeoutMs?: string },
+        ) => taskStart(ctx, agent, f),
+      ),
     );
   task
     .command('show')

@@ -4,7 +4,7 @@
 
 export const ExitCode = {
   ok: 0,
-  /** The tool call ran and failed (a failed result card), or the api refused a state change. */
+  /** A failed result card, a task that ended failed (--wait), or a state change the api refused. */
   failed: 1,
   /** Bad flags, arguments or input. */
   usage: 2,
@@ -21,7 +21,8 @@ export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
 export const EXIT_CODES_HELP = `Exit codes:
   0  ok
-  1  the tool call failed (a failed result card), or the api refused the change (conflict)
+  1  the tool call failed (a failed result card), a task failed (task start --wait),
+     or the api refused the change (conflict)
   2  usage error: bad flags, arguments or JSON
   3  connection or authentication error (NATS or the api unreachable, key refused)
   4  not found (project, execution, task, tool, file)

@@ -1,7 +1,7 @@
 // The management commands over the api: tools, executions, tasks and sandboxes of a project.
 // Each prints the api's JSON with --json, or a short table.
 import type { Context } from '../context.ts';
-import { ExitCode } from '../exit.ts';
+import { CliError, ExitCode } from '../exit.ts';
 import { printJson, printLine, printTable } from '../output.ts';
 import { projectOf } from '../settings.ts';
 import { intOption, jsonObject } from './parse.ts';
@@ -104,32 +104,58 @@ export async function executionsCancel(
 export async function taskStart(
   ctx: Context,
   agent: string,
-  f: { input: string; channel?: string },
+  f: { input: string; channel?: string; wait?: boolean; timeoutMs?: string },
 ): Promise<number> {
   // A JSON object is structured input; anything else is the prompt text itself.
   const input = f.input.trimStart().startsWith('{') ? jsonObject(f.input, '--input') : f.input;
+  const waitMs = intOption(f.timeoutMs, '--timeout-ms') ?? 300_000;
   const body = await ctx.api.request<{ task_id: string; status: string; woken: boolean }>({
     method: 'POST',
     path: `${p(ctx)}/agents/${encodeURIComponent(agent)}/tasks`,
     json: { input, ...(f.channel ? { channel: f.channel } : {}) },
   });
-  if (ctx.settings.json) printJson(ctx.io, body);
-  else {
-    printLine(ctx.io, body.task_id);
-    if (!body.woken) ctx.io.stderr.write('the agent was not woken: the task waits in its inbox\n');
+  if (!body.woken) ctx.io.stderr.write('the agent was not woken: the task waits in its inbox\n');
+  if (!f.wait) {
+    if (ctx.settings.json) printJson(ctx.io, body);
+    else printLine(ctx.io, body.task_id);
+    return ExitCode.ok;
   }
-  return ExitCode.ok;
+  // Until the task ends: its status and final card, as `task show` prints them.
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const task = await ctx.api.request<TaskRow>({
+      path: `${p(ctx)}/tasks/${encodeURIComponent(body.task_id)}`,
+    });
+    if (task.status === 'succeeded' || task.status === 'failed') {
+      printTask(ctx, task);
+      return task.status === 'succeeded' ? ExitCode.ok : ExitCode.failed;
+    }
+    if (Date.now() >= deadline) {
+      throw new CliError(
+        ExitCode.timeout,
+        'timeout',
+        `task ${body.task_id} is still ${task.status} after ${waitMs} ms`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
-export async function taskShow(ctx: Context, id: string): Promise<number> {
-  const body = await ctx.api.request<Row & { final_card: { content: unknown } | null }>({
-    path: `${p(ctx)}/tasks/${encodeURIComponent(id)}`,
-  });
+type TaskRow = Row & { status: string; final_card: { content: unknown } | null };
+
+function printTask(ctx: Context, body: TaskRow): void {
   if (ctx.settings.json) printJson(ctx.io, body);
   else {
     printTable(ctx.io, [body], ['task_id', 'agent_id', 'status', 'updated_at']);
     if (body.final_card) printLine(ctx.io, JSON.stringify(body.final_card.content, null, 2));
   }
+}
+
+export async function taskShow(ctx: Context, id: string): Promise<number> {
+  const body = await ctx.api.request<TaskRow>({
+    path: `${p(ctx)}/tasks/${encodeURIComponent(id)}`,
+  });
+  printTask(ctx, body);
   return ExitCode.ok;
 }
 
