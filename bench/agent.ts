@@ -1,7 +1,7 @@
 // `pnpm bench agent`: whole agent turns through the mesh: a task started over the api, the
 // worker asks a scripted model, which calls builtin.echo; the skills service answers; the worker
 // resumes, asks the model again, which calls submit_result; the task event arrives. One at a
-// time and 100 at once, against the floor measured in the same run: the same work without the
+// time and 100 at once (spread over 20 agents: an agent runs its turns in turn), against the floor measured in the same run: the same work without the
 // worker (two requests to the scripted model and one builtin.echo call through the SDK).
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -19,6 +19,7 @@ import { summarize, table } from './stats.ts';
 const SEQUENTIAL = Number(process.env['BENCH_SEQUENTIAL'] ?? 100);
 const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 100);
 const WARMUP = 10;
+const AGENTS = 20;
 
 const nats = await useNats();
 const db = await usePostgres();
@@ -56,9 +57,15 @@ try {
     CG__LLM__API_KEY: 'bench',
     CG__ARTIFACTS__ROOT: join(scratch, 'artifacts'),
     CG__SANDBOX__ROOT_DIR: join(scratch, 'sandboxes'),
+    // Settings to try (CG__AGENT__CONCURRENCY=32 ...) pass through to every service.
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('CG__'))),
   };
+  // BENCH_PROFILE=1 writes CPU profiles of the services to .tmp/profiles/.
+  const profile = process.env['BENCH_PROFILE']
+    ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT_DIR, '.tmp/profiles')}`]
+    : [];
   const start = (entry: string, ready: string) =>
-    spawnReady([join(ROOT_DIR, entry)], env, ready).then((c) => children.push(c));
+    spawnReady([...profile, join(ROOT_DIR, entry)], env, ready).then((c) => children.push(c));
   await start('services/skills/src/main.ts', 'tool service started');
   await start('services/agent-worker/src/main.ts', 'agent worker started');
   await start('services/api/src/main.ts', 'api listening');
@@ -84,15 +91,18 @@ try {
     allowed_internal_tools: ['submit_result'],
     system_prompt: 'Echo, then submit.',
   });
-  await request(key, 'POST', '/v1/projects/bench/agents', { id: 'echoer', profile: 'echoer' });
+  // An agent runs its turns one after another: throughput comes from many agents.
+  const agents = Array.from({ length: AGENTS }, (_, i) => `echoer-${i}`);
+  for (const id of agents) {
+    await request(key, 'POST', '/v1/projects/bench/agents', { id, profile: 'echoer' });
+  }
 
   // Task ends arrive as events; one may come before its start call has returned.
   const ended = new Map<string, string>();
   const waiting = new Map<string, (status: string) => void>();
   const subjects = createSubjects(nats.root);
-  nc.subscribe(
-    subjects.agentEvent({ project: 'bench', channel: 'main', agent: 'echoer', event: 'task' }),
-    {
+  for (const agent of agents) {
+    nc.subscribe(subjects.agentEvent({ project: 'bench', channel: 'main', agent, event: 'task' }), {
       callback: (_err, m) => {
         const e = m.json<{ task_id: string; status: string }>();
         if (e.status !== 'succeeded' && e.status !== 'failed') return;
@@ -100,14 +110,14 @@ try {
         if (w) w(e.status);
         else ended.set(e.task_id, e.status);
       },
-    },
-  );
+    });
+  }
   await nc.flush();
-  const turn = async () => {
+  const turn = async (i: number) => {
     const { task_id: id } = await request<{ task_id: string }>(
       key,
       'POST',
-      '/v1/projects/bench/agents/echoer/tasks',
+      `/v1/projects/bench/agents/${agents[i % AGENTS]}/tasks`,
       { input: 'echo', channel: 'main' },
     );
     const status =
@@ -158,6 +168,7 @@ try {
     floor_p50_ms: fs.p50_ms,
     ratio_p50: ratio(s.p50_ms, fs.p50_ms),
     concurrent: CONCURRENT,
+    agents: AGENTS,
     turns_per_s: turnsPerS,
     floor_per_s: floorPerS,
     ratio_throughput: ratio(turnsPerS, floorPerS),
