@@ -8,12 +8,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { pino } from 'pino';
 import { createClient } from '@toolmesh/client';
 import { createSubjects } from '@toolmesh/protocol';
-import { createPool, migrate } from '@toolmesh/store';
-import { freePort, startScriptedOpenAI, useNats, usePostgres } from '@toolmesh/testing';
-import { drive, ROOT_DIR, spawnReady, stopChildren, writeResult } from './support.ts';
+import { freePort, startScriptedOpenAI } from '@toolmesh/testing';
+import { drive, ROOT_DIR, spawnReady, stopChildren, writeResult, benchServers } from './support.ts';
 import { summarize, table } from './stats.ts';
 
 const SEQUENTIAL = Number(process.env['BENCH_SEQUENTIAL'] ?? 100);
@@ -21,18 +19,7 @@ const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 100);
 const WARMUP = 10;
 const AGENTS = 20;
 
-const nats = await useNats();
-const db = await usePostgres();
-const logger = pino({ level: 'warn' });
-const pool = createPool({
-  url: db.url,
-  max: 2,
-  statementTimeoutMs: 30_000,
-  connectTimeoutMs: 5_000,
-  logger,
-});
-await migrate({ pool, logger });
-await pool.end();
+const { nats, db } = await benchServers();
 const scratch = await mkdtemp(join(tmpdir(), 'toolmesh-bench-agent-'));
 const model = await startScriptedOpenAI({
   fallback: (req) =>

@@ -5,11 +5,8 @@ import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers } from '@nats-io/transport-node';
-import { pino } from 'pino';
 import { createClient } from '@toolmesh/client';
-import { createPool, migrate } from '@toolmesh/store';
-import { useNats, usePostgres } from '@toolmesh/testing';
-import { spawnReady, drive, ROOT_DIR, writeResult, stopChildren } from './support.ts';
+import { spawnReady, drive, ROOT_DIR, writeResult, stopChildren, benchServers } from './support.ts';
 import { summarize, table } from './stats.ts';
 
 const SEQUENTIAL = Number(process.env['BENCH_SEQUENTIAL'] ?? 2_000);
@@ -17,18 +14,7 @@ const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 20_000);
 const IN_FLIGHT = 64;
 const WARMUP = 500;
 
-const nats = await useNats();
-const db = await usePostgres();
-const logger = pino({ level: 'warn' });
-const pool = createPool({
-  url: db.url,
-  max: 2,
-  statementTimeoutMs: 30_000,
-  connectTimeoutMs: 5_000,
-  logger,
-});
-await migrate({ pool, logger });
-await pool.end();
+const { nats, db } = await benchServers();
 const children: ChildProcess[] = [];
 const nc = await connect({ servers: nats.url, noAsyncTraces: true });
 try {

@@ -7,40 +7,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { pino } from 'pino';
 import { createClient } from '@toolmesh/client';
-import { createPool, migrate } from '@toolmesh/store';
-import { useNats, usePostgres } from '@toolmesh/testing';
 import { bareBwrapTrue, createLocalSandboxProvider } from '@toolmesh/sandbox';
-import { spawnReady, ROOT_DIR, writeResult, stopChildren } from './support.ts';
+import { spawnReady, ROOT_DIR, writeResult, stopChildren, benchServers, drive } from './support.ts';
 import { summarize, table } from './stats.ts';
 
 const N = Number(process.env['BENCH_N'] ?? 200);
 const WARMUP = 10;
 
-/** `total` sequential runs of `op`; the latency of each. */
-async function sequential(total: number, op: () => Promise<unknown>): Promise<number[]> {
-  const latencies: number[] = [];
-  for (let i = 0; i < total; i++) {
-    const s = performance.now();
-    await op();
-    latencies.push(performance.now() - s);
-  }
-  return latencies;
-}
-
-const nats = await useNats();
-const db = await usePostgres();
-const logger = pino({ level: 'warn' });
-const pool = createPool({
-  url: db.url,
-  max: 2,
-  statementTimeoutMs: 30_000,
-  connectTimeoutMs: 5_000,
-  logger,
-});
-await migrate({ pool, logger });
-await pool.end();
+const { nats, db } = await benchServers();
 const scratch = await mkdtemp(join(tmpdir(), 'toolmesh-bench-sandbox-'));
 const children: ChildProcess[] = [];
 const nc = await connect({ servers: nats.url, noAsyncTraces: true });
@@ -73,8 +48,8 @@ try {
       throw new Error(`run_cmd ended ${r.status}: ${JSON.stringify(r.content)}`);
     }
   };
-  await sequential(WARMUP, runTrue);
-  const mesh = summarize(await sequential(N, runTrue));
+  await drive(WARMUP, 1, runTrue);
+  const mesh = summarize((await drive(N, 1, runTrue)).latencies);
 
   // --- the sandbox alone, in this process ---
   const provider = await createLocalSandboxProvider({ rootDir: join(scratch, 'direct') });
@@ -85,14 +60,14 @@ try {
     const r = await sandbox.exec({ shell: 'true' }, { timeoutMs: 30_000 });
     if (r.exitCode !== 0) throw new Error(`exec(true) exited ${r.exitCode}: ${r.stderr.text}`);
   };
-  await sequential(WARMUP, execTrue);
-  const direct = summarize(await sequential(N, execTrue));
+  await drive(WARMUP, 1, execTrue);
+  const direct = summarize((await drive(N, 1, execTrue)).latencies);
   await provider.destroy(sandbox.id);
   await provider.close();
 
   // --- the floor ---
-  await sequential(WARMUP, bareBwrapTrue);
-  const floor = summarize(await sequential(N, bareBwrapTrue));
+  await drive(WARMUP, 1, bareBwrapTrue);
+  const floor = summarize((await drive(N, 1, bareBwrapTrue)).latencies);
 
   const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
   const result = {

@@ -1,11 +1,35 @@
-// What the benchmarks share: starting a service as a child process and waiting for its ready
-// line, and driving operations with a fixed number in flight.
+// What the benchmarks share: a NATS subject root and a migrated database of their own, starting
+// a service as a child process and waiting for its ready line, and driving operations with a
+// fixed number in flight.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pino } from 'pino';
+import { createPool, migrate } from '@toolmesh/store';
+import { useNats, usePostgres, type TestNats, type TestPostgres } from '@toolmesh/testing';
 
 export const ROOT_DIR = join(import.meta.dirname, '..');
+
+/** A fresh subject root and a fresh, migrated database; each has its own `cleanup`. */
+export async function benchServers(): Promise<{ nats: TestNats; db: TestPostgres }> {
+  const nats = await useNats();
+  const db = await usePostgres();
+  const logger = pino({ level: 'warn' });
+  const pool = createPool({
+    url: db.url,
+    max: 2,
+    statementTimeoutMs: 30_000,
+    connectTimeoutMs: 5_000,
+    logger,
+  });
+  try {
+    await migrate({ pool, logger });
+  } finally {
+    await pool.end();
+  }
+  return { nats, db };
+}
 
 /** Spawns `node <args>` and resolves once its stdout shows `ready`; later output is dropped. */
 export async function spawnReady(
