@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inspectSkillZip } from '@toolmesh/skills';
 import { REPO_ROOT } from './support/mesh.ts';
-import { zipFolder } from './support/zip-folder.ts';
+import { zipFolder } from '@toolmesh/cli';
 
 const EXAMPLES = join(REPO_ROOT, 'examples/skills');
 const PYTHON = '/usr/bin/python3';

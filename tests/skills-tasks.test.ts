@@ -6,9 +6,8 @@
 // other calls from being served.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSubjects, decodeMessage } from '@toolmesh/protocol';
 import type { SkillsService } from '../services/skills/src/app.ts';
-import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
+import { collectProgress, startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
 import { processesWith, until } from './support/procs.ts';
 
 let mesh: SkillsMesh;
@@ -85,16 +84,7 @@ describe('skills async tasks', () => {
     });
     await until(async () => ((await processesWith(marker)).length > 0 ? true : undefined));
     // The watch parks on instance a's only slot (b does not exist yet), heartbeating each second.
-    const subjects = createSubjects(mesh.api.config.nats.subject_root);
-    const beats: unknown[] = [];
-    const sub = mesh.nc.subscribe(
-      subjects.toolProgress({ project: mesh.project.id, channel: 'main', target: 'skills' }),
-      {
-        callback: (_e, m) => {
-          beats.push(decodeMessage('tool_progress', m.data));
-        },
-      },
-    );
+    const { events: beats, sub } = collectProgress(mesh);
     const watchId = `watch-${randomUUID()}`;
     const watch = mesh.client.callTool({
       project: mesh.project.id,

@@ -6,13 +6,14 @@ import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { createSubjects, decodeMessage } from '@toolmesh/protocol';
 import { pino } from 'pino';
 import { createClient, type Client } from '@toolmesh/client';
 import { loadConfig } from '@toolmesh/config';
 import { startSkillsService, type SkillsService } from '../../services/skills/src/app.ts';
 import { startTestApi, type TestApi } from '../../services/api/src/test/support.ts';
-import { zipFolder } from './zip-folder.ts';
+import { zipFolder } from '@toolmesh/cli';
 
 export interface SkillsMesh {
   api: TestApi;
@@ -25,6 +26,17 @@ export interface SkillsMesh {
   /** Uploads a folder as a skill through the api; returns the version. */
   uploadSkill(dir: string): Promise<string>;
   close(): Promise<void>;
+}
+
+/** Collects the skills target's progress events (watch heartbeats) of the mesh's project. */
+export function collectProgress(mesh: SkillsMesh): { events: unknown[]; sub: Subscription } {
+  const subjects = createSubjects(mesh.api.config.nats.subject_root);
+  const events: unknown[] = [];
+  const sub = mesh.nc.subscribe(
+    subjects.toolProgress({ project: mesh.project.id, channel: 'main', target: 'skills' }),
+    { callback: (_e, m) => void events.push(decodeMessage('tool_progress', m.data)) },
+  );
+  return { events, sub };
 }
 
 export async function startSkillsMesh(overrides: Record<string, string> = {}): Promise<SkillsMesh> {
