@@ -78,6 +78,11 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
   });
 }
 
+const portsNotReady = (s: StartedTask, ports: readonly number[], readyMs: number) =>
+  new ToolError(`the service did not listen on ports ${ports.join(', ')} in time`, {
+    details: { reason: 'ports_not_ready', task_id: s.taskId, ports, ready_timeout_ms: readyMs },
+  });
+
 const serviceEnded = (s: StartedTask) =>
   new ToolError('the service ended before its ports answered', {
     details: { reason: 'service_ended', task_id: s.taskId },
@@ -103,14 +108,7 @@ async function waitReady(
     }
     await sleep(100);
   }
-  throw new ToolError(`the service did not listen on ports ${[...pending].join(', ')} in time`, {
-    details: {
-      reason: 'ports_not_ready',
-      task_id: s.taskId,
-      ports: [...pending],
-      ready_timeout_ms: readyMs,
-    },
-  });
+  throw portsNotReady(s, [...pending], readyMs);
 }
 
 type StoredEndpoint = {
@@ -150,9 +148,7 @@ async function waitReadyRemote(
     if (r.exitCode === 0) return;
     await sleep(200);
   }
-  throw new ToolError(`the service did not listen on ports ${ports.join(', ')} in time`, {
-    details: { reason: 'ports_not_ready', task_id: s.taskId, ports, ready_timeout_ms: readyMs },
-  });
+  throw portsNotReady(s, ports, readyMs);
 }
 
 const publicEndpoint = (e: StoredEndpoint) => ({
