@@ -6,12 +6,13 @@
 //   --once   stop after the demo (exit code 0 when the demo succeeded)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pino } from 'pino';
-import { loadConfig } from '@toolmesh/config';
+import { ConfigError, loadConfig } from '@toolmesh/config';
 import { createPool, ensureDatabase, migrate } from '@toolmesh/store';
 import {
   demoModelReply,
@@ -77,8 +78,45 @@ function startService(svc: (typeof SERVICES)[number], env: Record<string, string
   });
 }
 
+/** Resolves when host:port can be bound; EADDRINUSE (and the like) as the error otherwise. */
+function probePort(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve()));
+  });
+}
+
+/** The api's port, checked before anything starts: a taken one is a sentence, not a trace. */
+async function checkApiPort(): Promise<void> {
+  let api;
+  try {
+    api = loadConfig({ env: process.env }).api;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    say(`configuration: ${err.message}`);
+    process.exit(2);
+  }
+  const { host, port } = api;
+  try {
+    await probePort(host, port);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'EADDRINUSE'
+        ? `port ${port} on ${host} is already in use (another program, or another pnpm stack)`
+        : `port ${port} on ${host} cannot be used (${code ?? (err as Error).message})`;
+    say(`the api cannot listen: ${why}.`);
+    say(`choose another port: CG__API__PORT=${port === 65535 ? 8081 : port + 1} pnpm stack`);
+    say('(or set `port` under [api] in config.toml)');
+    process.exit(2);
+  }
+}
+
 process.on('SIGINT', () => void stopAll(0));
 process.on('SIGTERM', () => void stopAll(0));
+
+await checkApiPort();
 
 try {
   await mkdir(DATA, { recursive: true });

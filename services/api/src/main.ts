@@ -25,7 +25,14 @@ await runService({
     const client = createClient({ nc, root: config.nats.subject_root });
     const artifacts = createArtifactStoreFromConfig(config);
     const app = await buildApp({ config, store, nc, client, artifacts, logger });
-    const address = await app.listen({ host: config.api.host, port: config.api.port });
+    const { host, port } = config.api;
+    const address = await app.listen({ host, port }).catch((err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      throw new Error(
+        `port ${port} on ${host} is already in use: choose another with CG__API__PORT or [api] port`,
+        { cause: err },
+      );
+    });
     logger.info({ address }, 'api listening');
     return {
       stop: async () => {
