@@ -6,10 +6,26 @@
 // write roots given here) and refused connections (its proxies) in a violation store, keyed by
 // the commandId each wrap was given. We tap the store as events arrive, so a flood from one
 // command cannot evict another's before it is read.
+import { existsSync, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SandboxManager, type SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime';
 import { SandboxError } from './errors.ts';
 import type { SandboxDenial } from './provider.ts';
 import { DEFAULT_WRAP_CACHE_TTL_MS, WrapCache } from './wrap-cache.ts';
+
+/**
+ * The runtime's seccomp helper runs inside the sandbox, from the runtime's package folder. That
+ * folder sits in the checkout, which lies under a denied read root whenever the checkout is in
+ * a home (`/root/toolmesh` as root, `~/toolmesh` as a user): the helper is re-allowed for
+ * reading by its exact path, or every command would fail with "apply-seccomp: No such file".
+ */
+const SECCOMP_HELPER: string | undefined = (() => {
+  const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
+  const entry = fileURLToPath(import.meta.resolve('@anthropic-ai/sandbox-runtime'));
+  const helper = join(dirname(entry), '..', 'vendor', 'seccomp', arch, 'apply-seccomp');
+  return existsSync(helper) ? realpathSync(helper) : undefined;
+})();
 
 export interface RuntimeSettings {
   /** Folder of every sandbox: writes under it are not reported as violations. */
@@ -82,7 +98,7 @@ export async function acquireRuntime(settings: RuntimeSettings): Promise<Runtime
       {
         filesystem: {
           denyRead: [...request.denyRead],
-          allowRead: [request.workdir],
+          allowRead: [request.workdir, ...(SECCOMP_HELPER === undefined ? [] : [SECCOMP_HELPER])],
           allowWrite: [request.workdir],
           denyWrite: [],
         },
