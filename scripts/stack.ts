@@ -4,10 +4,10 @@
 // log lines prefixed (with a scripted model for the agent worker when no LLM key is set), runs
 // the demo (an agent task drawing a picture), and keeps running until Ctrl-C, which stops them all.
 //   --once   stop after the demo (exit code 0 when the demo succeeded)
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
-import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -113,6 +113,23 @@ async function checkApiPort(): Promise<void> {
   }
 }
 
+/**
+ * Where the local Postgres keeps its data: .data/postgres, unless the stack runs as root in a
+ * checkout the `postgres` OS user cannot enter (a clone in /root, which is 0700 on Debian). The
+ * server refuses to run as root, so its data then goes under /var/lib/toolmesh, one folder per
+ * checkout.
+ */
+function postgresDir(): string {
+  const preferred = join(DATA, 'postgres');
+  if (process.getuid?.() !== 0) return preferred;
+  const probe = spawnSync('runuser', ['-u', 'postgres', '--', 'test', '-x', DATA]);
+  if (probe.status === 0) return preferred;
+  const id = createHash('sha256').update(ROOT).digest('hex').slice(0, 12);
+  const dir = join('/var/lib/toolmesh', `postgres-${id}`);
+  say(`the postgres OS user cannot enter ${DATA} (a parent folder is private): data in ${dir}`);
+  return dir;
+}
+
 process.on('SIGINT', () => void stopAll(0));
 process.on('SIGTERM', () => void stopAll(0));
 
@@ -129,10 +146,10 @@ try {
   }
   let dbUrl = process.env['DATABASE_URL'];
   if (!dbUrl) {
-    const pg = await startLocalPostgres({ dir: join(DATA, 'postgres') });
+    const pg = await startLocalPostgres({ dir: postgresDir() });
     servers.push(pg);
     dbUrl = pg.url.replace(/\/postgres$/, '/toolmesh');
-    say(`Postgres on 127.0.0.1:${pg.port} (data in .data/postgres)`);
+    say(`Postgres on 127.0.0.1:${pg.port} (data in ${pg.dir})`);
   }
   // A local admin key, made once and kept in .data/, so the api can create projects.
   let adminKey = process.env['CG__API__ADMIN_KEY'];
