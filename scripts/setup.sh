@@ -150,7 +150,9 @@ pnpm_major() { command -v pnpm >/dev/null 2>&1 && pnpm -v 2>/dev/null | cut -d. 
 if [ "$(pnpm_major)" != "$PNPM_MAJOR" ]; then
   log "installing pnpm ${PNPM_MAJOR} with npm"
   # The prefix is said outright: a user's npmrc may name another one.
-  as_root /usr/local/bin/npm install -g --prefix /usr/local --no-fund --no-audit \
+  # --allow-scripts: npm 11 holds back install scripts it was not told of, and pnpm's puts its
+  # native binary in place (without it pnpm runs through Node and says so on every start).
+  as_root /usr/local/bin/npm install -g --prefix /usr/local --no-fund --no-audit --allow-scripts=pnpm \
     "pnpm@$PNPM_MAJOR" >/dev/null
   hash -r
 fi
