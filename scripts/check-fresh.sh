@@ -64,8 +64,16 @@ if [ $if_changed = 1 ] && [ -e "$CACHE/passed-$as-$stamp" ]; then
   exit 0
 fi
 
+missing=()
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]} with apt"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+    die "could not install ${missing[*]}"
+fi
 for tool in debootstrap unshare pivot_root ip; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (apt-get install debootstrap util-linux iproute2)"
+  command -v "$tool" >/dev/null 2>&1 || die "$tool is missing"
 done
 
 if [ $rebuild = 1 ] || [ ! -s "$BASE" ]; then
