@@ -91,3 +91,6 @@ export type {
   TurnsRepo,
 } from './turns.ts';
 export type { AppliedInbox, TimedOutCall } from './turn-events.ts';
+export { createSecretBox, SecretsKeyError } from './secrets.ts';
+export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
+export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';
