@@ -5,10 +5,15 @@
 // costs in the metrics, and secrets that never show up in cards, logs or api answers, nor
 // cross from one project to another.
 import { randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { freePort } from '@toolmesh/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '@toolmesh/client';
 import { expectError } from '../services/api/src/test/support.ts';
+import { REPO_ROOT } from './support/mesh.ts';
 import { newSecretsKey, startToolsMesh, type ToolsMesh } from './support/tools-mesh.ts';
 import { startUpstream, type Upstream } from './support/upstream.ts';
 
@@ -555,6 +560,38 @@ describe('egress', () => {
       503,
       'secrets_unconfigured',
     );
+  });
+});
+
+describe('the process', () => {
+  it('starts from main.ts, answers /healthz and stops cleanly on SIGTERM', async () => {
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'services/tools/src/main.ts')], {
+      cwd: REPO_ROOT,
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        ...mesh.api.env,
+        CG__LOG__LEVEL: 'info',
+        CG__TOOLS__HEALTH_PORT: String(await freePort()),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    await until(() => out.includes('tools service started'), 20_000);
+    const port = (
+      JSON.parse(out.split('\n').find((l) => l.includes('tools service started'))!) as {
+        health_port: number;
+      }
+    ).health_port;
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ status: 'ok', in_flight: 0 });
+    // The configuration it logged at start masks the secrets key.
+    expect(out).not.toContain(mesh.api.env['CG__SECRETS__KEY']!);
+    child.kill('SIGTERM');
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code, out.slice(-2_000)).toBe(0);
   });
 });
 
