@@ -143,6 +143,11 @@ describe('request mapping', () => {
     expect(JSON.parse(echoed['body'] as string)).toEqual({ name: 'Näme', count: 2 });
     expect(echoed['headers']['content-type']).toBe('application/json');
     expect(echoed['headers']['x-fixed']).toBe('yes');
+    // A dot segment cannot climb out of the template's path.
+    for (const id of ['..', '.']) {
+      const climb = await call('shop.create_item', { id });
+      expect(climb.content.error?.code, id).toBe('invalid_arguments');
+    }
 
     const exec = await mesh.request('GET', `/v1/projects/${a.id}/executions/${r.tool_call_id}`, {
       key: a.key,
