@@ -188,6 +188,17 @@ describe('request mapping', () => {
     expect((await call('shop.text')).content.result).toBe('plain text for /text/hello');
   });
 
+  it('runs over POST /executions like any tool', async () => {
+    await register(a, 'shop.ping', { method: 'GET', url: `${up.url}/text/ping` });
+    const res = await mesh.request('POST', `/v1/projects/${a.id}/executions`, {
+      key: a.key,
+      body: { tool: 'shop.ping', arguments: {} },
+    });
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.execution).toMatchObject({ tool: 'shop.ping', status: 'succeeded' });
+    expect(res.body.card.content.result).toBe('plain text for /text/ping');
+  });
+
   it('refuses templates that do not fit the parameters at registration', async () => {
     const bad = async (
       http: Record<string, unknown>,
