@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { decodeMessage } from '@toolmesh/protocol';
+import { createNames, decodeMessage } from '@toolmesh/protocol';
 import { freePort } from '@toolmesh/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '@toolmesh/client';
@@ -481,8 +481,9 @@ describe('the registry on the bus path', () => {
     });
     // Once the service's consumer has acked everything, whatever it did with them is written.
     const jsm = await jetstreamManager(mesh.api.nc);
-    const consumer = `${mesh.api.config.nats.subject_root}_svc_tools`;
-    const stream = `${mesh.api.config.nats.subject_root}_CMD`;
+    const names = createNames(mesh.api.config.nats.subject_root);
+    const consumer = names.toolServiceConsumer('tools');
+    const stream = names.commandStream;
     await untilAsync(async () => {
       const info = await jsm.consumers.info(stream, consumer);
       return info.num_pending === 0 && info.num_ack_pending === 0;
