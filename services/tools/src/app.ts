@@ -12,11 +12,11 @@ import {
   streamSettingsOf,
 } from '@toolmesh/service';
 import { createSecretBox } from '@toolmesh/store';
-import { createToolService, limitsFromConfig } from '@toolmesh/tool-service';
+import { createRegistry, createToolService, limitsFromConfig } from '@toolmesh/tool-service';
 import { createEgress } from './egress.ts';
 import { startHealthServer } from './health.ts';
 import { createKindExecutors } from './kinds/index.ts';
-import { createRegistry } from './registry.ts';
+
 import { createResolver } from './resolver.ts';
 import { createSecretReader } from './secrets.ts';
 
