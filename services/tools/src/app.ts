@@ -41,6 +41,11 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   const executors = createKindExecutors({
     egress,
     maxResultBytes: config.tools.max_result_bytes,
+    store,
+    bus,
+    config,
+    instanceId,
+    logger: log,
   });
   const registry = createRegistry({
     store,
