@@ -93,7 +93,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   const name = 'resolver' in opts ? opts.service : opts.target;
   const log = opts.logger.child({
     component: 'tool-service',
-    ...('resolver' in opts ? { service: name } : { target: name }),
+    ...('resolver' in opts ? { tool_service: name } : { target: name }),
     instance: instanceId,
   });
   const author = `${name}@${instanceId}`;
