@@ -19,7 +19,7 @@ const dockerfile = readFileSync(join(ROOT, 'infra/Dockerfile'), 'utf8');
 const processes = readdirSync(join(ROOT, 'services'), { withFileTypes: true })
   .filter((d) => d.isDirectory())
   .map((d) => d.name);
-/** The services run from the toolmesh image: the four processes and the migrate job. */
+/** The services run from the toolmesh image: the five processes and the migrate job. */
 const toolmesh = Object.entries(services).filter(
   ([, s]) => s.build?.dockerfile === 'infra/Dockerfile',
 );
