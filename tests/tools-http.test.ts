@@ -489,6 +489,26 @@ describe('the registry on the bus path', () => {
     expect((await call('reg.strict', { n: 3 })).status).toBe('succeeded');
   });
 
+  it('validates schemas that declare draft-07, as MCP servers often do', async () => {
+    // Stored the way a kind that imports schemas would store it (the api itself asks for 2020-12).
+    await mesh.api.store.tools.create(a.id, {
+      name: 'reg.draft7',
+      target: 'reg',
+      description: 'x',
+      category: 'general',
+      parameters: {
+        $schema: 'http://json-schema.org/draft-07/schema#',
+        type: 'object',
+        properties: { n: { type: 'integer' } },
+        required: ['n'],
+      },
+      origin: 'http',
+      spec: { method: 'GET', url: `${up.url}/echo/draft7`, query: ['n'] },
+    });
+    expect((await call('reg.draft7', { n: 'x' })).content.error?.code).toBe('invalid_arguments');
+    expect((await call('reg.draft7', { n: 5 })).status).toBe('succeeded');
+  });
+
   it('leaves external tools and the skills service targets alone', async () => {
     const res = await mesh.request('POST', `/v1/projects/${a.id}/tools`, {
       key: a.key,

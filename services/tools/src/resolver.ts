@@ -30,6 +30,20 @@ export interface ResolverOptions extends RunDeps {
   maxSchemas?: number;
 }
 
+const DRAFT_2020_12 = 'https://json-schema.org/draft/2020-12/schema';
+
+/**
+ * MCP servers often declare draft-07 (`$schema`), which this draft 2020-12 validator has no
+ * meta-schema for; the keywords tool inputs use mean the same in both, so the declaration is
+ * dropped rather than every call refused.
+ */
+function withoutForeignMetaSchema(schema: Record<string, unknown>): Record<string, unknown> {
+  const declared = schema['$schema'];
+  if (declared === undefined || declared === DRAFT_2020_12) return schema;
+  const { $schema: _declared, ...rest } = schema;
+  return rest;
+}
+
 const issueOf = (e: ErrorObject) => ({
   path: e.instancePath || '/',
   keyword: e.keyword,
@@ -50,7 +64,7 @@ export function createResolver(o: ResolverOptions): ToolResolver {
     let v = compiled.get(key);
     if (!v) {
       try {
-        v = ajv.compile(tool.parameters);
+        v = ajv.compile(withoutForeignMetaSchema(tool.parameters));
       } catch (err) {
         v = err as Error;
       }
