@@ -507,6 +507,14 @@ describe('the registry on the bus path', () => {
     });
     expect((await call('reg.draft7', { n: 'x' })).content.error?.code).toBe('invalid_arguments');
     expect((await call('reg.draft7', { n: 5 })).status).toBe('succeeded');
+    // Over HTTP too.
+    const run = (args: Record<string, unknown>) =>
+      mesh.request('POST', `/v1/projects/${a.id}/executions`, {
+        key: a.key,
+        body: { tool: 'reg.draft7', arguments: args },
+      });
+    expectError(await run({ n: 'x' }), 400, 'invalid_arguments');
+    expect((await run({ n: 6 })).body.execution.status).toBe('succeeded');
   });
 
   it('leaves external tools and the skills service targets alone', async () => {

@@ -67,4 +67,5 @@ export {
   HttpAuth,
   HttpSpec,
   urlPlaceholders,
+  asDraft2020,
 } from './tool-options.ts';

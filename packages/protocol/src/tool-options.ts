@@ -128,3 +128,17 @@ export type HttpSpec = z.infer<typeof HttpSpec>;
 export function urlPlaceholders(url: string): string[] {
   return [...url.matchAll(URL_PLACEHOLDER)].map((m) => m[1]!);
 }
+
+const DRAFT_2020_12 = 'https://json-schema.org/draft/2020-12/schema';
+
+/**
+ * A parameters schema as a draft 2020-12 validator reads it. MCP servers often declare draft-07
+ * (`$schema`), for which such a validator has no meta-schema; the keywords tool inputs use mean
+ * the same in both, so the declaration is dropped rather than every call refused.
+ */
+export function asDraft2020(schema: Record<string, unknown>): Record<string, unknown> {
+  const declared = schema['$schema'];
+  if (declared === undefined || declared === DRAFT_2020_12) return schema;
+  const { $schema: _declared, ...rest } = schema;
+  return rest;
+}

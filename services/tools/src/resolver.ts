@@ -8,6 +8,7 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 import addFormats from 'ajv-formats';
 import type { Logger } from 'pino';
 import type { ToolResolver, Resolution } from '@toolmesh/tool-service';
+import { asDraft2020 } from '@toolmesh/protocol';
 import { ReservedTarget } from '@toolmesh/skills';
 import { ToolOrigin } from '@toolmesh/store';
 import type { KindExecutors } from './kinds/kind.ts';
@@ -30,20 +31,6 @@ export interface ResolverOptions extends RunDeps {
   maxSchemas?: number;
 }
 
-const DRAFT_2020_12 = 'https://json-schema.org/draft/2020-12/schema';
-
-/**
- * MCP servers often declare draft-07 (`$schema`), which this draft 2020-12 validator has no
- * meta-schema for; the keywords tool inputs use mean the same in both, so the declaration is
- * dropped rather than every call refused.
- */
-function withoutForeignMetaSchema(schema: Record<string, unknown>): Record<string, unknown> {
-  const declared = schema['$schema'];
-  if (declared === undefined || declared === DRAFT_2020_12) return schema;
-  const { $schema: _declared, ...rest } = schema;
-  return rest;
-}
-
 const issueOf = (e: ErrorObject) => ({
   path: e.instancePath || '/',
   keyword: e.keyword,
@@ -64,7 +51,7 @@ export function createResolver(o: ResolverOptions): ToolResolver {
     let v = compiled.get(key);
     if (!v) {
       try {
-        v = ajv.compile(withoutForeignMetaSchema(tool.parameters));
+        v = ajv.compile(asDraft2020(tool.parameters));
       } catch (err) {
         v = err as Error;
       }
