@@ -73,6 +73,7 @@ const examples: { [T in MessageType]: Message<T> } = {
   },
   agent_state: { v: 1, agent_id: 'agent-7', state: 'waiting', turn_id: 't1' },
   agent_chunk: { v: 1, agent_id: 'agent-7', turn_id: 't1', seq: 17, delta: 'Hello, wörld ✓' },
+  registry_changed: { v: 1, change: 'updated', tools: ['web.search'] },
 };
 const types = Object.keys(Catalog) as MessageType[];
 

@@ -31,7 +31,11 @@ export type ParsedSubject =
   | ({ kind: 'evt'; component: 'tool'; target: string; event: 'progress' } & Scope)
   | ({ kind: 'ctl'; component: 'task'; target: string; action: 'cancel' } & Scope)
   | ({ kind: 'evt'; component: 'agent'; agent: string; event: AgentEvent } & Scope)
-  | ({ kind: 'str'; component: 'agent'; agent: string; stream: 'chunk' } & Scope);
+  | ({ kind: 'str'; component: 'agent'; agent: string; stream: 'chunk' } & Scope)
+  | ({ kind: 'evt'; component: 'sys'; event: 'registry_changed' } & Scope);
+
+/** The channel of project-wide system events (registry changes): not a conversation. */
+export const SYSTEM_CHANNEL = 'sys';
 
 export interface Subjects {
   readonly root: string;
@@ -49,6 +53,12 @@ export interface Subjects {
   taskCancelFilter(target: string): string;
   /** Every tool call for a target, across projects and channels (a consumer filter). */
   toolCallFilter(target: string): string;
+  /** Every tool call of every target (a registry tool service's consumer filter). */
+  allToolCallsFilter(): string;
+  /** `<root>.v1.<project>.sys.evt.sys.registry.changed`: tools of the project changed. */
+  registryChanged(project: string): string;
+  /** Every registry change of every project (each tool-service instance subscribes). */
+  registryChangedFilter(): string;
   /** Every cancel request across projects and channels (each instance subscribes). */
   cancelFilter(): string;
   /** Every agent wakeup across projects and channels (the agent workers' consumer filter). */
@@ -103,6 +113,10 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     taskCancel: (s) => scoped(root, s, 'ctl', 'task', assertId(IdKind.target, s.target), 'cancel'),
     taskCancelFilter: (target) => `${prefix}*.*.ctl.task.${assertId(IdKind.target, target)}.cancel`,
     toolCallFilter: (target) => `${prefix}*.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
+    allToolCallsFilter: () => `${prefix}*.*.cmd.tool.>`,
+    registryChanged: (project) =>
+      scoped(root, { project, channel: SYSTEM_CHANNEL }, 'evt', 'sys', 'registry', 'changed'),
+    registryChangedFilter: () => `${prefix}*.${SYSTEM_CHANNEL}.evt.sys.registry.changed`,
     cancelFilter: () => `${prefix}*.*.cmd.sys.cancel`,
     agentWakeupFilter: () => `${prefix}*.*.cmd.agent.*.wakeup`,
     toolResultFilter: (s) => scoped(root, s, 'evt', 'tool', '*', 'result'),
@@ -172,6 +186,9 @@ function parseSubject(root: string, subject: string): ParsedSubject {
     (one === 'task' || one === 'step' || one === 'state')
   ) {
     return { kind, component, ...scope, agent: assertId(IdKind.agent, target), event: one };
+  }
+  if (kind === 'evt' && component === 'sys' && target === 'registry' && one === 'changed') {
+    return { kind, component, ...scope, event: 'registry_changed' };
   }
   if (kind === 'str' && component === 'agent' && one === 'chunk') {
     return { kind, component, ...scope, agent: assertId(IdKind.agent, target), stream: one };

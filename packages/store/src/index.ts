@@ -6,6 +6,7 @@ export { ExecutionStatus } from './executions.ts';
 export type { Execution, ExecutionsRepo, StartExecution } from './executions.ts';
 export type {
   ExecutionFilter,
+  CostTotal,
   ExecutionMetrics,
   HistoryKey,
   HistoryRow,
@@ -91,3 +92,6 @@ export type {
   TurnsRepo,
 } from './turns.ts';
 export type { AppliedInbox, TimedOutCall } from './turn-events.ts';
+export { createSecretBox, SecretsKeyError } from './secrets.ts';
+export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
+export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';

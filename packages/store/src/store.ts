@@ -19,6 +19,8 @@ import { createSkillJobsRepo, type SkillJobsRepo } from './skill-jobs.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
+import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
+import { createRateBucketsRepo, type RateBucketsRepo } from './rate-buckets.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -39,6 +41,8 @@ export interface Store {
   readonly instances: InstancesRepo;
   readonly skillJobs: SkillJobsRepo;
   readonly turns: TurnsRepo;
+  readonly secrets: SecretsRepo;
+  readonly rateBuckets: RateBucketsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -80,6 +84,8 @@ export function createStore(pool: pg.Pool): Store {
     instances: createInstancesRepo(db),
     skillJobs: createSkillJobsRepo(db),
     turns: createTurnsRepo(db),
+    secrets: createSecretsRepo(db),
+    rateBuckets: createRateBucketsRepo(db),
     close: () => pool.end(),
   };
 }

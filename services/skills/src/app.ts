@@ -12,7 +12,12 @@ import {
   instanceIdOf,
   streamSettingsOf,
 } from '@toolmesh/service';
-import { createToolService, type ToolServiceLimits } from '@toolmesh/tool-service';
+import {
+  createRegistry,
+  createToolService,
+  limitsFromConfig,
+  type ToolServiceLimits,
+} from '@toolmesh/tool-service';
 import { BUILTIN_TARGET, builtinTools } from './builtin/index.ts';
 import {
   SKILLS_TARGET,
@@ -27,21 +32,8 @@ export interface SkillsService {
   stop(graceMs?: number): Promise<void>;
 }
 
-export function toolLimits(t: Config['tools']): ToolServiceLimits {
-  return {
-    concurrency: t.concurrency,
-    maxCallBytes: t.max_call_bytes,
-    maxResultBytes: t.max_result_bytes,
-    defaultTimeoutMs: t.default_timeout_ms,
-    maxTimeoutMs: t.max_timeout_ms,
-    ackWaitMs: t.ack_wait_ms,
-    maxDeliver: t.max_deliver,
-    leaseTtlMs: t.lease_ttl_ms,
-    retryBaseMs: t.retry_base_ms,
-    retryMaxMs: t.retry_max_ms,
-    persistRetryMaxMs: t.persist_retry_max_ms,
-  };
-}
+/** The runtime's limits from [tools] (kept under this name for the skills service's callers). */
+export const toolLimits: (t: Config['tools']) => ToolServiceLimits = limitsFromConfig;
 
 /** The skills.* tools' limits, from the configuration. */
 export function skillsLimits(config: Config): SkillsLimits {
@@ -81,7 +73,21 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
   await bus.provision(streamSettingsOf(config));
   const store = createStoreFromConfig(config, `skills:${instanceId}`, log);
   const sandboxes = await createSandboxProviderFromConfig(config, log);
-  const common = { bus, store, limits: toolLimits(config.tools), instanceId, logger: log };
+  // A tool the project switched off in its registry fails with tool_disabled on the bus too.
+  const registry = createRegistry({
+    store,
+    bus,
+    ttlMs: config.tools.registry_cache_ttl_ms,
+    logger: log,
+  });
+  const common = {
+    bus,
+    store,
+    limits: toolLimits(config.tools),
+    instanceId,
+    logger: log,
+    registry,
+  };
   const services = [
     createToolService({ ...common, target: BUILTIN_TARGET, tools: builtinTools }),
     createToolService({
@@ -114,6 +120,7 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
     stop: async (graceMs) => {
       await reaper.stop();
       await Promise.all(services.map((s) => s.stop(graceMs)));
+      registry.close();
       await sandboxes.close();
       await bus.close();
       await store.close();

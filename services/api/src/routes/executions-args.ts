@@ -4,6 +4,7 @@
 // an edited schema is compiled afresh and the old one ages out.
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { asDraft2020 } from '@toolmesh/protocol';
 import type { ToolRecord } from '@toolmesh/store';
 
 export interface ArgumentIssue {
@@ -49,8 +50,9 @@ export function createArgumentsChecker(
       cache.set(key, hit);
       return hit.validate;
     }
-    const validate = ajv.compile(tool.parameters);
-    cache.set(key, { schema: tool.parameters, validate });
+    const schema = asDraft2020(tool.parameters);
+    const validate = ajv.compile(schema);
+    cache.set(key, { schema, validate });
     if (cache.size > maxEntries) {
       const [oldKey, old] = cache.entries().next().value!;
       cache.delete(oldKey);
