@@ -13,7 +13,7 @@ function lines() {
   let seen = '';
   const waiters: { text: string; resolve: () => void }[] = [];
   return {
-    onStdout(chunk: Uint8Array) {
+    onStdout: (chunk: Uint8Array) => {
       seen += Buffer.from(chunk).toString('utf8');
       for (const w of waiters.filter((w) => seen.includes(w.text))) {
         waiters.splice(waiters.indexOf(w), 1);
