@@ -1,0 +1,125 @@
+// A streamable-HTTP MCP server built with the official SDK, in the test's own process on a
+// local port: one McpServer per session (stateful, so notifications/cancelled reaches the call
+// it names), the fixture tools, a tool set that can change while sessions are open (for
+// refresh), and a switch that drops every connection (a server dying mid-call).
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer, type RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { FIXTURE_TOOLS, registerFixtureTools, type FixtureState } from './mcp-fixture-tools.ts';
+
+export interface McpHttpFixture {
+  readonly url: string;
+  readonly state: FixtureState;
+  /** Headers of every HTTP request received (to check auth). */
+  readonly requestHeaders: Record<string, string | string[] | undefined>[];
+  /** Serves exactly these tools from now on, in every open session too. */
+  setTools(names: readonly string[]): void;
+  /** Ends every open connection and forgets every session (a crash and restart). */
+  dropConnections(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface Session {
+  server: McpServer;
+  transport: StreamableHTTPServerTransport;
+  tools: Map<string, RegisteredTool>;
+}
+
+export async function startMcpHttpServer(
+  options: { tools?: readonly string[]; port?: number } = {},
+): Promise<McpHttpFixture> {
+  const state: FixtureState = { canceled: 0 };
+  let names: readonly string[] = options.tools ?? FIXTURE_TOOLS;
+  const sessions = new Map<string, Session>();
+  const requestHeaders: McpHttpFixture['requestHeaders'] = [];
+
+  async function newSession(): Promise<Session> {
+    const server = new McpServer({ name: 'toolmesh-fixture-http', version: '1.0.0' });
+    const tools = registerFixtureTools(server, state, names);
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, session);
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+    };
+    const session: Session = { server, transport, tools };
+    await server.connect(transport);
+    return session;
+  }
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    requestHeaders.push({ ...req.headers });
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const body: unknown = text === '' ? undefined : JSON.parse(text);
+    const id = req.headers['mcp-session-id'];
+    const known = typeof id === 'string' ? sessions.get(id) : undefined;
+    if (known) return known.transport.handleRequest(req, res, body);
+    if (typeof id === 'string') {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32001, message: 'Session not found' },
+          id: null,
+        }),
+      );
+      return;
+    }
+    const session = await newSession();
+    return session.transport.handleRequest(req, res, body);
+  };
+
+  const http: Server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(String(err));
+    });
+  });
+  await new Promise<void>((resolve) => http.listen(options.port ?? 0, '127.0.0.1', resolve));
+  const port = (http.address() as AddressInfo).port;
+
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    state,
+    requestHeaders,
+    setTools(next) {
+      names = next;
+      for (const s of sessions.values()) {
+        for (const [name, tool] of s.tools) {
+          if (!next.includes(name)) {
+            tool.remove();
+            s.tools.delete(name);
+          }
+        }
+        const added = registerFixtureTools(
+          s.server,
+          state,
+          next.filter((n) => !s.tools.has(n)),
+        );
+        for (const [name, tool] of added) s.tools.set(name, tool);
+      }
+    },
+    async dropConnections() {
+      const all = [...sessions.values()];
+      sessions.clear();
+      http.closeAllConnections();
+      await Promise.all(all.map((s) => s.server.close().catch(() => undefined)));
+    },
+    async stop() {
+      await Promise.all([...sessions.values()].map((s) => s.server.close().catch(() => undefined)));
+      sessions.clear();
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
+
+/** Absolute path of the stdio fixture server (run it with `node <path>` inside a sandbox). */
+export const MCP_STDIO_SERVER_PATH = new URL('./mcp-stdio-server.ts', import.meta.url).pathname;
