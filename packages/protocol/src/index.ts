@@ -50,6 +50,8 @@ export {
   AgentState,
   AgentStateEvent,
   AgentChunk,
+  McpRefreshRequest,
+  McpRefreshReply,
   Catalog,
 } from './messages.ts';
 export type { ToolCallInput, MessageType, Message, MessageHandlers } from './messages.ts';

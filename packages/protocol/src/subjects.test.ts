@@ -75,6 +75,11 @@ describe('subject builders', () => {
       subject: subjects.taskCancel({ ...scope, target: 'skills' }),
       parsed: { kind: 'ctl', component: 'task', ...scope, target: 'skills', action: 'cancel' },
     },
+    {
+      name: 'mcp refresh',
+      subject: subjects.mcpRefresh({ ...scope, server: 'docs' }),
+      parsed: { kind: 'ctl', component: 'mcp', ...scope, server: 'docs', action: 'refresh' },
+    },
   ];
 
   it('build the subjects of the v1 grammar', () => {
@@ -89,6 +94,7 @@ describe('subject builders', () => {
       'cg.v1.proj_1.main-chan.cmd.sys.cancel',
       'cg.v1.proj_1.main-chan.evt.tool.skills.progress',
       'cg.v1.proj_1.main-chan.ctl.task.skills.cancel',
+      'cg.v1.proj_1.main-chan.ctl.mcp.docs.refresh',
     ]);
   });
 
@@ -98,6 +104,9 @@ describe('subject builders', () => {
     expect(matches(subjects.taskCancelFilter('other'), cancel)).toBe(false);
     const streams = [...subjects.commandStreamSubjects(), ...subjects.eventStreamSubjects()];
     for (const f of streams) expect(matches(f, cancel)).toBe(false);
+    const refresh = subjects.mcpRefresh({ ...scope, server: 'docs' });
+    expect(matches(subjects.mcpRefreshFilter(), refresh)).toBe(true);
+    for (const f of streams) expect(matches(f, refresh)).toBe(false);
     const progress = subjects.toolProgress({ ...scope, target: 'skills' });
     expect(matches(subjects.toolResultFilter(scope), progress)).toBe(false);
     expect(subjects.eventStreamSubjects().some((f) => matches(f, progress))).toBe(true);

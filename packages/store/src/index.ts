@@ -91,3 +91,13 @@ export type {
   TurnsRepo,
 } from './turns.ts';
 export type { AppliedInbox, TimedOutCall } from './turn-events.ts';
+export { McpServerState, McpTransport } from './mcp-servers.ts';
+export type {
+  DiscoveredTool,
+  McpAuth,
+  McpServerRecord,
+  McpServersRepo,
+  McpSyncOutcome,
+  McpToolSpec,
+  NewMcpServer,
+} from './mcp-servers.ts';

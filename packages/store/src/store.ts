@@ -19,6 +19,7 @@ import { createSkillJobsRepo, type SkillJobsRepo } from './skill-jobs.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
+import { createMcpServersRepo, type McpServersRepo } from './mcp-servers.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -39,6 +40,7 @@ export interface Store {
   readonly instances: InstancesRepo;
   readonly skillJobs: SkillJobsRepo;
   readonly turns: TurnsRepo;
+  readonly mcpServers: McpServersRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -80,6 +82,7 @@ export function createStore(pool: pg.Pool): Store {
     instances: createInstancesRepo(db),
     skillJobs: createSkillJobsRepo(db),
     turns: createTurnsRepo(db),
+    mcpServers: createMcpServersRepo(db),
     close: () => pool.end(),
   };
 }
