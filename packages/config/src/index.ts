@@ -11,6 +11,7 @@ export type {
   PostgresConfig,
   ToolsConfig,
   ApiConfig,
+  SecretsConfig,
   ArtifactsConfig,
   SkillsConfig,
   SandboxConfig,

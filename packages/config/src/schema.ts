@@ -108,6 +108,31 @@ export const toolsSchema = section({
   retry_base_ms: positiveInt().default(250),
   retry_max_ms: positiveInt().default(10_000),
   persist_retry_max_ms: positiveInt().default(300_000),
+  // The tools service (HTTP and MCP tools of the registry). Hosts or IP addresses its outbound
+  // requests may reach although they are loopback, link-local or private (refused otherwise).
+  allowed_private_hosts: z
+    .array(z.string(expected('a host name or IP address')).min(1), expected('an array of hosts'))
+    .default([]),
+  // How long a registry entry is trusted without a change event (a missed event heals after this).
+  registry_cache_ttl_ms: positiveInt().default(30_000),
+  // Project-wide policy defaults; a tool's own `options` win. 0 per minute: no rate limit.
+  rate_limit_per_minute: intAtLeast(0).default(0),
+  rate_limit_burst: positiveInt().default(10),
+  rate_limit_max_wait_ms: intAtLeast(0).default(5_000),
+  // Retries of a retryable upstream failure (429, 502, 503, 504, connection reset).
+  upstream_retries: intAtLeast(0).default(2),
+  upstream_retry_base_ms: positiveInt().default(200),
+  upstream_retry_max_ms: positiveInt().default(5_000),
+  // Where the tools service answers GET /healthz; port 0 picks a free one.
+  health_host: z
+    .string(expected('a host name or address'))
+    .min(1, expected('a host name or address'))
+    .default('127.0.0.1'),
+  health_port: z
+    .int(expected('a port number'))
+    .min(0, expected('a port number'))
+    .max(65_535, expected('a port number'))
+    .default(8092),
 }).superRefine((tools, ctx) => {
   if (tools.default_timeout_ms > tools.max_timeout_ms) {
     ctx.addIssue({
@@ -123,6 +148,18 @@ export const toolsSchema = section({
       message: `must not exceed tools.retry_max_ms (${tools.retry_max_ms}), got ${tools.retry_base_ms}`,
     });
   }
+});
+
+// A secret: 32 random bytes, base64 (`openssl rand -base64 32`). Required only once a project
+// secret is stored or used; set it through CG__SECRETS__KEY.
+export const secretsSchema = section({
+  key: z
+    .string(expected('a string'))
+    .refine(
+      (k) => k === '' || Buffer.from(k, 'base64').length === 32,
+      expected('the base64 encoding of 32 bytes, or an empty string'),
+    )
+    .default(''),
 });
 
 export const apiSchema = section({
@@ -352,6 +389,7 @@ export const configSchema = z
       nats: natsSchema.prefault({}),
       postgres: postgresSchema.prefault({}),
       tools: toolsSchema.prefault({}),
+      secrets: secretsSchema.prefault({}),
       api: apiSchema.prefault({}),
       artifacts: artifactsSchema.prefault({}),
       skills: skillsSchema.prefault({}),
@@ -380,6 +418,7 @@ export type NatsConfig = z.infer<typeof natsSchema>;
 export type PostgresConfig = z.infer<typeof postgresSchema>;
 export type ToolsConfig = z.infer<typeof toolsSchema>;
 export type ApiConfig = z.infer<typeof apiSchema>;
+export type SecretsConfig = z.infer<typeof secretsSchema>;
 export type ArtifactsConfig = z.infer<typeof artifactsSchema>;
 export type SkillsConfig = z.infer<typeof skillsSchema>;
 export type SandboxConfig = z.infer<typeof sandboxSchema>;

@@ -84,6 +84,7 @@ const examples: { [T in MessageType]: Message<T> } = {
     disabled: ['docs.old'],
     refused: [{ tool: 'a.b', reason: 'maps to a_b, which another tool of the server has' }],
   },
+  registry_changed: { v: 1, change: 'updated', tools: ['web.search'] },
 };
 const types = Object.keys(Catalog) as MessageType[];
 

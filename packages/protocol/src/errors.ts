@@ -49,6 +49,11 @@ export const ERROR_CODES = {
     status: 'failed',
     summary: "the arguments do not match the tool's schema",
   },
+  tool_disabled: {
+    retryable: false,
+    status: 'failed',
+    summary: 'the tool is registered but disabled in the project',
+  },
   tool_error: { retryable: false, status: 'failed', summary: 'the tool reported a failure' },
   mcp_unavailable: {
     retryable: false,
@@ -60,6 +65,36 @@ export const ERROR_CODES = {
     retryable: false,
     status: 'failed',
     summary: 'the MCP server answered with a JSON-RPC error (unknown tool, invalid params, ...)',
+  },
+  upstream_error: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      'the upstream service of an HTTP or MCP tool answered with an error (status and a bounded excerpt in details)',
+  },
+  upstream_unreachable: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      'the upstream service could not be reached (connection refused or reset, DNS failure) after every allowed retry',
+  },
+  rate_limited: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      "the tool's rate limit had no token within rate_limit.max_wait_ms; details.retry_after_ms says when one frees up",
+  },
+  egress_denied: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      'the tool would reach a loopback, link-local or private address the operator has not allowed',
+  },
+  secret_unavailable: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      "a secret the tool's auth names is not stored in the project, or no secrets key is configured",
   },
   internal_error: {
     retryable: false,

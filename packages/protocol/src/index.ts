@@ -23,6 +23,7 @@ export type { ErrorOptions } from './errors.ts';
 export {
   PROTOCOL_VERSION,
   DEFAULT_ROOT,
+  SYSTEM_CHANNEL,
   Kind,
   AgentEvent,
   createSubjects,
@@ -52,7 +53,20 @@ export {
   AgentChunk,
   McpRefreshRequest,
   McpRefreshReply,
+  RegistryChange,
+  RegistryChangedEvent,
   Catalog,
 } from './messages.ts';
 export type { ToolCallInput, MessageType, Message, MessageHandlers } from './messages.ts';
 export { encodeMessage, decodeMessage, validateMessage, parseJson } from './codec.ts';
+export {
+  RateLimitOptions,
+  RetryOptions,
+  CostOptions,
+  ToolOptions,
+  HttpMethod,
+  HttpAuthType,
+  HttpAuth,
+  HttpSpec,
+  urlPlaceholders,
+} from './tool-options.ts';

@@ -171,6 +171,25 @@ export const McpRefreshReply = z.strictObject({
 });
 export type McpRefreshReply = z.infer<typeof McpRefreshReply>;
 
+export const RegistryChange = {
+  created: 'created',
+  updated: 'updated',
+  deleted: 'deleted',
+} as const;
+export type RegistryChange = (typeof RegistryChange)[keyof typeof RegistryChange];
+
+/**
+ * `evt.sys.registry.changed`: tools of a project were created, updated (incl. enabled or
+ * disabled) or deleted. Tool services drop their cached copies of those tools. The project is
+ * the subject's; `tools` are full names (`<target>.<tool>`), empty for "any tool of the project".
+ */
+export const RegistryChangedEvent = z.strictObject({
+  v: version,
+  change: z.enum(RegistryChange),
+  tools: z.array(z.string().min(3).max(129)).max(1000),
+});
+export type RegistryChangedEvent = z.infer<typeof RegistryChangedEvent>;
+
 /** The catalog: a map typed over it makes a missing handler a compile error. */
 export const Catalog = {
   tool_call: ToolCall,
@@ -185,6 +204,7 @@ export const Catalog = {
   agent_chunk: AgentChunk,
   mcp_refresh: McpRefreshRequest,
   mcp_refresh_reply: McpRefreshReply,
+  registry_changed: RegistryChangedEvent,
 } as const;
 export type MessageType = keyof typeof Catalog;
 export type Message<T extends MessageType> = z.infer<(typeof Catalog)[T]>;

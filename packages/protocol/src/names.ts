@@ -9,6 +9,8 @@ export interface Names {
   readonly leaseBucket: string;
   /** The durable consumer shared by every instance of a tool service. */
   toolConsumer(target: string): string;
+  /** The durable consumer of a registry tool service (every tool call; it picks its own). */
+  toolServiceConsumer(service: string): string;
   /** The durable consumer shared by every agent-worker instance. */
   agentConsumer(target: string): string;
   /** Lease key of one tool call; project-scoped so projects can never block each other. */
@@ -25,6 +27,7 @@ export function createNames(root: string = DEFAULT_ROOT): Names {
     eventStream: `${root}_EVT`,
     leaseBucket: `${root}_leases`,
     toolConsumer: (target) => `${root}_tool_${assertId(IdKind.target, target)}`,
+    toolServiceConsumer: (service) => `${root}_svc_${assertId(IdKind.target, service)}`,
     agentConsumer: (target) => `${root}_agent_${assertId(IdKind.target, target)}`,
     leaseKey: (project, toolCallId) =>
       `${assertId(IdKind.project, project)}.${assertId(IdKind.toolCall, toolCallId)}`,

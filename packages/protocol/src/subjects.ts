@@ -32,7 +32,11 @@ export type ParsedSubject =
   | ({ kind: 'ctl'; component: 'task'; target: string; action: 'cancel' } & Scope)
   | ({ kind: 'ctl'; component: 'mcp'; server: string; action: 'refresh' } & Scope)
   | ({ kind: 'evt'; component: 'agent'; agent: string; event: AgentEvent } & Scope)
-  | ({ kind: 'str'; component: 'agent'; agent: string; stream: 'chunk' } & Scope);
+  | ({ kind: 'str'; component: 'agent'; agent: string; stream: 'chunk' } & Scope)
+  | ({ kind: 'evt'; component: 'sys'; event: 'registry_changed' } & Scope);
+
+/** The channel of project-wide system events (registry changes): not a conversation. */
+export const SYSTEM_CHANNEL = 'sys';
 
 export interface Subjects {
   readonly root: string;
@@ -57,6 +61,12 @@ export interface Subjects {
   mcpRefresh(s: Scope & { server: string }): string;
   /** Every MCP refresh request across projects and channels (the tools service's queue group). */
   mcpRefreshFilter(): string;
+  /** Every tool call of every target (a registry tool service's consumer filter). */
+  allToolCallsFilter(): string;
+  /** `<root>.v1.<project>.sys.evt.sys.registry.changed`: tools of the project changed. */
+  registryChanged(project: string): string;
+  /** Every registry change of every project (each tool-service instance subscribes). */
+  registryChangedFilter(): string;
   /** Every cancel request across projects and channels (each instance subscribes). */
   cancelFilter(): string;
   /** Every agent wakeup across projects and channels (the agent workers' consumer filter). */
@@ -113,6 +123,10 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     toolCallFilter: (target) => `${prefix}*.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
     mcpRefresh: (s) => scoped(root, s, 'ctl', 'mcp', assertId(IdKind.target, s.server), 'refresh'),
     mcpRefreshFilter: () => `${prefix}*.*.ctl.mcp.*.refresh`,
+    allToolCallsFilter: () => `${prefix}*.*.cmd.tool.>`,
+    registryChanged: (project) =>
+      scoped(root, { project, channel: SYSTEM_CHANNEL }, 'evt', 'sys', 'registry', 'changed'),
+    registryChangedFilter: () => `${prefix}*.${SYSTEM_CHANNEL}.evt.sys.registry.changed`,
     cancelFilter: () => `${prefix}*.*.cmd.sys.cancel`,
     agentWakeupFilter: () => `${prefix}*.*.cmd.agent.*.wakeup`,
     toolResultFilter: (s) => scoped(root, s, 'evt', 'tool', '*', 'result'),
@@ -185,6 +199,9 @@ function parseSubject(root: string, subject: string): ParsedSubject {
     (one === 'task' || one === 'step' || one === 'state')
   ) {
     return { kind, component, ...scope, agent: assertId(IdKind.agent, target), event: one };
+  }
+  if (kind === 'evt' && component === 'sys' && target === 'registry' && one === 'changed') {
+    return { kind, component, ...scope, event: 'registry_changed' };
   }
   if (kind === 'str' && component === 'agent' && one === 'chunk') {
     return { kind, component, ...scope, agent: assertId(IdKind.agent, target), stream: one };

@@ -101,3 +101,6 @@ export type {
   McpToolSpec,
   NewMcpServer,
 } from './mcp-servers.ts';
+export { createSecretBox, SecretsKeyError } from './secrets.ts';
+export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
+export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';

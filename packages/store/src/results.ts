@@ -19,6 +19,8 @@ export interface RecordToolResult {
   instanceId: string;
   content: ToolResultContent;
   metadata?: Record<string, unknown>;
+  /** The call's cost estimate, kept on the execution row for the metrics. */
+  cost?: { amount: number; currency: string } | undefined;
   agentId?: string | undefined;
   turnId?: string | undefined;
   turnEpoch?: number | undefined;
@@ -54,6 +56,8 @@ const COLUMNS = [
   'turn_id text',
   'turn_epoch int',
   'inbox_id uuid',
+  'cost float8',
+  'cost_currency text',
 ] as const;
 
 const UNNEST = COLUMNS.map((c, i) => `$${i + 1}::${c.split(' ')[1]}[]`).join(', ');
@@ -81,15 +85,17 @@ card AS (
 exec AS (
   INSERT INTO state.tool_executions
     (project_id, tool_call_id, channel, tool_name, target, agent_id, status, error_code,
-     instance_id, card_id, started_at, finished_at, duration_ms)
+     instance_id, card_id, started_at, finished_at, duration_ms, cost, cost_currency)
   SELECT t.project_id, t.tool_call_id, t.channel, t.tool_name, t.target, t.agent_id, t.status,
          t.error_code, t.instance_id, ins.card_id,
-         now() - make_interval(secs => t.duration_ms / 1000), now(), t.duration_ms
+         now() - make_interval(secs => t.duration_ms / 1000), now(), t.duration_ms,
+         t.cost, t.cost_currency
   FROM input t JOIN ins ON ins.project_id = t.project_id AND ins.tool_call_id = t.tool_call_id
   ON CONFLICT (project_id, md5(tool_call_id)) DO UPDATE
     SET status = EXCLUDED.status, error_code = EXCLUDED.error_code, card_id = EXCLUDED.card_id,
         instance_id = EXCLUDED.instance_id, finished_at = EXCLUDED.finished_at,
-        duration_ms = EXCLUDED.duration_ms
+        duration_ms = EXCLUDED.duration_ms, cost = EXCLUDED.cost,
+        cost_currency = EXCLUDED.cost_currency
 ),
 edge AS (
   INSERT INTO state.execution_edges (project_id, agent_id, turn_id, turn_epoch, tool_call_id)
@@ -144,6 +150,8 @@ function toColumns(items: RecordToolResult[]): unknown[][] {
       r.turnId ?? null,
       r.turnEpoch ?? null,
       uuidv7(),
+      r.cost?.amount ?? null,
+      r.cost?.currency ?? null,
     ];
     values.forEach((v, i) => cols[i]!.push(v));
   }

@@ -20,6 +20,8 @@ import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
 import { createMcpServersRepo, type McpServersRepo } from './mcp-servers.ts';
+import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
+import { createRateBucketsRepo, type RateBucketsRepo } from './rate-buckets.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -41,6 +43,8 @@ export interface Store {
   readonly skillJobs: SkillJobsRepo;
   readonly turns: TurnsRepo;
   readonly mcpServers: McpServersRepo;
+  readonly secrets: SecretsRepo;
+  readonly rateBuckets: RateBucketsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -83,6 +87,8 @@ export function createStore(pool: pg.Pool): Store {
     skillJobs: createSkillJobsRepo(db),
     turns: createTurnsRepo(db),
     mcpServers: createMcpServersRepo(db),
+    secrets: createSecretsRepo(db),
+    rateBuckets: createRateBucketsRepo(db),
     close: () => pool.end(),
   };
 }

@@ -1,9 +1,17 @@
 // The tool registry (resource.tools): what a project's agents may call, with the JSON Schema of
-// each tool's parameters. `skills.*` and `builtin.*` are seeded when a project is created.
+// each tool's parameters. `skills.*` and `builtin.*` are seeded when a project is created. The
+// origin says who runs a tool: the skills service (skills, builtin), the tools service from the
+// tool's `spec` (http, mcp), or a process of the tool's own (external).
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from './db.ts';
 
-export const ToolOrigin = { skills: 'skills', builtin: 'builtin', external: 'external' } as const;
+export const ToolOrigin = {
+  skills: 'skills',
+  builtin: 'builtin',
+  external: 'external',
+  http: 'http',
+  mcp: 'mcp',
+} as const;
 export type ToolOrigin = (typeof ToolOrigin)[keyof typeof ToolOrigin];
 
 export interface ToolRecord {
@@ -17,6 +25,8 @@ export interface ToolRecord {
   parameters: Record<string, unknown>;
   origin: ToolOrigin;
   options: Record<string, unknown>;
+  /** How the tools service runs an http or mcp tool; `{}` for the others. */
+  spec: Record<string, unknown>;
   enabled: boolean;
   created_at: Date;
   updated_at: Date;
@@ -31,6 +41,7 @@ export interface NewTool {
   parameters: Record<string, unknown>;
   origin: ToolOrigin;
   options?: Record<string, unknown>;
+  spec?: Record<string, unknown>;
 }
 
 export interface ToolFilter {
@@ -63,6 +74,7 @@ export interface ToolPatch {
   tags?: string[] | undefined;
   parameters?: Record<string, unknown> | undefined;
   options?: Record<string, unknown> | undefined;
+  spec?: Record<string, unknown> | undefined;
   enabled?: boolean | undefined;
 }
 
@@ -79,7 +91,7 @@ export interface ToolsRepo {
 }
 
 const COLUMNS = `tool_id, project_id, name, target, description, category, tags, parameters, origin,
-  options, enabled, created_at, updated_at`;
+  options, spec, enabled, created_at, updated_at`;
 
 export function createToolsRepo(db: Db): ToolsRepo {
   const insert = (projectId: string, t: NewTool) => [
@@ -93,10 +105,12 @@ export function createToolsRepo(db: Db): ToolsRepo {
     t.parameters,
     t.origin,
     t.options ?? {},
+    t.spec ?? {},
   ];
   const INSERT = `INSERT INTO resource.tools
-      (tool_id, project_id, name, target, description, category, tags, parameters, origin, options)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+      (tool_id, project_id, name, target, description, category, tags, parameters, origin, options,
+       spec)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
     ON CONFLICT (project_id, name) DO NOTHING RETURNING ${COLUMNS}`;
   return {
     create: async (projectId, t) =>
@@ -149,6 +163,7 @@ export function createToolsRepo(db: Db): ToolsRepo {
              parameters = coalesce($6, parameters),
              options = coalesce($7, options),
              enabled = coalesce($8, enabled),
+             spec = coalesce($9, spec),
              updated_at = now()
            WHERE project_id = $1 AND name = $2 RETURNING ${COLUMNS}`,
           [
@@ -160,6 +175,7 @@ export function createToolsRepo(db: Db): ToolsRepo {
             p.parameters ?? null,
             p.options ?? null,
             p.enabled ?? null,
+            p.spec ?? null,
           ],
         )
       )[0],

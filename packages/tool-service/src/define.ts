@@ -1,7 +1,15 @@
-// What a tool service declares: per tool, a name, an argument schema and a handler. The handler
-// gets an AbortSignal that fires on deadline or cancel; what it returns becomes the result.
+// What a tool service declares. A static service lists its tools: per tool, a name, an argument
+// schema and a handler. A registry service (services/tools) resolves each call's tool at run
+// time instead (see resolve.ts). Either way the handler gets an AbortSignal that fires on
+// deadline or cancel, and what it returns becomes the result.
 import type { Logger } from 'pino';
 import type { z } from 'zod';
+
+/** An estimate of what a call cost, written on its execution row and card metadata. */
+export interface CallCost {
+  readonly amount: number;
+  readonly currency: string;
+}
 
 export interface ToolContext {
   readonly project: string;
@@ -14,6 +22,22 @@ export interface ToolContext {
   /** Fires on deadline or cancel; `signal.reason` is a TimeoutError or CancelError. */
   readonly signal: AbortSignal;
   readonly logger: Logger;
+  /**
+   * Adds fields to the result card's metadata (e.g. the attempts made upstream). Kept whatever
+   * the outcome, so a failed or timed-out call still shows what it tried. Later keys win.
+   */
+  annotate(metadata: Record<string, unknown>): void;
+  /** Sets the call's cost estimate (the last one set wins). */
+  charge(cost: CallCost): void;
+}
+
+/** What the runtime needs to run a tool: its handler and its default deadline. */
+export interface RunnableTool {
+  /** The tool token: the full name is `<target>.<name>`. */
+  readonly name: string;
+  /** The default deadline of this tool when the call gives none (config default otherwise). */
+  readonly timeoutMs?: number | undefined;
+  handler(args: unknown, ctx: ToolContext): Promise<unknown>;
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {

@@ -3,7 +3,7 @@
 // on time (its promise is left to settle in the background and is logged if it fails late).
 import type { Logger } from 'pino';
 import { MeshError, statusForCode, type ErrorBody, type ResultStatus } from '@toolmesh/protocol';
-import type { ToolContext, ToolDefinition } from './define.ts';
+import type { RunnableTool, ToolContext } from './define.ts';
 
 export class TimeoutReason extends Error {
   readonly code = 'timeout';
@@ -26,7 +26,7 @@ function errorBody(
 }
 
 export async function execute(
-  def: ToolDefinition,
+  def: RunnableTool,
   args: unknown,
   ctx: Omit<ToolContext, 'signal' | 'deadline'>,
   timeoutMs: number,

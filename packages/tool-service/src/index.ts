@@ -1,5 +1,13 @@
 export { defineTool } from './define.ts';
-export type { ToolContext, ToolDefinition } from './define.ts';
+export type { CallCost, RunnableTool, ToolContext, ToolDefinition } from './define.ts';
+export type { Resolution, ResolveRequest, ToolResolver } from './resolve.ts';
 export { createToolService } from './service.ts';
-export type { ToolService, ToolServiceOptions, ToolServiceLimits } from './service.ts';
+export type {
+  ToolService,
+  ToolServiceOptions,
+  StaticToolServiceOptions,
+  RegistryToolServiceOptions,
+  ToolServiceLimits,
+} from './service.ts';
 export { TimeoutReason, CancelReason } from './execute.ts';
+export { limitsFromConfig } from './limits.ts';

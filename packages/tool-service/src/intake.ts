@@ -15,7 +15,7 @@ import {
   type Subjects,
   type ToolCall,
 } from '@toolmesh/protocol';
-import type { ToolDefinition } from './define.ts';
+import type { RunnableTool, ToolDefinition } from './define.ts';
 
 export interface CallIds {
   project: string;
@@ -28,11 +28,16 @@ export interface CallIds {
   turnEpoch: number | undefined;
 }
 
+/** A well-formed call whose tool is not looked up yet. */
 export interface Intake {
   ok: true;
   ids: CallIds;
   call: ToolCall;
-  def: ToolDefinition;
+}
+
+/** A call bound to the tool that runs it, with validated arguments and its deadline. */
+export interface Bound {
+  tool: RunnableTool;
   args: unknown;
   timeoutMs: number;
 }
@@ -148,12 +153,7 @@ function readHeaders(d: Delivery, ids: CallIds): ProtocolError | undefined {
   return undefined;
 }
 
-export function intake(
-  d: Delivery,
-  subjects: Subjects,
-  tools: ReadonlyMap<string, ToolDefinition>,
-  limits: IntakeLimits,
-): Intake | Rejection {
+export function intake(d: Delivery, subjects: Subjects, limits: IntakeLimits): Intake | Rejection {
   const subject = subjectIds(d, subjects);
   if ('ok' in subject) return subject;
   const ids: CallIds = {
@@ -213,24 +213,45 @@ export function intake(
         `subject names tool ${expectedName} but the body names ${call.tool_name}`,
       );
     }
+    return { ok: true, ids, call };
+  } catch (err) {
+    return reject(ids, err);
+  }
+}
+
+/** The deadline of a call: its own (bounded by the limit) or the tool's default, capped. */
+export function deadlineOf(
+  call: ToolCall,
+  toolDefaultMs: number | undefined,
+  limits: IntakeLimits,
+): number {
+  if (call.timeout_ms !== undefined && call.timeout_ms > limits.maxTimeoutMs) {
+    throw new ProtocolError(
+      'invalid_message',
+      `timeout_ms ${call.timeout_ms} exceeds the limit of ${limits.maxTimeoutMs} ms`,
+      { details: { limit_ms: limits.maxTimeoutMs } },
+    );
+  }
+  // A tool's own default never exceeds what the deployment allows.
+  return call.timeout_ms ?? Math.min(toolDefaultMs ?? limits.defaultTimeoutMs, limits.maxTimeoutMs);
+}
+
+/** Binds a call to one of a static service's tools; a rejection when it cannot. */
+export function bindStatic(
+  accepted: Intake,
+  tools: ReadonlyMap<string, ToolDefinition>,
+  limits: IntakeLimits,
+): Bound | Rejection {
+  const { ids, call } = accepted;
+  const expectedName = `${ids.target}.${ids.tool}`;
+  try {
     const def = tools.get(ids.tool);
     if (!def) {
       throw new ProtocolError('unknown_tool', `no tool ${expectedName} is served here`, {
         details: { known: [...tools.keys()].map((t) => `${ids.target}.${t}`) },
       });
     }
-    if (call.timeout_ms !== undefined && call.timeout_ms > limits.maxTimeoutMs) {
-      throw new ProtocolError(
-        'invalid_message',
-        `timeout_ms ${call.timeout_ms} exceeds the limit of ${limits.maxTimeoutMs} ms`,
-        {
-          details: { limit_ms: limits.maxTimeoutMs },
-        },
-      );
-    }
-    // A tool's own default never exceeds what the deployment allows.
-    const timeoutMs =
-      call.timeout_ms ?? Math.min(def.timeoutMs ?? limits.defaultTimeoutMs, limits.maxTimeoutMs);
+    const timeoutMs = deadlineOf(call, def.timeoutMs, limits);
     const args = def.args.safeParse(call.arguments);
     if (!args.success) {
       const issues = args.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
@@ -241,7 +262,7 @@ export function intake(
         { details: { issues } },
       );
     }
-    return { ok: true, ids, call, def, args: args.data, timeoutMs };
+    return { tool: def, args: args.data, timeoutMs };
   } catch (err) {
     return reject(ids, err);
   }

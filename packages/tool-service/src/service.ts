@@ -1,4 +1,5 @@
-// The runtime every tool service runs on. For each call on `cmd.tool.<target>.>`: validate, take
+// The runtime every tool service runs on. For each call on `cmd.tool.<target>.>` (a static
+// service) or on every `cmd.tool.>` its resolver serves (a registry service): validate, take
 // the lease, run the handler under its deadline and cancel signal, write the tool_result card
 // (ON CONFLICT DO NOTHING), close the execution row, publish the result event and, when an
 // agent waits, its inbox row and wakeup; then ack. Bad input is answered with a failed result,
@@ -10,14 +11,24 @@ import type { Store } from '@toolmesh/store';
 import {
   RetryableError,
   statusForCode,
+  type ProtocolError,
   type ErrorBody,
   type ErrorCode,
   type ToolResultContent,
 } from '@toolmesh/protocol';
-import type { ToolDefinition } from './define.ts';
+import type { CallCost, ToolDefinition } from './define.ts';
 import { emitResult } from './emit.ts';
 import { execute } from './execute.ts';
-import { intake, type CallIds, type Intake, type Rejection } from './intake.ts';
+import {
+  bindStatic,
+  deadlineOf,
+  intake,
+  type Bound,
+  type CallIds,
+  type Intake,
+  type Rejection,
+} from './intake.ts';
+import type { ToolResolver } from './resolve.ts';
 import { createCancelRegistry, type CancelRegistry } from './cancel.ts';
 
 export interface ToolServiceLimits {
@@ -35,15 +46,30 @@ export interface ToolServiceLimits {
   persistRetryMaxMs: number;
 }
 
-export interface ToolServiceOptions {
-  target: string;
-  tools: readonly ToolDefinition[];
+interface CommonOptions {
   bus: Bus;
   store: Store;
   limits: ToolServiceLimits;
   instanceId: string;
   logger: Logger;
 }
+
+/** One target, a fixed set of tools (the skills service's `skills` and `builtin`). */
+export interface StaticToolServiceOptions extends CommonOptions {
+  target: string;
+  tools: readonly ToolDefinition[];
+}
+
+/**
+ * Every tool call on the bus, each resolved at run time (services/tools over the registry).
+ * `service` names the durable consumer and the author of the cards.
+ */
+export interface RegistryToolServiceOptions extends CommonOptions {
+  service: string;
+  resolver: ToolResolver;
+}
+
+export type ToolServiceOptions = StaticToolServiceOptions | RegistryToolServiceOptions;
 
 export interface ToolService {
   start(): Promise<void>;
@@ -57,10 +83,16 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const RUNNING_ROW_AFTER_MS = 50;
 
 export function createToolService(opts: ToolServiceOptions): ToolService {
-  const { bus, store, limits, target, instanceId } = opts;
-  const log = opts.logger.child({ component: 'tool-service', target, instance: instanceId });
-  const tools = new Map(opts.tools.map((t) => [t.name, t]));
-  const author = `${target}@${instanceId}`;
+  const { bus, store, limits, instanceId } = opts;
+  const resolver = 'resolver' in opts ? opts.resolver : undefined;
+  const tools = 'tools' in opts ? new Map(opts.tools.map((t) => [t.name, t])) : new Map();
+  const name = 'resolver' in opts ? opts.service : opts.target;
+  const log = opts.logger.child({
+    component: 'tool-service',
+    ...('resolver' in opts ? { service: name } : { target: name }),
+    instance: instanceId,
+  });
+  const author = `${name}@${instanceId}`;
   let consumption: Consumption | undefined;
   let cancels: CancelRegistry | undefined;
 
@@ -91,6 +123,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     lease: Lease | undefined,
     clog: Logger,
     metadata: Record<string, unknown> = {},
+    cost?: CallCost,
   ): Promise<Disposition> {
     const record = (c: ToolResultContent) =>
       persist(
@@ -106,6 +139,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
             instanceId,
             content: c,
             metadata,
+            ...(cost ? { cost } : {}),
             agentId: ids.agentId,
             turnId: ids.turnId,
             turnEpoch: ids.turnEpoch,
@@ -169,8 +203,11 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   async function handle(d: Delivery): Promise<Disposition> {
     const started = performance.now();
     const lastDelivery = limits.maxDeliver > 0 && d.deliveryCount >= limits.maxDeliver;
-    const accepted = intake(d, bus.subjects, tools, limits);
+    const accepted = intake(d, bus.subjects, limits);
     const ids = accepted.ids;
+    // A registry service sees every tool call: those of targets it does not serve are another
+    // service's, acked here before any lookup or lease.
+    if (resolver && (!ids || !resolver.serves(ids.target))) return { type: 'ack' };
     if (!ids) {
       // Project or channel cannot be trusted: there is no place to file a result. The SDK and
       // the CLI refuse such ids before publishing; plain-NATS publishers see this in the logs.
@@ -189,7 +226,12 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       ...(ids.agentId ? { agent_id: ids.agentId } : {}),
     });
     try {
-      return await handleCall(d, accepted, ids, started, lastDelivery, clog);
+      const bound = accepted.ok ? await bind(accepted) : accepted;
+      if ('skip' in bound) {
+        clog.debug({ reason: bound.skip }, 'served by another service; acked');
+        return { type: 'ack' };
+      }
+      return await handleCall(d, accepted, bound, ids, started, lastDelivery, clog);
     } catch (err) {
       if (!lastDelivery) throw err; // the consumer naks with backoff
       // The server will not deliver this message again: file a failure rather than leave the
@@ -200,9 +242,49 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     }
   }
 
+  /** The tool a well-formed call runs, a rejection, or a skip (another service's tool). */
+  async function bind(accepted: Intake): Promise<Bound | Rejection | { skip: string }> {
+    if (!resolver) return bindStatic(accepted, tools, limits);
+    const { ids, call } = accepted;
+    const r = await resolver.resolve({
+      project: ids.project,
+      target: ids.target,
+      tool: ids.tool,
+      arguments: call.arguments,
+    });
+    switch (r.kind) {
+      case 'skip':
+        return { skip: r.reason };
+      case 'reject':
+        return {
+          ok: false,
+          ids,
+          code: r.code,
+          message: r.message,
+          ...(r.details ? { details: r.details } : {}),
+        };
+      case 'run':
+        try {
+          return {
+            tool: r.tool,
+            args: r.args,
+            timeoutMs: deadlineOf(call, r.tool.timeoutMs, limits),
+          };
+        } catch (err) {
+          const e = err as ProtocolError;
+          return { ok: false, ids, code: e.code, message: e.message, details: e.details ?? {} };
+        }
+      default: {
+        const never: never = r;
+        throw new Error(`unknown resolution ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
   async function handleCall(
     d: Delivery,
     accepted: Intake | Rejection,
+    bound: Bound | Rejection,
     ids: CallIds,
     started: number,
     lastDelivery: boolean,
@@ -237,11 +319,13 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       if (done) return done;
       clog.warn('took over the lease of a stalled or crashed owner');
     }
-    if (!accepted.ok) {
-      clog.warn({ code: accepted.code, msg: accepted.message }, 'call rejected');
-      return finish(ids, failure(accepted.code, accepted.message, accepted.details), lease, clog);
+    if (!accepted.ok || 'ok' in bound) {
+      const r = !accepted.ok ? accepted : (bound as Rejection);
+      clog.warn({ code: r.code, msg: r.message }, 'call rejected');
+      return finish(ids, failure(r.code, r.message, r.details), lease, clog);
     }
-    const { def, args, timeoutMs, call } = accepted;
+    const { call } = accepted;
+    const { tool, args, timeoutMs } = bound;
     // The running row is written only for calls that last: most finish within milliseconds and
     // their row is written once, with the card. A late start cannot reopen a finished row.
     const openRow = setTimeout(() => {
@@ -251,7 +335,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
           toolCallId: ids.toolCallId,
           channel: ids.channel,
           toolName: call.tool_name,
-          target,
+          target: ids.target,
           agentId: ids.agentId,
           instanceId,
         })
@@ -271,10 +355,12 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       },
       Math.max(1_000, Math.floor(limits.leaseTtlMs / 3)),
     );
+    const annotations: Record<string, unknown> = {};
+    let cost: CallCost | undefined;
     let outcome;
     try {
       outcome = await execute(
-        def,
+        tool,
         args,
         {
           project: ids.project,
@@ -283,6 +369,10 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
           toolName: call.tool_name,
           agentId: ids.agentId,
           logger: clog,
+          annotate: (m) => Object.assign(annotations, m),
+          charge: (c) => {
+            cost = c;
+          },
         },
         timeoutMs,
         controller,
@@ -314,10 +404,19 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
             }
           : { ...content, result: outcome.result ?? null };
     }
-    return finish(ids, content, lease, clog, {
-      after_execution: call.after_execution,
-      attempt: d.deliveryCount,
-    });
+    return finish(
+      ids,
+      content,
+      lease,
+      clog,
+      {
+        ...annotations,
+        ...(cost ? { cost } : {}),
+        after_execution: call.after_execution,
+        attempt: d.deliveryCount,
+      },
+      cost,
+    );
   }
 
   return {
@@ -325,9 +424,9 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       cancels = createCancelRegistry(bus, log);
       consumption = await bus.consume(
         {
-          durable: bus.names.toolConsumer(target),
+          durable: resolver ? bus.names.toolServiceConsumer(name) : bus.names.toolConsumer(name),
           stream: bus.names.commandStream,
-          filter: bus.subjects.toolCallFilter(target),
+          filter: resolver ? bus.subjects.allToolCallsFilter() : bus.subjects.toolCallFilter(name),
           ackWaitMs: limits.ackWaitMs,
           maxDeliver: limits.maxDeliver,
           maxAckPending: Math.max(1_000, limits.concurrency * 16),
@@ -341,7 +440,10 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
         },
       );
       log.info(
-        { tools: [...tools.keys()], concurrency: limits.concurrency },
+        {
+          ...(resolver ? { mode: 'registry' } : { tools: [...tools.keys()] }),
+          concurrency: limits.concurrency,
+        },
         'tool service started',
       );
     },

@@ -13,6 +13,7 @@ const tool = (name: string, over: Partial<ToolRecord> = {}): ToolRecord => ({
   parameters: { type: 'object' },
   origin: 'external',
   options: {},
+  spec: {},
   enabled: true,
   created_at: new Date(),
   updated_at: new Date(),

@@ -12,7 +12,11 @@ import {
   instanceIdOf,
   streamSettingsOf,
 } from '@toolmesh/service';
-import { createToolService, type ToolServiceLimits } from '@toolmesh/tool-service';
+import {
+  createToolService,
+  limitsFromConfig,
+  type ToolServiceLimits,
+} from '@toolmesh/tool-service';
 import { BUILTIN_TARGET, builtinTools } from './builtin/index.ts';
 import {
   SKILLS_TARGET,
@@ -27,21 +31,8 @@ export interface SkillsService {
   stop(graceMs?: number): Promise<void>;
 }
 
-export function toolLimits(t: Config['tools']): ToolServiceLimits {
-  return {
-    concurrency: t.concurrency,
-    maxCallBytes: t.max_call_bytes,
-    maxResultBytes: t.max_result_bytes,
-    defaultTimeoutMs: t.default_timeout_ms,
-    maxTimeoutMs: t.max_timeout_ms,
-    ackWaitMs: t.ack_wait_ms,
-    maxDeliver: t.max_deliver,
-    leaseTtlMs: t.lease_ttl_ms,
-    retryBaseMs: t.retry_base_ms,
-    retryMaxMs: t.retry_max_ms,
-    persistRetryMaxMs: t.persist_retry_max_ms,
-  };
-}
+/** The runtime's limits from [tools] (kept under this name for the skills service's callers). */
+export const toolLimits: (t: Config['tools']) => ToolServiceLimits = limitsFromConfig;
 
 /** The skills.* tools' limits, from the configuration. */
 export function skillsLimits(config: Config): SkillsLimits {

@@ -9,6 +9,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
   ID_PATTERN,
+  SYSTEM_CHANNEL,
   createSubjects,
   decodeMessage,
   encodeMessage,
@@ -21,8 +22,6 @@ import { Id, ProjectParams, iso } from '../schemas.ts';
 
 /** Targets no MCP server may take: their tools are served by the skills service, or reserved. */
 const RESERVED = new Set(['skills', 'builtin', 'sys']);
-/** The channel of project-wide control requests (not a conversation). */
-const CONTROL_CHANNEL = 'sys';
 /** How long a refresh may take: connecting (a sandboxed server's start) plus listing. */
 export const MCP_REFRESH_TIMEOUT_MS = 60_000;
 
@@ -130,7 +129,7 @@ export const mcpServerRoutes =
 
     /** Asks the tools service to discover; a failure to get an answer is the server's error. */
     async function refresh(project: string, name: string): Promise<McpRefreshReply | undefined> {
-      const subject = subjects.mcpRefresh({ project, channel: CONTROL_CHANNEL, server: name });
+      const subject = subjects.mcpRefresh({ project, channel: SYSTEM_CHANNEL, server: name });
       try {
         const msg = await nc.request(subject, encodeMessage('mcp_refresh', { v: 1 }), {
           timeout: MCP_REFRESH_TIMEOUT_MS,

@@ -56,7 +56,8 @@ const ToolDetailsOut = ToolOut.extend({ usage: UsageOut }).meta({ id: 'ToolDetai
 
 const ToolParams = ProjectParams.extend({ name: ToolName });
 
-const isReserved = (t: ToolRecord) => t.origin !== ToolOrigin.external;
+const isReserved = (t: ToolRecord) =>
+  t.origin === ToolOrigin.skills || t.origin === ToolOrigin.builtin;
 const toolOut = (t: ToolRecord) => ({
   name: t.name,
   target: t.target,

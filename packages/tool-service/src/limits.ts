@@ -1,0 +1,19 @@
+// The runtime's limits from the [tools] section, the same for every tool service.
+import type { ToolsConfig } from '@toolmesh/config';
+import type { ToolServiceLimits } from './service.ts';
+
+export function limitsFromConfig(t: ToolsConfig): ToolServiceLimits {
+  return {
+    concurrency: t.concurrency,
+    maxCallBytes: t.max_call_bytes,
+    maxResultBytes: t.max_result_bytes,
+    defaultTimeoutMs: t.default_timeout_ms,
+    maxTimeoutMs: t.max_timeout_ms,
+    ackWaitMs: t.ack_wait_ms,
+    maxDeliver: t.max_deliver,
+    leaseTtlMs: t.lease_ttl_ms,
+    retryBaseMs: t.retry_base_ms,
+    retryMaxMs: t.retry_max_ms,
+    persistRetryMaxMs: t.persist_retry_max_ms,
+  };
+}

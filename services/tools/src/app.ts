@@ -1,0 +1,94 @@
+// Builds the tools service from its configuration: NATS, JetStream provisioning, the Postgres
+// store, the cached registry, the kind executors (http; mcp joins in kinds/), the egress guard,
+// and one registry tool service consuming every tool call that is not the skills service's.
+// `main.ts` runs it as a process; tests start it the same way.
+import type { Logger } from 'pino';
+import { createBus } from '@toolmesh/bus';
+import type { Config } from '@toolmesh/config';
+import {
+  connectNatsFromConfig,
+  createStoreFromConfig,
+  instanceIdOf,
+  streamSettingsOf,
+} from '@toolmesh/service';
+import { createSecretBox } from '@toolmesh/store';
+import { createToolService, limitsFromConfig } from '@toolmesh/tool-service';
+import { createEgress } from './egress.ts';
+import { startHealthServer } from './health.ts';
+import { createKindExecutors } from './kinds/index.ts';
+import { createRegistry } from './registry.ts';
+import { createResolver } from './resolver.ts';
+import { createSecretReader } from './secrets.ts';
+
+/** The durable consumer and card author of this service. */
+export const TOOLS_SERVICE = 'tools';
+
+export interface ToolsService {
+  readonly instanceId: string;
+  /** The port /healthz answers on. */
+  readonly healthPort: number;
+  stop(graceMs?: number): Promise<void>;
+}
+
+export async function startToolsService(config: Config, logger: Logger): Promise<ToolsService> {
+  const instanceId = instanceIdOf(config);
+  const log = logger.child({ instance: instanceId });
+  const nc = await connectNatsFromConfig(config, `tools:${instanceId}`, log);
+  const bus = await createBus({ nc, root: config.nats.subject_root, logger: log });
+  await bus.provision(streamSettingsOf(config));
+  const store = createStoreFromConfig(config, `tools:${instanceId}`, log);
+  const egress = createEgress(config.tools.allowed_private_hosts);
+  const executors = createKindExecutors({
+    egress,
+    maxResultBytes: config.tools.max_result_bytes,
+  });
+  const registry = createRegistry({
+    store,
+    bus,
+    ttlMs: config.tools.registry_cache_ttl_ms,
+    logger: log,
+  });
+  const service = createToolService({
+    service: TOOLS_SERVICE,
+    resolver: createResolver({
+      store,
+      secrets: createSecretReader(store, createSecretBox(config.secrets.key)),
+      registry,
+      executors,
+      defaults: config.tools,
+      logger: log,
+    }),
+    bus,
+    store,
+    limits: limitsFromConfig(config.tools),
+    instanceId,
+    logger: log,
+  });
+  await service.start();
+  let stopping = false;
+  const health = await startHealthServer({
+    host: config.tools.health_host,
+    port: config.tools.health_port,
+    probe: {
+      instanceId,
+      startedAt: new Date(),
+      healthy: () => !stopping && !nc.isClosed(),
+      inFlight: () => service.inFlight(),
+    },
+  });
+  log.info({ health_port: health.port }, 'tools service started');
+  return {
+    instanceId,
+    healthPort: health.port,
+    stop: async (graceMs) => {
+      stopping = true;
+      await service.stop(graceMs);
+      registry.close();
+      await health.close();
+      await Promise.all(Object.values(executors).map((e) => e.close()));
+      await egress.close();
+      await bus.close();
+      await store.close();
+    },
+  };
+}

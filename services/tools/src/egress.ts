@@ -1,0 +1,104 @@
+// Outbound traffic of registry tools refuses loopback, link-local, private and every other
+// non-public address (IPv4, IPv6, IPv4-mapped IPv6), classified by ipaddr.js, unless the operator
+// lists the host or address in [tools] allowed_private_hosts. Names are checked after DNS
+// resolution inside the connection's own lookup, and the socket connects to the address that was
+// checked, so a name that resolves once to a public and then to a private address (DNS
+// rebinding) cannot slip through. IP literals skip the lookup, so they are checked up front.
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { Agent } from 'undici';
+import { ToolError } from '@toolmesh/protocol';
+
+export class EgressDenied extends ToolError {
+  constructor(host: string, addresses: readonly string[]) {
+    super(
+      `egress to ${host}${addresses.length && addresses[0] !== host ? ` (${addresses.join(', ')})` : ''} is refused: not a public address; an operator may allow it in [tools] allowed_private_hosts`,
+      { code: 'egress_denied', details: { host, addresses } },
+    );
+  }
+}
+
+/** True when the address is public unicast; IPv4-mapped IPv6 is judged as its IPv4 address. */
+export function isPublicAddress(address: string): boolean {
+  let addr: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    addr = ipaddr.parse(address);
+  } catch {
+    return false;
+  }
+  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) {
+    addr = (addr as ipaddr.IPv6).toIPv4Address();
+  }
+  return addr.range() === 'unicast';
+}
+
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
+
+export interface Egress {
+  /** The dispatcher every outbound request of the tools service goes through. */
+  readonly dispatcher: Agent;
+  /** Throws EgressDenied for a URL whose host is a refused IP literal. */
+  checkUrl(url: URL): void;
+  close(): Promise<void>;
+}
+
+const bare = (host: string) => host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+
+export function createEgress(allowedPrivateHosts: readonly string[]): Egress {
+  const allowed = new Set(allowedPrivateHosts.map(bare));
+  const addressAllowed = (a: string) => allowed.has(a.toLowerCase()) || isPublicAddress(a);
+
+  // Called by net/tls.connect for host names (never for IP literals).
+  const lookup = (
+    hostname: string,
+    options: { family?: number; all?: boolean },
+    cb: LookupCallback,
+  ): void => {
+    dnsLookup(hostname, { all: true, family: options.family ?? 0 }, (err, addresses) => {
+      if (err) return cb(err, []);
+      const hostOk = allowed.has(bare(hostname));
+      const ok = addresses.filter((a) => hostOk || addressAllowed(a.address));
+      if (ok.length === 0) {
+        return cb(
+          new EgressDenied(
+            hostname,
+            addresses.map((a) => a.address),
+          ),
+          [],
+        );
+      }
+      if (options.all) return cb(null, ok);
+      return cb(null, ok[0]!.address, ok[0]!.family);
+    });
+  };
+
+  const dispatcher = new Agent({
+    connect: { lookup: lookup as never },
+    keepAliveTimeout: 10_000,
+    // No redirects are followed: the response (a 3xx) is the result, as the upstream sent it.
+  });
+
+  return {
+    dispatcher,
+    checkUrl: (url) => {
+      const host = bare(url.hostname);
+      if (isIP(host) === 0) return;
+      if (!addressAllowed(host)) throw new EgressDenied(host, [host]);
+    },
+    close: () => dispatcher.close(),
+  };
+}
+
+/** Finds an EgressDenied anywhere in an error's cause chain (undici wraps connect errors). */
+export function egressDeniedIn(err: unknown): EgressDenied | undefined {
+  for (let e = err, depth = 0; e && depth < 5; depth++) {
+    if (e instanceof EgressDenied) return e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -1,0 +1,124 @@
+// What the tools service answers for each tool call on the bus: the targets of other services
+// (skills, builtin: exact subject tokens) are not its business; every other call is looked up in
+// the registry. Unknown or deleted: unknown_tool. Disabled: tool_disabled. External (served by
+// a process of its own): skipped. http/mcp: the arguments are checked against the stored JSON
+// Schema (ajv, draft 2020-12, compiled once per tool version) and the call runs through its
+// kind's executor under the tool's policies.
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { Logger } from 'pino';
+import type { ToolResolver, Resolution } from '@toolmesh/tool-service';
+import { ToolOrigin } from '@toolmesh/store';
+import type { KindExecutors } from './kinds/kind.ts';
+import { policiesOf, type PolicyDefaults } from './policies.ts';
+import type { Registry, RegistryTool } from './registry.ts';
+import { runRegistryCall, type RunDeps } from './run.ts';
+
+/** Targets whose calls other services consume (the skills service's two). */
+export const FOREIGN_TARGETS: ReadonlySet<string> = new Set(['skills', 'builtin']);
+
+export interface ResolverOptions extends RunDeps {
+  registry: Registry;
+  executors: KindExecutors;
+  defaults: PolicyDefaults;
+  logger: Logger;
+  /** Most compiled schemas kept; the oldest go first. */
+  maxSchemas?: number;
+}
+
+const issueOf = (e: ErrorObject) => ({
+  path: e.instancePath || '/',
+  keyword: e.keyword,
+  message: e.message ?? 'invalid',
+});
+
+export function createResolver(o: ResolverOptions): ToolResolver {
+  // strict off: the api checks schemas strictly at registration, but MCP servers' schemas come
+  // as the servers wrote them; an unknown keyword there must not refuse every call.
+  const ajv = new Ajv2020({ allErrors: true, strict: false, logger: false });
+  addFormats.default(ajv);
+  const compiled = new Map<string, ValidateFunction | Error>();
+  const maxSchemas = o.maxSchemas ?? 5_000;
+
+  const validatorOf = (tool: RegistryTool): ValidateFunction | Error => {
+    const key = `${tool.toolId}@${tool.version}`;
+    let v = compiled.get(key);
+    if (!v) {
+      try {
+        // Without its `$id`: two tools (or two versions of one) may share an id with different
+        // contents, and ajv refuses a second schema under a known id.
+        const { $id: _id, ...schema } = tool.parameters;
+        v = ajv.compile(schema);
+      } catch (err) {
+        v = err as Error;
+      }
+      compiled.set(key, v);
+      if (compiled.size > maxSchemas) {
+        const [oldKey, old] = compiled.entries().next().value!;
+        compiled.delete(oldKey);
+        if (!(old instanceof Error)) ajv.removeSchema(old.schema);
+      }
+    }
+    return v;
+  };
+
+  const reject = (
+    code: 'unknown_tool' | 'tool_disabled' | 'invalid_arguments' | 'internal_error',
+    message: string,
+    details?: Record<string, unknown>,
+  ): Resolution => ({ kind: 'reject', code, message, ...(details ? { details } : {}) });
+
+  return {
+    serves: (target) => !FOREIGN_TARGETS.has(target),
+    resolve: async ({ project, target, tool: token, arguments: args }) => {
+      const name = `${target}.${token}`;
+      const tool = await o.registry.get(project, name);
+      if (!tool)
+        return reject('unknown_tool', `no tool ${name} is registered in project ${project}`);
+      if (!tool.enabled) return reject('tool_disabled', `tool ${name} is disabled`);
+      if (tool.origin === ToolOrigin.external) {
+        return { kind: 'skip', reason: 'an external tool: its own service runs it' };
+      }
+      const executor =
+        tool.origin === ToolOrigin.http || tool.origin === ToolOrigin.mcp
+          ? o.executors[tool.origin]
+          : undefined;
+      if (!executor) {
+        return reject(
+          'unknown_tool',
+          `tool ${name} is of kind ${tool.origin}, which no executor here runs`,
+        );
+      }
+      const validate = validatorOf(tool);
+      if (validate instanceof Error) {
+        return reject(
+          'internal_error',
+          `the stored parameters schema of ${name} does not compile: ${validate.message}`,
+        );
+      }
+      if (!validate(args)) {
+        const issues = (validate.errors ?? []).map(issueOf);
+        const first = issues[0];
+        return reject(
+          'invalid_arguments',
+          `invalid arguments for ${name}: ${first ? `${first.path} ${first.message}` : 'schema mismatch'}`,
+          { issues },
+        );
+      }
+      const p = policiesOf(tool.options, o.defaults);
+      if (!p.ok)
+        return reject('internal_error', `the stored options of ${name} are invalid: ${p.message}`);
+      const policies = p.policies;
+      return {
+        kind: 'run',
+        args,
+        tool: {
+          name: token,
+          timeoutMs: policies.timeoutMs,
+          handler: (a, ctx) =>
+            runRegistryCall(o, tool, policies, executor, a as Record<string, unknown>, ctx),
+        },
+      };
+    },
+  };
+}
