@@ -1,5 +1,5 @@
 // Builds the tools service from its configuration: NATS, JetStream provisioning, the Postgres
-// store, the cached registry, the kind executors (http; mcp joins in kinds/), the egress guard,
+// store, the cached registry, the kind executors (http and mcp, with the MCP connection pool and its discovery responder), the egress guard,
 // and one registry tool service consuming every tool call that is not the skills service's.
 // `main.ts` runs it as a process; tests start it the same way.
 import type { Logger } from 'pino';
@@ -7,6 +7,7 @@ import { createBus } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
 import {
   connectNatsFromConfig,
+  createSandboxProviderFromConfig,
   createStoreFromConfig,
   instanceIdOf,
   streamSettingsOf,
@@ -16,6 +17,8 @@ import { createToolService, limitsFromConfig } from '@toolmesh/tool-service';
 import { createEgress } from './egress.ts';
 import { startHealthServer } from './health.ts';
 import { createKindExecutors } from './kinds/index.ts';
+import { serveDiscovery } from './mcp/discovery.ts';
+import { createMcpPool } from './mcp/pool.ts';
 import { createRegistry } from './registry.ts';
 import { createResolver } from './resolver.ts';
 import { createSecretReader } from './secrets.ts';
@@ -38,10 +41,26 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   await bus.provision(streamSettingsOf(config));
   const store = createStoreFromConfig(config, `tools:${instanceId}`, log);
   const egress = createEgress(config.tools.allowed_private_hosts);
+  const secrets = createSecretReader(store, createSecretBox(config.secrets.key));
+  // stdio MCP servers are tenants' programs: they run in sandbox sessions of their project.
+  const sandboxes = await createSandboxProviderFromConfig(config, log);
+  const mcpPool = createMcpPool({
+    store,
+    sandboxes,
+    egress,
+    instanceId,
+    idleTtlSec: config.sandbox.idle_ttl_sec,
+    hardTtlSec: config.sandbox.hard_ttl_sec,
+    secret: (project, name) => secrets.get(project, name),
+    logger: log,
+  });
   const executors = createKindExecutors({
     egress,
     maxResultBytes: config.tools.max_result_bytes,
+    bus,
+    mcpPool,
   });
+  const discovery = serveDiscovery({ bus, store, pool: mcpPool, logger: log });
   const registry = createRegistry({
     store,
     bus,
@@ -52,7 +71,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     service: TOOLS_SERVICE,
     resolver: createResolver({
       store,
-      secrets: createSecretReader(store, createSecretBox(config.secrets.key)),
+      secrets,
       registry,
       executors,
       defaults: config.tools,
@@ -82,10 +101,12 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     healthPort: health.port,
     stop: async (graceMs) => {
       stopping = true;
+      discovery.unsubscribe();
       await service.stop(graceMs);
       registry.close();
       await health.close();
       await Promise.all(Object.values(executors).map((e) => e.close()));
+      await sandboxes.close();
       await egress.close();
       await bus.close();
       await store.close();

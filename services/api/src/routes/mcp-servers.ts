@@ -266,6 +266,14 @@ export const mcpServerRoutes =
         const tools = await store.mcpServers.delete(project, name);
         if (!tools) throw notFound('MCP server', name);
         log.info({ project, server: name, tools: tools.length }, 'MCP server deleted');
+        if (tools.length > 0) {
+          // The tool services drop their cached copies now rather than at their cache's TTL.
+          nc.publish(
+            subjects.registryChanged(project),
+            encodeMessage('registry_changed', { v: 1, change: 'deleted', tools }),
+          );
+          await nc.flush().catch((err: unknown) => log.warn({ err }, 'flush failed'));
+        }
         return reply.status(204).send(null);
       },
     );

@@ -1,0 +1,100 @@
+// The `mcp` kind: one tools/call on the pooled connection to the tool's server (spec names the
+// server and the tool's MCP name). Progress notifications of the call are published as the
+// call's progress events (`evt.tool.<server>.progress`, the message a skills watch heartbeats
+// with); the call's AbortSignal (deadline or cancel) makes the SDK send notifications/cancelled.
+// A connection that cannot be opened, or dies during the call, fails the attempt with
+// mcp_unavailable (retryable under the tool's retries policy) and is dropped from the pool, so
+// the next attempt or call reconnects; isError is a final tool_error with the content in details.
+import type { Bus } from '@toolmesh/bus';
+import { isMcpClientError, type McpCallResult } from '@toolmesh/mcp';
+import { ToolError, encodeMessage } from '@toolmesh/protocol';
+import type { McpToolSpec } from '@toolmesh/store';
+import type { McpPool } from '../mcp/pool.ts';
+import type { RegistryTool } from '../registry.ts';
+import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
+
+export interface McpExecutorOptions {
+  pool: McpPool;
+  bus: Bus;
+}
+
+function specOf(tool: RegistryTool): McpToolSpec {
+  const s = tool.spec as Partial<McpToolSpec>;
+  if (typeof s.server !== 'string' || typeof s.tool !== 'string') {
+    throw new ToolError(`tool ${tool.name} has no MCP server in its spec`, {
+      code: 'internal_error',
+    });
+  }
+  return { server: s.server, tool: s.tool };
+}
+
+/** The result of a call: the MCP content blocks, and the structured content when given. */
+const resultOf = (r: McpCallResult) => ({
+  content: r.content,
+  ...(r.structuredContent ? { structured_content: r.structuredContent } : {}),
+});
+
+export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
+  return {
+    async attempt(tool, args, ctx: AttemptContext) {
+      const spec = specOf(tool);
+      const progress = o.bus.subjects.toolProgress({
+        project: ctx.project,
+        channel: ctx.channel,
+        target: spec.server,
+      });
+      try {
+        const pooled = await o.pool.get(tool.project, spec.server, ctx.signal);
+        ctx.annotate({ mcp_transport: pooled.conn.transport });
+        const res = await pooled.conn.callTool(spec.tool, args, {
+          signal: ctx.signal,
+          onProgress: (p) =>
+            o.bus.publishCore(
+              progress,
+              encodeMessage('tool_progress', {
+                v: 1,
+                tool_call_id: ctx.toolCallId,
+                tool_name: ctx.toolName,
+                at: new Date().toISOString(),
+                detail: { ...p },
+              }),
+            ),
+        });
+        return resultOf(res);
+      } catch (err) {
+        if (ctx.signal.aborted) throw ctx.signal.reason as Error;
+        if (!isMcpClientError(err)) throw err;
+        switch (err.reason) {
+          case 'connect_failed':
+          case 'connection_lost':
+            await o.pool.drop(tool.project, spec.server);
+            throw new UpstreamFailure(err.message, {
+              code: 'mcp_unavailable',
+              retryable: true,
+              details: { reason: err.reason, server: spec.server },
+              cause: err,
+            });
+          case 'tool_error':
+            throw new ToolError(err.message, {
+              code: 'tool_error',
+              ...(err.details ? { details: err.details } : {}),
+            });
+          case 'rpc_error':
+          case 'invalid_tool_name':
+            throw new ToolError(err.message, {
+              code: 'mcp_error',
+              ...(err.details ? { details: err.details } : {}),
+            });
+          case 'timeout':
+          case 'canceled':
+            throw err;
+          default: {
+            const never: never = err.reason;
+            throw new Error(`unknown MCP error reason ${String(never)}`, { cause: err });
+          }
+        }
+      }
+    },
+    close: () => o.pool.close(),
+  };
+}

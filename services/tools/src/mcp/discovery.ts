@@ -1,0 +1,166 @@
+// Discovery of a project's MCP server, on request of the api (`ctl.mcp.<server>.refresh`, a core
+// NATS request answered by one instance of the queue group). It lists the server's tools over
+// the pooled connection (opening one when there is none, so the refresh also re-opens a dead
+// server), maps their names to registry ids, applies the listing to resource.tools in one
+// transaction (added, updated, vanished ones disabled), tells every tool service to drop its
+// cached copies, and answers with what it did. A failure is recorded on the server (state error,
+// last_error) and answered too: the api never waits for nothing.
+import type { Msg, Subscription } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import type { Bus } from '@toolmesh/bus';
+import { mapToolNames } from '@toolmesh/mcp';
+import {
+  encodeMessage,
+  errorCodeOf,
+  decodeMessage,
+  type McpRefreshReply,
+} from '@toolmesh/protocol';
+import type { DiscoveredTool, Store } from '@toolmesh/store';
+import type { McpPool } from './pool.ts';
+
+export interface DiscoveryDeps {
+  bus: Bus;
+  store: Store;
+  pool: McpPool;
+  logger: Logger;
+}
+
+/** The queue group of the refresh responders: one instance answers each request. */
+export const DISCOVERY_QUEUE = 'tools-mcp-discovery';
+/** Bounds one discovery; the api waits a little longer (MCP_REFRESH_TIMEOUT_MS). */
+const DISCOVERY_TIMEOUT_MS = 50_000;
+
+export async function refreshServer(
+  deps: DiscoveryDeps,
+  project: string,
+  server: string,
+): Promise<McpRefreshReply> {
+  const log = deps.logger.child({ project, mcp_server: server });
+  const failed = (code: string, message: string): McpRefreshReply => ({
+    v: 1,
+    ok: false,
+    state: 'error',
+    tool_count: 0,
+    added: [],
+    updated: [],
+    disabled: [],
+    refused: [],
+    error: { code, message },
+  });
+  let listed;
+  try {
+    // A refresh must see the server as it is now: a connection that died is re-opened.
+    const pooled = await deps.pool.get(project, server, AbortSignal.timeout(DISCOVERY_TIMEOUT_MS));
+    try {
+      listed = await pooled.conn.listTools({ signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS) });
+    } catch (err) {
+      await deps.pool.drop(project, server);
+      throw err;
+    }
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    log.warn({ err }, 'MCP discovery failed');
+    await deps.store.mcpServers.recordError(project, server, message);
+    return failed(errorCodeOf(err) ?? 'mcp_unavailable', message);
+  }
+  const mapping = mapToolNames(listed.map((t) => t.name));
+  const tools: DiscoveredTool[] = [];
+  const refused: McpRefreshReply['refused'] = [];
+  listed.forEach((t, i) => {
+    const m = mapping[i]!;
+    if (m.id === undefined) {
+      refused.push({ tool: t.name, reason: m.refused ?? 'refused' });
+      return;
+    }
+    tools.push({
+      token: m.id,
+      mcpName: t.name,
+      description: t.description ?? t.title ?? '',
+      parameters: parametersOf(t.inputSchema),
+    });
+  });
+  const outcome = await deps.store.mcpServers.sync(project, server, tools);
+  if (!outcome) return failed('unknown_tool', `MCP server ${server} was deleted meanwhile`);
+  for (const name of outcome.refused) {
+    refused.push({ tool: name, reason: `${name} is already the name of another tool` });
+  }
+  const changed = [...outcome.added, ...outcome.updated, ...outcome.disabled];
+  if (changed.length > 0) {
+    // Core NATS and flushed before the answer, as the api does: a call published after the
+    // answer reaches every tool service after the event.
+    deps.bus.publishCore(
+      deps.bus.subjects.registryChanged(project),
+      encodeMessage('registry_changed', { v: 1, change: 'updated', tools: changed }),
+    );
+    await deps.bus.nc.flush();
+  }
+  log.info(
+    {
+      added: outcome.added.length,
+      updated: outcome.updated.length,
+      disabled: outcome.disabled.length,
+      refused: refused.length,
+    },
+    'MCP server refreshed',
+  );
+  return {
+    v: 1,
+    ok: true,
+    state: 'connected',
+    tool_count: outcome.toolCount,
+    added: outcome.added,
+    updated: outcome.updated,
+    disabled: outcome.disabled,
+    refused,
+  };
+}
+
+/**
+ * The registry's copy of a tool's input schema. Registry schemas are JSON Schema 2020-12 (the
+ * dialect MCP names as the default); servers built on zod often declare draft-07 in `$schema`,
+ * which a 2020-12 validator cannot load, while the keywords they use mean the same in both. The
+ * declaration is dropped and kept aside under `x-mcp-schema` for whoever reads the row.
+ */
+function parametersOf(inputSchema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema, ...rest } = inputSchema;
+  return $schema === undefined ? rest : { ...rest, 'x-mcp-schema': $schema };
+}
+
+/** Answers refresh requests until unsubscribed. */
+export function serveDiscovery(deps: DiscoveryDeps): Subscription {
+  const log = deps.logger.child({ component: 'mcp-discovery' });
+  return deps.bus.nc.subscribe(deps.bus.subjects.mcpRefreshFilter(), {
+    queue: DISCOVERY_QUEUE,
+    callback: (err, msg: Msg) => {
+      if (err) {
+        log.warn({ err }, 'refresh subscription error');
+        return;
+      }
+      void (async () => {
+        let reply: McpRefreshReply;
+        try {
+          const parsed = deps.bus.subjects.parse(msg.subject);
+          if (parsed.kind !== 'ctl' || parsed.component !== 'mcp') {
+            throw new Error(`${msg.subject} is not an MCP refresh subject`);
+          }
+          decodeMessage('mcp_refresh', msg.data);
+          reply = await refreshServer(deps, parsed.project, parsed.server);
+        } catch (e) {
+          log.error({ err: e, subject: msg.subject }, 'MCP refresh failed');
+          reply = {
+            v: 1,
+            ok: false,
+            state: 'error',
+            tool_count: 0,
+            added: [],
+            updated: [],
+            disabled: [],
+            refused: [],
+            error: { code: errorCodeOf(e) ?? 'internal_error', message: (e as Error).message },
+          };
+        }
+        msg.respond(encodeMessage('mcp_refresh_reply', reply));
+      })();
+    },
+  });
+}

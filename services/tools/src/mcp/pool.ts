@@ -1,0 +1,191 @@
+// MCP connections of this instance, one per (project, server), opened on first use and shared
+// by every call to that server's tools. A connection that dies (the process exited, the HTTP
+// session is gone) is dropped the moment it is noticed, so the next call opens a new one. An
+// http server's auth is read from the project's secrets at connect time; its requests go
+// through the egress guard. A stdio server runs in a sandbox session of its project
+// (session.ts), killed with the connection. Idle connections are closed after a while.
+import { fetch as undiciFetch } from 'undici';
+import { connectMcp, McpClientError, type McpConnection, type McpEndpoint } from '@toolmesh/mcp';
+import type { McpServerRecord, Store } from '@toolmesh/store';
+import type { Egress } from '../egress.ts';
+import { egressDeniedIn } from '../egress.ts';
+import { openServerSession, type ServerSession, type SessionDeps } from './session.ts';
+
+export interface PoolDeps extends SessionDeps {
+  store: Store;
+  egress: Egress;
+  /** A project secret's value (throws secret_unavailable). */
+  secret(project: string, name: string): Promise<string>;
+  /** Connections unused this long are closed. */
+  idleCloseMs?: number;
+  /** Bounds a connect (and a stdio server's start). */
+  connectTimeoutMs?: number;
+}
+
+export interface PooledConnection {
+  readonly conn: McpConnection;
+  /** The server row it was opened from (its id tells a re-created server apart). */
+  readonly serverId: string;
+  touch(): void;
+}
+
+export interface McpPool {
+  /** The live connection to a server, opened when there is none. Throws McpClientError. */
+  get(project: string, server: string, signal?: AbortSignal): Promise<PooledConnection>;
+  /** Closes and forgets a server's connection (deleted server, failed call). */
+  drop(project: string, server: string): Promise<void>;
+  /** Closes every connection and sandbox. */
+  close(): Promise<void>;
+}
+
+interface Entry {
+  opening: Promise<PooledConnection>;
+  lastUsed: number;
+  session?: ServerSession;
+  conn?: McpConnection;
+}
+
+const DEFAULT_IDLE_CLOSE_MS = 10 * 60_000;
+const DEFAULT_CONNECT_MS = 30_000;
+
+export function createMcpPool(deps: PoolDeps): McpPool {
+  const log = deps.logger.child({ component: 'mcp-pool' });
+  const entries = new Map<string, Entry>();
+  const keyOf = (project: string, server: string) => `${project}\u0000${server}`;
+  const idleMs = deps.idleCloseMs ?? DEFAULT_IDLE_CLOSE_MS;
+
+  const egressFetch: NonNullable<Extract<McpEndpoint, { transport: 'http' }>['fetch']> = async (
+    url,
+    init,
+  ) => {
+    const u = new URL(url);
+    deps.egress.checkUrl(u);
+    try {
+      // undici's Response is the WHATWG one the SDK reads; only the declared types differ.
+      const res: unknown = await undiciFetch(u, {
+        ...(init as object),
+        dispatcher: deps.egress.dispatcher,
+      });
+      return res as Response;
+    } catch (err) {
+      throw egressDeniedIn(err) ?? err;
+    }
+  };
+
+  async function endpointOf(row: McpServerRecord, entry: Entry): Promise<McpEndpoint> {
+    if (row.transport === 'http') {
+      const headers: Record<string, string> = { ...row.headers };
+      if (row.auth) {
+        const value = await deps.secret(row.project_id, row.auth.secret);
+        if (row.auth.type === 'bearer') headers['authorization'] = `Bearer ${value}`;
+        else headers[row.auth.header!.toLowerCase()] = value;
+      }
+      return { transport: 'http', url: row.url!, headers, fetch: egressFetch };
+    }
+    entry.session = await openServerSession(deps, row.project_id, row.name);
+    return {
+      transport: 'stdio',
+      sandbox: entry.session.sandbox,
+      command: row.command!,
+      args: row.args,
+      env: row.env,
+    };
+  }
+
+  async function open(
+    project: string,
+    server: string,
+    key: string,
+    entry: Entry,
+    signal: AbortSignal | undefined,
+  ): Promise<PooledConnection> {
+    const row = await deps.store.mcpServers.get(project, server);
+    if (!row) {
+      throw new McpClientError('connect_failed', `MCP server ${server} is not registered`);
+    }
+    let conn: McpConnection;
+    try {
+      const endpoint = await endpointOf(row, entry);
+      conn = await connectMcp(endpoint, {
+        timeoutMs: deps.connectTimeoutMs ?? DEFAULT_CONNECT_MS,
+        ...(signal ? { signal } : {}),
+        logger: log,
+      });
+    } catch (err) {
+      await entry.session?.destroy();
+      throw err;
+    }
+    entry.conn = conn;
+    conn.onClose((why) => {
+      log.info({ project, mcp_server: server, why }, 'MCP connection closed');
+      if (entries.get(key) === entry) entries.delete(key);
+      void entry.session?.destroy();
+    });
+    log.info({ project, mcp_server: server, transport: conn.transport }, 'MCP connection open');
+    return {
+      conn,
+      serverId: row.server_id,
+      touch: () => {
+        entry.lastUsed = Date.now();
+        entry.session?.touch();
+      },
+    };
+  }
+
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [key, e] of entries) {
+        if (now - e.lastUsed > idleMs && e.conn) {
+          entries.delete(key);
+          void e.conn.close();
+        }
+      }
+    },
+    Math.min(idleMs, 60_000),
+  );
+  sweep.unref();
+
+  return {
+    get: async (project, server, signal) => {
+      const key = keyOf(project, server);
+      let entry = entries.get(key);
+      if (entry?.conn?.closed) {
+        entries.delete(key);
+        entry = undefined;
+      }
+      if (!entry) {
+        const e: Entry = { lastUsed: Date.now(), opening: undefined as never };
+        e.opening = open(project, server, key, e, signal);
+        // A failed open is forgotten at once: the next call tries again.
+        e.opening.catch(() => {
+          if (entries.get(key) === e) entries.delete(key);
+        });
+        entries.set(key, e);
+        entry = e;
+      }
+      const pooled = await entry.opening;
+      pooled.touch();
+      return pooled;
+    },
+    drop: async (project, server) => {
+      const key = keyOf(project, server);
+      const e = entries.get(key);
+      entries.delete(key);
+      const pooled = await e?.opening.catch(() => undefined);
+      await pooled?.conn.close();
+    },
+    close: async () => {
+      clearInterval(sweep);
+      const all = [...entries.values()];
+      entries.clear();
+      await Promise.all(
+        all.map(async (e) => {
+          const pooled = await e.opening.catch(() => undefined);
+          await pooled?.conn.close();
+          await e.session?.destroy();
+        }),
+      );
+    },
+  };
+}
