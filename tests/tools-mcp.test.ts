@@ -15,7 +15,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type Client } from '@toolmesh/client';
 import { loadConfig } from '@toolmesh/config';
-import { decodeMessage, type ToolProgressEvent } from '@toolmesh/protocol';
+import { decodeMessage, encodeMessage, type ToolProgressEvent } from '@toolmesh/protocol';
 import { createSecretBox } from '@toolmesh/store';
 import {
   FIXTURE_TOOLS,
@@ -69,7 +69,7 @@ afterAll(async () => {
 });
 
 const req = (
-  method: 'GET' | 'POST' | 'DELETE',
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
   path: string,
   body?: unknown,
   project: { id: string; key: string } = a,
@@ -214,6 +214,45 @@ describe('an MCP server over streamable HTTP', () => {
     expect(back.body.refresh.updated).toContain('web.fail');
     expect((await req('GET', '/tools/web.fail')).body.enabled).toBe(true);
     expect((await call('web.fail')).content.error?.code).toBe('tool_error');
+  });
+
+  it('the server dropping every connection mid-call fails that call; the next call reconnects', async () => {
+    // Without retries: a transport error is otherwise retried (here: the hang again).
+    await api.store.tools.update(a.id, 'web.hang', { options: { retries: { max: 0 } } });
+    nc.publish(
+      client.subjects.registryChanged(a.id),
+      encodeMessage('registry_changed', { v: 1, change: 'updated', tools: ['web.hang'] }),
+    );
+    await nc.flush();
+    const { events, sub } = collectProgress('web');
+    const toolCallId = `drop-${randomBytes(6).toString('hex')}`;
+    const result = client.callTool({
+      project: a.id,
+      channel: 'main',
+      tool: 'web.hang',
+      toolCallId,
+      timeoutMs: 60_000,
+    });
+    await until(() => Promise.resolve(events.find((e) => e.tool_call_id === toolCallId)));
+    sub.unsubscribe();
+    await http.dropConnections();
+    const r = await result;
+    expect(r.status, JSON.stringify(r.content)).toBe('failed');
+    expect(r.content.error?.code).toBe('mcp_unavailable');
+    const next = await call('web.echo', { text: 'again' });
+    expect(next.status, JSON.stringify(next.content)).toBe('succeeded');
+  });
+
+  it('a call past its deadline times out, and the server is told to stop', async () => {
+    const before = http.state.canceled;
+    const r = await client.callTool({
+      project: a.id,
+      channel: 'main',
+      tool: 'web.hang',
+      timeoutMs: 500,
+    });
+    expect(r.status).toBe('timeout');
+    await until(() => Promise.resolve(http.state.canceled > before ? true : undefined));
   });
 
   it('an unreachable server is registered in state error with the reason', async () => {

@@ -4,7 +4,7 @@
 // get is small: list every tool (all pages), call a tool with progress and an AbortSignal, learn
 // when the connection dies. Every failure is a McpClientError (see errors.ts).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import {
   StreamableHTTPClientTransport,
   StreamableHTTPError,
@@ -178,14 +178,29 @@ async function open(
     { capabilities: {} },
   );
   let closedWhy: string | undefined;
+  let brokenBy: string | undefined;
   const closeListeners: ((why: string) => void)[] = [];
   const end = (why: string) => {
     if (closedWhy !== undefined) return;
     closedWhy = why;
     for (const fn of closeListeners.splice(0)) fn(why);
   };
-  client.onclose = () => end(describeEnd(kind, transport));
+  client.onclose = () =>
+    end(brokenBy ? `the ${kind} stream broke: ${brokenBy}` : describeEnd(kind, transport));
   client.onerror = (err) => log.debug({ err }, 'MCP transport reported an error');
+  // The SDK keeps a request waiting forever when the HTTP stream that should carry its response
+  // breaks and the server gave no event ids to resume from: it reports the break and moves on.
+  // A broken stream is taken as a dead connection instead: closing the client fails every
+  // request still waiting (ConnectionClosed), and the pool opens a new connection next time.
+  if (kind !== 'stdio') {
+    transport.onerror = (err) => {
+      if (closedWhy === undefined && isStreamBreak(kind, err)) {
+        log.info({ err, transport: kind }, 'MCP stream broke; closing the connection');
+        brokenBy = err.message;
+        void client.close();
+      }
+    };
+  }
   try {
     await client.connect(transport, {
       timeout: timeoutMs,
@@ -288,6 +303,14 @@ export function textOf(content: CallToolResult['content']): string {
     .map((c) => c.text)
     .join('\n')
     .slice(0, 1000);
+}
+
+/** Errors after which a streamable-HTTP or SSE connection cannot be trusted with a request. */
+function isStreamBreak(kind: McpTransportKind, err: Error): boolean {
+  if (kind === 'sse') return err instanceof SseError;
+  return /^(SSE stream disconnected|Maximum reconnection attempts|Failed to reconnect)/.test(
+    err.message,
+  );
 }
 
 function describeEnd(kind: McpTransportKind, transport: Transport): string {
