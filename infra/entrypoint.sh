@@ -1,6 +1,6 @@
 #!/bin/sh
 # Picks the process this container runs from its first argument; the rest are passed on.
-#   api | skills | agent-worker | sandbox-reaper   a service (services/<name>/src/main.ts)
+#   api | skills | tools | agent-worker | sandbox-reaper   a service (services/<name>/src/main.ts)
 #   migrate                                         apply the SQL migrations, then exit
 #   toolmesh ...                                    the command-line client
 #   reset-nats ...                                  delete the NATS streams of a subject root
@@ -15,7 +15,7 @@ case "$name" in
   *)
     entry="services/$name/src/main.ts"
     if [ ! -f "$entry" ]; then
-      echo "unknown process '$name': expected api, skills, agent-worker, sandbox-reaper, migrate, toolmesh or reset-nats" >&2
+      echo "unknown process '$name': expected api, skills, tools, agent-worker, sandbox-reaper, migrate, toolmesh or reset-nats" >&2
       exit 2
     fi
     exec node "$entry" "$@"

@@ -1,5 +1,6 @@
 // The container health check of every toolmesh process: `node infra/healthcheck.ts <service>`.
-// Exit 0 healthy, 1 not. The api is asked over HTTP (/readyz checks NATS and Postgres itself).
+// Exit 0 healthy, 1 not. The api is asked over HTTP (/readyz checks NATS and Postgres itself),
+// the tools service too (/healthz on [tools] health_port).
 // The other processes serve no HTTP, so the check proves what they need is reachable from this
 // container, and, when the process writes heartbeats to state.service_instances (the skills
 // service does, every [skills] reaper_interval_ms), that this container's newest one is fresh:
@@ -30,6 +31,13 @@ async function checkApi(): Promise<void> {
   if (!res.ok) fail(`api /readyz answered ${res.status}: ${await res.text()}`);
 }
 
+async function checkTools(): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${config.tools.health_port}/healthz`, {
+    signal: AbortSignal.timeout(4_000),
+  }).catch((err: unknown) => fail(`tools: ${(err as Error).message}`));
+  if (!res.ok) fail(`tools /healthz answered ${res.status}: ${await res.text()}`);
+}
+
 async function checkWorker(): Promise<void> {
   // One attempt only: a health check must answer, not wait for a reconnect.
   const once = { ...config, nats: { ...config.nats, max_reconnect_attempts: 0 } };
@@ -53,5 +61,5 @@ async function checkWorker(): Promise<void> {
   }
 }
 
-await (service === 'api' ? checkApi() : checkWorker());
+await (service === 'api' ? checkApi() : service === 'tools' ? checkTools() : checkWorker());
 process.stdout.write('healthy\n');

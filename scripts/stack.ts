@@ -25,6 +25,7 @@ const ROOT = join(import.meta.dirname, '..');
 const DATA = join(ROOT, '.data');
 const SERVICES = [
   { name: 'skills', entry: 'services/skills/src/main.ts', ready: 'tool service started' },
+  { name: 'tools', entry: 'services/tools/src/main.ts', ready: 'tools service started' },
   {
     name: 'agent-worker',
     entry: 'services/agent-worker/src/main.ts',
@@ -109,8 +110,23 @@ try {
       },
     );
   }
+  // Likewise the key project secrets are sealed with: the same one on every start, or the
+  // secrets stored earlier would no longer open.
+  let secretsKey = process.env['CG__SECRETS__KEY'];
+  if (!secretsKey) {
+    const file = join(DATA, 'secrets_key');
+    secretsKey = await readFile(file, 'utf8').then(
+      (k) => k.trim(),
+      async () => {
+        const k = randomBytes(32).toString('base64');
+        await writeFile(file, `${k}\n`, { mode: 0o600 });
+        return k;
+      },
+    );
+  }
   const env: Record<string, string> = {
     CG__API__ADMIN_KEY: adminKey,
+    CG__SECRETS__KEY: secretsKey,
     CG__NATS__URL: natsUrl,
     CG__POSTGRES__URL: dbUrl,
     CG__ARTIFACTS__ROOT: process.env['CG__ARTIFACTS__ROOT'] ?? join(DATA, 'artifacts'),

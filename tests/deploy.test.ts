@@ -54,7 +54,9 @@ describe('docker-compose.yml', () => {
       expect(services[name].build.dockerfile).toBe('infra/Dockerfile');
       expect(services[name].command).toEqual([name]);
     }
-    for (const name of ['agent-worker', 'sandbox-reaper']) expect(services[name]).toBeDefined();
+    for (const name of ['agent-worker', 'sandbox-reaper', 'tools']) {
+      expect(services[name]).toBeDefined();
+    }
   });
 
   it('gives nats, postgres and every long-running process a health check', () => {
@@ -69,6 +71,23 @@ describe('docker-compose.yml', () => {
       'infra/healthcheck.ts',
       'api',
     ]);
+    expect(services['tools'].healthcheck.test).toEqual([
+      'CMD',
+      'node',
+      'infra/healthcheck.ts',
+      'tools',
+    ]);
+  });
+
+  it('hands the secrets key to the api and the tools service, and no private host by default', () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    for (const name of ['api', 'tools']) {
+      const config = loadConfig({ env: envOf(name, { ...secrets, TOOLMESH_SECRETS_KEY: key }) });
+      expect(config.secrets.key, name).toBe(key);
+    }
+    const tools = loadConfig({ env: envOf('tools', secrets) });
+    expect(tools.secrets.key).toBe('');
+    expect(tools.tools.allowed_private_hosts).toEqual([]);
   });
 
   it('keeps postgres and nats data on volumes and mounts the nats configuration', () => {

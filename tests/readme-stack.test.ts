@@ -1,5 +1,5 @@
 // What a new user does, on this machine: clone the repository, run the README's set-up, then its
-// stack command. The stack comes up (NATS, Postgres, the four processes, a scripted model since
+// stack command. The stack comes up (NATS, Postgres, the five processes, a scripted model since
 // no LLM key is set), the demo runs an agent task that draws a picture in the sandbox, prints
 // the final card and the picture's path, and that file exists and is a PNG.
 import { execFile, spawn } from 'node:child_process';
@@ -66,6 +66,7 @@ it('the README set-up and stack commands bring the stack up and the demo draws a
     CG__NATS__SUBJECT_ROOT: nats.root,
     CG__API__PORT: String(await freePort()),
     CG__REAPER__HEALTH_PORT: '0',
+    CG__TOOLS__HEALTH_PORT: '0',
     CG__LLM__API_KEY: '',
   });
   expect(stack.code, stack.out.slice(-6_000)).toBe(0);

@@ -44,9 +44,19 @@ export interface MostUsedTool {
   avg_duration_ms: number | null;
 }
 
+/** Summed cost estimates of one currency, over a tool or the whole project. */
+export interface CostTotal {
+  tool_name: string | null;
+  currency: string;
+  total: number;
+  calls: number;
+}
+
 export interface ExecutionMetrics extends HistorySummary {
   p95_duration_ms: number | null;
   most_used: MostUsedTool[];
+  /** Per currency over the project (tool_name null), then per tool and currency. */
+  cost: CostTotal[];
 }
 
 export interface ExecutionStats {
@@ -66,7 +76,7 @@ export interface ExecutionStats {
 
 const COLUMNS = `e.project_id, e.tool_call_id, e.channel, e.tool_name, e.target, e.agent_id, e.status,
   e.error_code, e.instance_id, e.attempts, e.card_id, e.created_at, e.started_at, e.finished_at,
-  e.duration_ms`;
+  e.duration_ms, e.cost, e.cost_currency`;
 
 // One statement for every combination of filters: an absent filter is a NULL parameter.
 const FILTER = `e.project_id = $1
@@ -142,7 +152,7 @@ export function createExecutionStats(db: Db): ExecutionStats {
       ),
     metrics: async (projectId, range, top) => {
       const values = filterValues(projectId, { from: range.from, to: range.to });
-      const [totals, tools] = await Promise.all([
+      const [totals, tools, costs] = await Promise.all([
         db.query<CountRow & { p95_duration_ms: number | null }>(
           'executions_metrics',
           `SELECT ${COUNTS},
@@ -160,6 +170,15 @@ export function createExecutionStats(db: Db): ExecutionStats {
            GROUP BY e.tool_name ORDER BY count(*) DESC, e.tool_name LIMIT $8`,
           [...values, top],
         ),
+        // GROUPING SETS: one row per currency for the project, one per tool and currency.
+        db.query<{ tool_name: string | null; currency: string; total: number; calls: string }>(
+          'executions_cost',
+          `SELECT e.tool_name, e.cost_currency AS currency, sum(e.cost) AS total, count(*) AS calls
+           FROM ${FROM} WHERE ${FILTER} AND e.cost IS NOT NULL
+           GROUP BY GROUPING SETS ((e.cost_currency), (e.tool_name, e.cost_currency))
+           ORDER BY e.tool_name NULLS FIRST, e.cost_currency`,
+          values,
+        ),
       ]);
       return {
         ...toSummary(totals[0]),
@@ -170,6 +189,12 @@ export function createExecutionStats(db: Db): ExecutionStats {
           succeeded: Number(t.succeeded),
           finished: Number(t.finished),
           avg_duration_ms: t.avg_duration_ms,
+        })),
+        cost: costs.map((c) => ({
+          tool_name: c.tool_name,
+          currency: c.currency,
+          total: Number(c.total),
+          calls: Number(c.calls),
         })),
       };
     },

@@ -26,6 +26,9 @@ export interface Execution {
   started_at: Date;
   finished_at: Date | null;
   duration_ms: number | null;
+  /** The call's cost estimate (tool options `cost`), when its tool has one. */
+  cost: number | null;
+  cost_currency: string | null;
 }
 
 export interface StartExecution {
@@ -52,7 +55,8 @@ export interface ExecutionsRepo extends ExecutionStats {
 }
 
 const COLUMNS = `project_id, tool_call_id, channel, tool_name, target, agent_id, status, error_code,
-  instance_id, attempts, card_id, created_at, started_at, finished_at, duration_ms`;
+  instance_id, attempts, card_id, created_at, started_at, finished_at, duration_ms, cost,
+  cost_currency`;
 
 export function createExecutionsRepo(db: Db): ExecutionsRepo {
   return {

@@ -6,6 +6,7 @@ export { ExecutionStatus } from './executions.ts';
 export type { Execution, ExecutionsRepo, StartExecution } from './executions.ts';
 export type {
   ExecutionFilter,
+  CostTotal,
   ExecutionMetrics,
   HistoryKey,
   HistoryRow,

@@ -26,6 +26,8 @@ import { skillRoutes } from './routes/skills.ts';
 import { artifactRoutes } from './routes/artifacts.ts';
 import { sandboxRoutes } from './routes/sandboxes.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
+import { secretRoutes } from './routes/secrets.ts';
+import { createRegistryEvents } from './registry-events.ts';
 
 export async function buildApp(deps: ApiDeps) {
   const app = Fastify({
@@ -73,7 +75,11 @@ export async function buildApp(deps: ApiDeps) {
     done();
   });
 
-  const routeDeps: RouteDeps = { ...deps, auth: createAuth(deps.store, deps.config.api.admin_key) };
+  const routeDeps: RouteDeps = {
+    ...deps,
+    auth: createAuth(deps.store, deps.config.api.admin_key),
+    registryEvents: createRegistryEvents(deps.nc, deps.config.nats.subject_root, deps.logger),
+  };
   await app.register(healthRoutes(routeDeps, metrics));
   await app.register(projectRoutes(routeDeps), { prefix: '/v1' });
   await app.register(executionRoutes(routeDeps), { prefix: '/v1' });
@@ -86,6 +92,7 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(artifactRoutes(routeDeps), { prefix: '/v1' });
   await app.register(sandboxRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpServerRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(secretRoutes(routeDeps), { prefix: '/v1' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   return app;
 }

@@ -6,6 +6,7 @@ import type { Client } from '@toolmesh/client';
 import type { Config } from '@toolmesh/config';
 import type { Store } from '@toolmesh/store';
 import type { Auth } from './auth.ts';
+import type { RegistryEvents } from './registry-events.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -18,4 +19,5 @@ export interface ApiDeps {
 
 export interface RouteDeps extends ApiDeps {
   auth: Auth;
+  registryEvents: RegistryEvents;
 }

@@ -19,6 +19,7 @@ export const ApiErrorCode = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   unavailable: 503,
+  secrets_unconfigured: 503,
   internal_error: 500,
 } as const;
 export type ApiErrorCode = keyof typeof ApiErrorCode;

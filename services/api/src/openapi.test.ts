@@ -40,6 +40,14 @@ it('lists every route registered under /v1, each with its error responses', asyn
   expect(routes.length).toBeGreaterThan(0);
   expect(documented).toContain('POST /v1/projects');
   expect(documented).toContain('POST /v1/projects/{project}/skills');
+  for (const route of [
+    'PUT /v1/projects/{project}/secrets/{name}',
+    'GET /v1/projects/{project}/secrets',
+    'DELETE /v1/projects/{project}/secrets/{name}',
+    'POST /v1/projects/{project}/tools',
+  ]) {
+    expect(documented).toContain(route);
+  }
   for (const [path, ops] of Object.entries(doc.paths)) {
     if (!path.startsWith('/v1/')) continue;
     for (const [method, op] of Object.entries(ops)) {

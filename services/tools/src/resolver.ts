@@ -35,7 +35,8 @@ const issueOf = (e: ErrorObject) => ({
 export function createResolver(o: ResolverOptions): ToolResolver {
   // strict off: the api checks schemas strictly at registration, but MCP servers' schemas come
   // as the servers wrote them; an unknown keyword there must not refuse every call.
-  const ajv = new Ajv2020({ allErrors: true, strict: false, logger: false });
+  // `addUsedSchema: false`: two tools (or two versions of one) may share a `$id`.
+  const ajv = new Ajv2020({ allErrors: true, strict: false, addUsedSchema: false, logger: false });
   addFormats.default(ajv);
   const compiled = new Map<string, ValidateFunction | Error>();
   const maxSchemas = o.maxSchemas ?? 5_000;
@@ -45,10 +46,7 @@ export function createResolver(o: ResolverOptions): ToolResolver {
     let v = compiled.get(key);
     if (!v) {
       try {
-        // Without its `$id`: two tools (or two versions of one) may share an id with different
-        // contents, and ajv refuses a second schema under a known id.
-        const { $id: _id, ...schema } = tool.parameters;
-        v = ajv.compile(schema);
+        v = ajv.compile(tool.parameters);
       } catch (err) {
         v = err as Error;
       }

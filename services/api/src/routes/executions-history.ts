@@ -169,6 +169,14 @@ export const executionHistoryRoutes =
             success_rate: rate(t.succeeded, t.finished),
             avg_duration_ms: t.avg_duration_ms,
           })),
+          cost: {
+            totals: m.cost
+              .filter((c) => c.tool_name === null)
+              .map(({ currency, total, calls }) => ({ currency, total, calls })),
+            by_tool: m.cost.flatMap(({ tool_name, currency, total, calls }) =>
+              tool_name === null ? [] : [{ tool: tool_name, currency, total, calls }],
+            ),
+          },
         };
       },
     );

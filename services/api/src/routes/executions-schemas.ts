@@ -26,6 +26,10 @@ export const ExecutionOut = z
     started_at: z.string().describe('when its handler started (or when it was queued)'),
     finished_at: z.string().nullable(),
     duration_ms: z.number().nullable().describe("the handler's run time"),
+    cost: z
+      .object({ amount: z.number(), currency: z.string() })
+      .nullable()
+      .describe("the cost estimate of the tool's options `cost`, when it has one"),
   })
   .meta({ id: 'Execution' });
 
@@ -100,6 +104,21 @@ export const ExecutionMetricsOut = z
         avg_duration_ms: z.number().nullable(),
       }),
     ),
+    cost: z
+      .object({
+        totals: z
+          .array(z.object({ currency: z.string(), total: z.number(), calls: z.number().int() }))
+          .describe('the project, per currency'),
+        by_tool: z.array(
+          z.object({
+            tool: z.string(),
+            currency: z.string(),
+            total: z.number(),
+            calls: z.number().int(),
+          }),
+        ),
+      })
+      .describe('summed cost estimates of executions whose tool has options `cost`'),
   })
   .meta({ id: 'ExecutionMetrics' });
 
@@ -122,5 +141,9 @@ export function executionOut(e: Execution) {
     started_at: e.started_at.toISOString(),
     finished_at: iso(e.finished_at),
     duration_ms: e.duration_ms,
+    cost:
+      e.cost === null || e.cost_currency === null
+        ? null
+        : { amount: e.cost, currency: e.cost_currency },
   };
 }

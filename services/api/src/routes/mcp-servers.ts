@@ -122,7 +122,7 @@ const ServerParams = ProjectParams.extend({ name: Id });
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
 export const mcpServerRoutes =
-  ({ store, nc, config, logger, auth }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, nc, config, logger, auth, registryEvents }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const subjects = createSubjects(config.nats.subject_root);
     const log = logger.child({ component: 'mcp-servers' });
@@ -266,14 +266,8 @@ export const mcpServerRoutes =
         const tools = await store.mcpServers.delete(project, name);
         if (!tools) throw notFound('MCP server', name);
         log.info({ project, server: name, tools: tools.length }, 'MCP server deleted');
-        if (tools.length > 0) {
-          // The tool services drop their cached copies now rather than at their cache's TTL.
-          nc.publish(
-            subjects.registryChanged(project),
-            encodeMessage('registry_changed', { v: 1, change: 'deleted', tools }),
-          );
-          await nc.flush().catch((err: unknown) => log.warn({ err }, 'flush failed'));
-        }
+        // The tool services drop their cached copies now rather than at their cache's TTL.
+        if (tools.length > 0) await registryEvents.changed(project, 'deleted', tools);
         return reply.status(204).send(null);
       },
     );

@@ -3,6 +3,7 @@
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { z } from 'zod';
+import { HttpSpec, ToolOptions as ToolOptionsShape, urlPlaceholders } from '@toolmesh/protocol';
 import { isReservedToolName } from '@toolmesh/skills';
 import { ApiError } from '../errors.ts';
 
@@ -31,21 +32,53 @@ export function assertRegistrable(name: string): void {
 }
 
 /**
- * Tool options. Kept deliberately small: only what a caller of the tool acts on.
- * `timeout_ms` is the deadline of a call that sets none: the execution route sends it with the
- * call (capped by tools.max_timeout_ms).
+ * Tool options: the deadline of a call that sets none (`timeout_ms`; the execution route sends
+ * it with the call, capped by tools.max_timeout_ms) and, for tools the tools service runs, the
+ * policies `rate_limit`, `retries` and `cost` (project-wide defaults in [tools]). One schema,
+ * in the protocol package, for the api and the tools service.
  */
-export const ToolOptions = z
-  .strictObject({
-    timeout_ms: z
-      .number()
-      .int()
-      .min(1)
-      .max(3_600_000)
-      .optional()
-      .describe('default deadline of a call to this tool, 1 ms to 1 h'),
-  })
-  .meta({ id: 'ToolOptions' });
+export const ToolOptions = ToolOptionsShape.meta({ id: 'ToolOptions' });
+
+/** The request template of an `http` tool; see the protocol package. */
+export const HttpToolSpec = HttpSpec.meta({ id: 'HttpToolSpec' });
+
+/**
+ * Checks an http template against the tool's parameters: every URL placeholder is a required
+ * parameter, every `query` and `body` name is a parameter, and GET/DELETE send no body. A
+ * template the service could not fill would fail every call; it is refused here instead.
+ */
+export function checkHttpSpec(spec: HttpSpec, parameters: Record<string, unknown>): void {
+  const props = parameters['properties'];
+  const known = new Set(typeof props === 'object' && props !== null ? Object.keys(props) : []);
+  const required = new Set(
+    Array.isArray(parameters['required']) ? (parameters['required'] as unknown[]) : [],
+  );
+  const issues: { path: string; message: string }[] = [];
+  for (const p of urlPlaceholders(spec.url)) {
+    if (!known.has(p) || !required.has(p)) {
+      issues.push({
+        path: '/http/url',
+        message: `placeholder {${p}} must be a required parameter`,
+      });
+    }
+  }
+  for (const field of ['query', 'body'] as const) {
+    for (const name of spec[field] ?? []) {
+      if (!known.has(name)) {
+        issues.push({ path: `/http/${field}`, message: `${name} is not a parameter` });
+      }
+    }
+  }
+  if ((spec.method === 'GET' || spec.method === 'DELETE') && spec.body !== undefined) {
+    issues.push({ path: '/http/body', message: `${spec.method} requests carry no body` });
+  }
+  const first = issues[0];
+  if (first) {
+    throw new ApiError('invalid_request', `http ${first.path.slice(6)}: ${first.message}`, {
+      issues,
+    });
+  }
+}
 
 export const ParametersSchema = z
   .record(z.string(), z.unknown())

@@ -1,19 +1,27 @@
-// The tool registry of a project: register external tools, find them (category, tag, text,
-// origin), read one with its usage, update and delete. The seeded `skills.*` and `builtin.*`
+// The tool registry of a project: register tools, find them (category, tag, text, origin), read
+// one with its usage, update and delete. A tool is `external` (its own service consumes its
+// calls) or `http` (the tools service runs it from its request template). Every change is
+// announced on `evt.sys.registry.changed`, so tool services drop their cached copy at once. The seeded `skills.*` and `builtin.*`
 // tools are reserved: they cannot be registered, changed or deleted; the one exception is
 // `enabled`, so a project can switch off a reserved tool it does not want its agents to use.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { HttpSpec } from '@toolmesh/protocol';
 import { ToolOrigin, type ToolRecord, type ToolUsage } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, Limit, ProjectParams, ToolName, iso } from '../schemas.ts';
 import {
+  HttpToolSpec,
   ParametersSchema,
   ToolOptions,
   assertRegistrable,
+  checkHttpSpec,
   checkParametersSchema,
 } from './tools-schema.ts';
+
+/** Kinds a tool can be registered as here (mcp tools come from /mcp-servers). */
+const RegistrableKind = { external: 'external', http: 'http' } as const;
 
 const Category = Id.describe('1-64 characters of [A-Za-z0-9_-]');
 const Tags = z
@@ -32,8 +40,17 @@ const ToolOut = z
     tags: z.array(z.string()),
     parameters: z.record(z.string(), z.unknown()),
     // Not strict: an option this version does not know is dropped from the answer, not a 500.
-    options: z.object({ timeout_ms: z.number().int().optional() }),
-    origin: z.enum(ToolOrigin),
+    options: z.object({
+      timeout_ms: z.number().int().optional(),
+      rate_limit: z.record(z.string(), z.unknown()).optional(),
+      retries: z.record(z.string(), z.unknown()).optional(),
+      cost: z.record(z.string(), z.unknown()).optional(),
+    }),
+    origin: z.enum(ToolOrigin).describe('who runs it: skills, builtin, external, http or mcp'),
+    http: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('the request template of an http tool'),
     reserved: z.boolean().describe('a seeded skills.* or builtin.* tool'),
     enabled: z.boolean(),
     created_at: z.string(),
@@ -67,6 +84,7 @@ const toolOut = (t: ToolRecord) => ({
   parameters: t.parameters,
   options: t.options,
   origin: t.origin,
+  ...(t.origin === ToolOrigin.http ? { http: t.spec } : {}),
   reserved: isReserved(t),
   enabled: t.enabled,
   created_at: t.created_at.toISOString(),
@@ -76,7 +94,7 @@ const usageOut = (u: ToolUsage) => ({ ...u, last_called_at: iso(u.last_called_at
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
 export const toolRoutes =
-  ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, registryEvents }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     app.post(
       '/projects/:project/tools',
@@ -84,31 +102,49 @@ export const toolRoutes =
         onRequest: auth.requireProject,
         schema: {
           tags: ['tools'],
-          summary: 'Register an external tool; its calls are published on cmd.tool.<target>.<tool>',
+          summary:
+            'Register a tool; its calls are published on cmd.tool.<target>.<tool>. kind "http": the tools service runs it from `http`',
           params: ProjectParams,
-          body: z.strictObject({
-            name: ToolName.describe(
-              '<target>.<tool>; skills, builtin and sys targets are reserved',
-            ),
-            description: Description,
-            category: Category.default('general'),
-            tags: Tags.default([]),
-            parameters: ParametersSchema,
-            options: ToolOptions.default({}),
-          }),
+          body: z
+            .strictObject({
+              name: ToolName.describe(
+                '<target>.<tool>; skills, builtin and sys targets are reserved',
+              ),
+              description: Description,
+              category: Category.default('general'),
+              tags: Tags.default([]),
+              parameters: ParametersSchema,
+              options: ToolOptions.default({}),
+              kind: z
+                .enum(RegistrableKind)
+                .default('external')
+                .describe(
+                  'external: a service of its own consumes the calls; http: the tools service',
+                ),
+              http: HttpToolSpec.optional().describe('required for kind "http"'),
+            })
+            .refine((b) => (b.kind === 'http') === (b.http !== undefined), {
+              message: '`http` is required for kind "http" and only allowed there',
+              path: ['http'],
+            }),
           response: { 201: ToolOut, 409: ErrorResponse, ...errors },
         },
       },
       async (req, reply) => {
-        const { name, parameters } = req.body;
+        const { name, parameters, kind, http, ...rest } = req.body;
         assertRegistrable(name);
         checkParametersSchema(parameters);
+        if (http) checkHttpSpec(http, parameters);
         const created = await store.tools.create(req.params.project, {
-          ...req.body,
+          ...rest,
+          name,
+          parameters,
           target: name.slice(0, name.indexOf('.')),
-          origin: ToolOrigin.external,
+          origin: kind === 'http' ? ToolOrigin.http : ToolOrigin.external,
+          ...(http ? { spec: http } : {}),
         });
         if (!created) throw new ApiError('conflict', `tool ${JSON.stringify(name)} already exists`);
+        await registryEvents.changed(req.params.project, 'created', [name]);
         return reply.status(201).send(toolOut(created));
       },
     );
@@ -179,6 +215,7 @@ export const toolRoutes =
               parameters: ParametersSchema.optional(),
               options: ToolOptions.optional(),
               enabled: z.boolean().optional(),
+              http: HttpToolSpec.optional().describe('replaces the template of an http tool'),
             })
             .refine((b) => Object.keys(b).length > 0, { message: 'nothing to update' }),
           response: { 200: ToolOut, ...errors },
@@ -201,8 +238,23 @@ export const toolRoutes =
           }
         }
         if (req.body.parameters) checkParametersSchema(req.body.parameters);
-        const updated = await store.tools.update(project, name, req.body);
+        const { http, ...patch } = req.body;
+        if (http && current.origin !== ToolOrigin.http) {
+          throw new ApiError('invalid_request', `tool ${JSON.stringify(name)} is not an http tool`);
+        }
+        if (current.origin === ToolOrigin.http && (http || req.body.parameters)) {
+          // A new template or new parameters: the pair must still fit together.
+          checkHttpSpec(
+            http ?? (current.spec as HttpSpec),
+            req.body.parameters ?? current.parameters,
+          );
+        }
+        const updated = await store.tools.update(project, name, {
+          ...patch,
+          ...(http ? { spec: http } : {}),
+        });
         if (!updated) throw notFound('tool', name);
+        await registryEvents.changed(project, 'updated', [name]);
         return toolOut(updated);
       },
     );
@@ -214,7 +266,7 @@ export const toolRoutes =
         schema: {
           tags: ['tools'],
           summary:
-            'Delete an external tool; it is detached from every agent. Usage history is kept',
+            'Delete a registered tool; it is detached from every agent. Usage history is kept',
           params: ToolParams,
           response: { 204: z.null(), ...errors },
         },
@@ -229,6 +281,7 @@ export const toolRoutes =
           );
         }
         if (!(await store.tools.delete(project, name))) throw notFound('tool', name);
+        await registryEvents.changed(project, 'deleted', [name]);
         return reply.status(204).send(null);
       },
     );
