@@ -152,6 +152,41 @@ describe('http: errors', () => {
   });
 });
 
+describe('http: fallback to HTTP+SSE', () => {
+  it('connects over SSE to a server without streamable HTTP, with the same headers', async () => {
+    const old = await startMcpHttpServer({ sseOnly: true });
+    try {
+      const conn = await connectMcp({
+        transport: 'http',
+        url: old.url,
+        headers: { 'x-test': 'sse' },
+      });
+      expect(conn.transport).toBe('sse');
+      const res = await conn.callTool('echo', { text: 'old' });
+      expect(res.content).toEqual([{ type: 'text', text: 'echo: old' }]);
+      const seen: McpProgress[] = [];
+      await conn.callTool('progress', { steps: 2 }, { onProgress: (p) => seen.push(p) });
+      expect(seen).toHaveLength(2);
+      await conn.close();
+      expect(old.requestHeaders.filter((h) => h['x-test'] === 'sse').length).toBeGreaterThan(2);
+    } finally {
+      await old.stop();
+    }
+  });
+
+  it('does not fall back when told not to', async () => {
+    const old = await startMcpHttpServer({ sseOnly: true });
+    try {
+      const err = await connectMcp({ transport: 'http', url: old.url, sseFallback: false }).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toMatchObject({ code: 'mcp_unavailable', reason: 'connect_failed' });
+    } finally {
+      await old.stop();
+    }
+  });
+});
+
 describe('mapToolNames', () => {
   it('keeps ids, maps other characters to _, refuses what cannot fit or collides', () => {
     const m = mapToolNames(['echo', 'ns.dotted', 'ns_dotted', 'a/b', 'a.b', 'x'.repeat(65)]);

@@ -14,6 +14,7 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { pino, type Logger } from 'pino';
 import type { Sandbox } from '@toolmesh/sandbox';
 import { McpClientError, mapRequestError } from './errors.ts';
+import { orderedTransport } from './ordered.ts';
 import { createSandboxStdioTransport, type SandboxStdioTransport } from './sandbox-transport.ts';
 
 export const McpTransportKind = {
@@ -192,8 +193,10 @@ async function open(
   // breaks and the server gave no event ids to resume from: it reports the break and moves on.
   // A broken stream is taken as a dead connection instead: closing the client fails every
   // request still waiting (ConnectionClosed), and the pool opens a new connection next time.
+  // Notifications ahead of the responses after them (see ordered.ts).
+  const wire = orderedTransport(transport);
   if (kind !== 'stdio') {
-    transport.onerror = (err) => {
+    wire.onerror = (err) => {
       if (closedWhy === undefined && isStreamBreak(kind, err)) {
         log.info({ err, transport: kind }, 'MCP stream broke; closing the connection');
         brokenBy = err.message;
@@ -202,7 +205,7 @@ async function open(
     };
   }
   try {
-    await client.connect(transport, {
+    await client.connect(wire, {
       timeout: timeoutMs,
       ...(options.signal ? { signal: options.signal } : {}),
     });

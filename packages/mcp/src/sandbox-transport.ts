@@ -37,30 +37,6 @@ export function createSandboxStdioTransport(o: SandboxStdioOptions): SandboxStdi
   let proc: InteractiveProcess | undefined;
   let exit: ExecResult | undefined;
   let closed = false;
-  const pending: JSONRPCMessage[] = [];
-  let deferred = false;
-
-  /**
-   * Hands messages over in order. The SDK runs notification handlers on a microtask but
-   * response handlers at once, so a progress notification read in the same chunk as its
-   * call's response would reach a handler already removed: after a notification, the rest of
-   * the chunk waits for the next turn of the event loop.
-   */
-  function deliver(): void {
-    if (deferred) return;
-    while (pending.length > 0) {
-      const message = pending.shift()!;
-      transport.onmessage?.(message);
-      if ('method' in message && !('id' in message) && pending.length > 0) {
-        deferred = true;
-        setImmediate(() => {
-          deferred = false;
-          deliver();
-        });
-        return;
-      }
-    }
-  }
 
   const transport: SandboxStdioTransport = {
     get exit() {
@@ -86,9 +62,8 @@ export function createSandboxStdioTransport(o: SandboxStdioOptions): SandboxStdi
                 continue;
               }
               if (message === null) break;
-              pending.push(message);
+              transport.onmessage?.(message);
             }
-            deliver();
           },
           onStderr: (chunk) => {
             stderr = (stderr + Buffer.from(chunk).toString('utf8')).slice(-keep);

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer, type RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { FIXTURE_TOOLS, registerFixtureTools, type FixtureState } from './mcp-fixture-tools.ts';
 
@@ -28,7 +29,12 @@ interface Session {
 }
 
 export async function startMcpHttpServer(
-  options: { tools?: readonly string[]; port?: number } = {},
+  options: {
+    tools?: readonly string[];
+    port?: number;
+    /** Speak only the older HTTP+SSE transport (GET /mcp, POST /messages): no streamable HTTP. */
+    sseOnly?: boolean;
+  } = {},
 ): Promise<McpHttpFixture> {
   const state: FixtureState = { canceled: 0 };
   let names: readonly string[] = options.tools ?? FIXTURE_TOOLS;
@@ -52,12 +58,35 @@ export async function startMcpHttpServer(
     return session;
   }
 
+  const sse = new Map<string, SSEServerTransport>();
+  const handleSse = async (req: IncomingMessage, res: ServerResponse, body: unknown) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (req.method === 'GET' && url.pathname === '/mcp') {
+      const server = new McpServer({ name: 'toolmesh-fixture-sse', version: '1.0.0' });
+      registerFixtureTools(server, state, names);
+      const transport = new SSEServerTransport('/messages', res);
+      sse.set(transport.sessionId, transport);
+      transport.onclose = () => sse.delete(transport.sessionId);
+      await server.connect(transport);
+      return;
+    }
+    const transport = sse.get(url.searchParams.get('sessionId') ?? '');
+    if (req.method === 'POST' && url.pathname === '/messages' && transport) {
+      await transport.handlePostMessage(req, res, body);
+      return;
+    }
+    // What an SSE-only server answers a streamable-HTTP POST: the client then falls back.
+    res.writeHead(405, { allow: 'GET' }).end();
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     requestHeaders.push({ ...req.headers });
+    if (options.sseOnly && req.method === 'GET') return handleSse(req, res, undefined);
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
     const body: unknown = text === '' ? undefined : JSON.parse(text);
+    if (options.sseOnly) return handleSse(req, res, body);
     const id = req.headers['mcp-session-id'];
     const known = typeof id === 'string' ? sessions.get(id) : undefined;
     if (known) return known.transport.handleRequest(req, res, body);
