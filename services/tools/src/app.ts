@@ -3,6 +3,7 @@
 // and one registry tool service consuming every tool call that is not the skills service's.
 // `main.ts` runs it as a process; tests start it the same way.
 import type { Logger } from 'pino';
+import type { SandboxProvider } from '@toolmesh/sandbox';
 import { createBus } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
 import {
@@ -42,8 +43,14 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   const store = createStoreFromConfig(config, `tools:${instanceId}`, log);
   const egress = createEgress(config.tools.allowed_private_hosts);
   const secrets = createSecretReader(store, createSecretBox(config.secrets.key));
-  // stdio MCP servers are tenants' programs: they run in sandbox sessions of their project.
-  const sandboxes = await createSandboxProviderFromConfig(config, log);
+  // stdio MCP servers are tenants' programs: they run in sandbox sessions of their project. The
+  // provider is made when the first one starts, so hosts without stdio servers need no sandbox.
+  let provider: Promise<SandboxProvider> | undefined;
+  const sandboxes = () => {
+    provider ??= createSandboxProviderFromConfig(config, log);
+    provider.catch(() => (provider = undefined));
+    return provider;
+  };
   const mcpPool = createMcpPool({
     store,
     sandboxes,
@@ -106,7 +113,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
       registry.close();
       await health.close();
       await Promise.all(Object.values(executors).map((e) => e.close()));
-      await sandboxes.close();
+      await (await provider?.catch(() => undefined))?.close();
       await egress.close();
       await bus.close();
       await store.close();

@@ -10,7 +10,8 @@ import type { Store } from '@toolmesh/store';
 
 export interface SessionDeps {
   store: Store;
-  sandboxes: SandboxProvider;
+  /** The provider, made on first use: a service without stdio servers never needs one. */
+  sandboxes(): Promise<SandboxProvider>;
   instanceId: string;
   idleTtlSec: number;
   hardTtlSec: number;
@@ -34,6 +35,7 @@ export async function openServerSession(
   server: string,
 ): Promise<ServerSession> {
   const registry = deps.store.sandboxes;
+  const provider = await deps.sandboxes();
   const sessionKey = `mcp:${server}@${deps.instanceId}`;
   const owner = `tools@${deps.instanceId}`;
   const log = deps.logger.child({ project, mcp_server: server, session_key: sessionKey });
@@ -41,20 +43,20 @@ export async function openServerSession(
   let id: string | undefined;
   const got = await registry.lock({ projectId: project, sessionKey, owner, lockMs: CLAIM_LOCK_MS });
   if (got.outcome === 'locked' && !got.hardExpired) {
-    sandbox = await deps.sandboxes.open(got.record.sandbox_id);
+    sandbox = await provider.open(got.record.sandbox_id);
     if (sandbox) id = got.record.sandbox_id;
     else await registry.markDestroyed(got.record.sandbox_id);
   } else if (got.outcome === 'locked') {
     await registry.retire(got.record.sandbox_id, owner);
   }
   if (!sandbox) {
-    sandbox = await deps.sandboxes.create({
+    sandbox = await provider.create({
       key: { project, agent: '-', session: `mcp-${server}` },
     });
     const claimed = await registry
       .claim({
         sandboxId: sandbox.id,
-        provider: deps.sandboxes.kind,
+        provider: provider.kind,
         projectId: project,
         agentId: null,
         sessionKey,
