@@ -242,7 +242,9 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
           if (changed.length === 1) out.updated.push(full);
         }
         for (const old of existing) {
-          if (seen.has(old.name) || old.spec.vanished === true) continue;
+          // Already disabled (by hand, or vanished before): left as it is, and not marked, so a
+          // tool a user switched off is not switched on when the server lists it again.
+          if (seen.has(old.name) || !old.enabled) continue;
           await tx.query(
             'mcp_tools_vanish',
             `UPDATE resource.tools SET enabled = false,
