@@ -88,7 +88,7 @@ function collectProgress(target: string): { events: ToolProgressEvent[]; sub: Su
   return { events, sub };
 }
 
-const LONG_NAME = FIXTURE_TOOLS[7];
+const LONG_NAME = FIXTURE_TOOLS.find((n) => n.includes(' '))!;
 
 describe('an MCP server over streamable HTTP', () => {
   it('is discovered: tools registered as <server>.<tool>, names mapped or refused', async () => {
@@ -107,7 +107,9 @@ describe('an MCP server over streamable HTTP', () => {
       tool_count: FIXTURE_TOOLS.length - 1,
     });
     expect([...res.body.refresh.added].sort()).toEqual(
-      ['crash', 'echo', 'fail', 'hang', 'ns_dotted', 'progress', 'stats'].map((t) => `web.${t}`),
+      ['crash', 'echo', 'fail', 'hang', 'ns_dotted', 'progress', 'reach', 'stats'].map(
+        (t) => `web.${t}`,
+      ),
     );
     expect(res.body.refresh.refused).toEqual([
       { tool: LONG_NAME, reason: expect.stringContaining('does not fit an id') },
@@ -200,7 +202,7 @@ describe('an MCP server over streamable HTTP', () => {
     expect(res.status, res.raw).toBe(200);
     expect(res.body).toMatchObject({ state: 'connected', tool_count: 2 });
     expect([...res.body.refresh.disabled].sort()).toEqual(
-      ['crash', 'fail', 'hang', 'ns_dotted', 'progress'].map((t) => `web.${t}`),
+      ['crash', 'fail', 'hang', 'ns_dotted', 'progress', 'reach'].map((t) => `web.${t}`),
     );
     const fail = await req('GET', '/tools/web.fail');
     expect(fail.body.enabled).toBe(false);
@@ -267,6 +269,17 @@ describe('an MCP server over streamable HTTP', () => {
   });
 });
 
+describe('egress', () => {
+  it('an http server at an address the operator has not allowed is refused', async () => {
+    // 127.0.0.1 is allowed in this test; ::1 (loopback too) is not.
+    const url = http.url.replace('127.0.0.1', '[::1]');
+    const res = await req('POST', '/mcp-servers', { name: 'loop6', transport: 'http', url });
+    expect(res.status, res.raw).toBe(201);
+    expect(res.body.state).toBe('error');
+    expect(res.body.last_error).toContain('egress to ::1 is refused');
+  });
+});
+
 describe('an MCP server over stdio inside a sandbox', () => {
   it('is discovered and called; progress and cancel reach it through the sandbox pipes', async () => {
     const res = await req('POST', '/mcp-servers', {
@@ -309,6 +322,12 @@ describe('an MCP server over stdio inside a sandbox', () => {
         .structured_content;
       return s.canceled >= 1 ? true : undefined;
     });
+
+    // The sandbox has no network unless [sandbox] allowed_domains says so: the server cannot
+    // reach even the HTTP server this test runs.
+    const reach = await call('local.reach', { url: http.url });
+    expect(reach.status).toBe('succeeded');
+    expect(reach.content.result).toMatchObject({ structured_content: { ok: false } });
 
     // The server runs in a sandbox session of the project, recorded for the reaper.
     const sandboxes = await req('GET', '/sandboxes?state=active');

@@ -18,6 +18,7 @@ export const FIXTURE_TOOLS = [
   'hang',
   'crash',
   'stats',
+  'reach',
   'ns.dotted',
   'a name with spaces and far too long to ever become an id of sixty four characters at most',
 ] as const;
@@ -127,7 +128,32 @@ export function registerFixtureTools(
       }),
     ),
   );
-  for (const name of FIXTURE_TOOLS.slice(6)) {
+  add('reach', () =>
+    server.registerTool(
+      'reach',
+      {
+        description:
+          'Tries an HTTP GET of a URL from the server process; says whether it got through',
+        inputSchema: { url: z.string() },
+      },
+      async ({ url }) => {
+        try {
+          const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+          return {
+            content: [{ type: 'text', text: `status ${res.status}` }],
+            structuredContent: { ok: true },
+          };
+        } catch (err) {
+          const cause = (err as { cause?: { code?: string } }).cause;
+          return {
+            content: [{ type: 'text', text: String(err) }],
+            structuredContent: { ok: false, error: cause?.code ?? String(err) },
+          };
+        }
+      },
+    ),
+  );
+  for (const name of FIXTURE_TOOLS.filter((n) => n.includes('.') || n.includes(' '))) {
     add(name, () =>
       server.registerTool(name, { description: `a tool named ${name}`, inputSchema: {} }, () => ({
         content: [{ type: 'text', text: name }],

@@ -9,6 +9,7 @@ import type { Bus } from '@toolmesh/bus';
 import { isMcpClientError, type McpCallResult } from '@toolmesh/mcp';
 import { ToolError, encodeMessage } from '@toolmesh/protocol';
 import type { McpToolSpec } from '@toolmesh/store';
+import { egressDeniedIn } from '../egress.ts';
 import type { McpPool } from '../mcp/pool.ts';
 import type { RegistryTool } from '../registry.ts';
 import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
@@ -63,6 +64,9 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
         return resultOf(res);
       } catch (err) {
         if (ctx.signal.aborted) throw ctx.signal.reason as Error;
+        // A refused address is final, not a transport failure to retry.
+        const denied = egressDeniedIn(err);
+        if (denied) throw denied;
         if (!isMcpClientError(err)) throw err;
         switch (err.reason) {
           case 'connect_failed':

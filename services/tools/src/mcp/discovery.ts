@@ -16,6 +16,7 @@ import {
   type McpRefreshReply,
 } from '@toolmesh/protocol';
 import type { DiscoveredTool, Store } from '@toolmesh/store';
+import { egressDeniedIn } from '../egress.ts';
 import type { McpPool } from './pool.ts';
 
 export interface DiscoveryDeps {
@@ -58,10 +59,11 @@ export async function refreshServer(
       throw err;
     }
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const denied = egressDeniedIn(err);
+    const message = denied?.message ?? (err instanceof Error ? err.message : String(err));
     log.warn({ err }, 'MCP discovery failed');
     await deps.store.mcpServers.recordError(project, server, message);
-    return failed(errorCodeOf(err) ?? 'mcp_unavailable', message);
+    return failed(denied?.code ?? errorCodeOf(err) ?? 'mcp_unavailable', message);
   }
   const mapping = mapToolNames(listed.map((t) => t.name));
   const tools: DiscoveredTool[] = [];
