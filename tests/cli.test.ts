@@ -5,20 +5,37 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { join } from 'node:path';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '@toolmesh/config';
+import { startToolsService, type ToolsService } from '../services/tools/src/app.ts';
 import { startAgentMesh, type AgentMesh } from './support/agent-mesh.ts';
 import { until } from './support/procs.ts';
+import { newSecretsKey } from './support/tools-mesh.ts';
+import { startUpstream, type Upstream } from './support/upstream.ts';
 
 const MAIN = join(import.meta.dirname, '..', 'packages/cli/src/main.ts');
 const EXAMPLE_SKILL = join(import.meta.dirname, '..', 'examples/skills/http-hello');
 
 let mesh: AgentMesh;
 let env: Record<string, string>;
+let tools: ToolsService;
+let up: Upstream;
+let tmp: string;
 
 beforeAll(async () => {
-  mesh = await startAgentMesh();
+  mesh = await startAgentMesh({
+    CG__SECRETS__KEY: newSecretsKey(),
+    CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
+    CG__TOOLS__HEALTH_PORT: '0',
+  });
   await mesh.startSkills();
   await mesh.startWorker();
+  tools = await startToolsService(loadConfig({ env: mesh.api.env }), pino({ level: 'silent' }));
+  up = await startUpstream();
+  tmp = await mkdtemp(join(tmpdir(), 'toolmesh-cli-'));
   const address = await mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
   env = {
     PATH: process.env['PATH'] ?? '',
@@ -30,7 +47,10 @@ beforeAll(async () => {
   };
 });
 afterAll(async () => {
+  await tools?.stop();
   await mesh?.close();
+  await up?.close();
+  if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
 interface Run {
@@ -317,5 +337,92 @@ describe('management commands', () => {
     const r = await toolmesh(['--help']);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/Exit codes:[\s\S]*5 {2}timeout/);
+  });
+});
+
+describe('secrets and HTTP tools', () => {
+  const token = `cli-token-${randomUUID()}`;
+  const idSchema = JSON.stringify({
+    type: 'object',
+    properties: { id: { type: 'string' } },
+    required: ['id'],
+  });
+
+  it('stores, lists and deletes secrets without ever printing a value', async () => {
+    const set = await toolmesh(['secrets', 'set', 'api_token', '--from-env', 'MY_TOKEN'], {
+      MY_TOKEN: token,
+    });
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toContain('secret api_token stored');
+    const list = await toolmesh(['secrets', 'list', '--json']);
+    expect(list.code).toBe(0);
+    expect(json(list).secrets.map((x: { name: string }) => x.name)).toEqual(['api_token']);
+    const table = await toolmesh(['secrets', 'list']);
+    expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+CREATED_AT\s+UPDATED_AT/);
+    for (const out of [set.stdout, list.stdout, table.stdout]) expect(out).not.toContain(token);
+    expect((await toolmesh(['secrets', 'set', 'x'])).code).toBe(2); // no value given
+    expect((await toolmesh(['secrets', 'set', 'x', '--from-env', 'UNSET_VAR'])).code).toBe(2);
+    await toolmesh(['secrets', 'set', 'temp', '--value', 'v']);
+    expect((await toolmesh(['secrets', 'delete', 'temp'])).code).toBe(0);
+    expect((await toolmesh(['secrets', 'delete', 'temp'])).code).toBe(4);
+  });
+
+  it('registers an HTTP tool from flags and calls it like any other tool', async () => {
+    const add = await toolmesh([
+      'tools',
+      'add-http',
+      'web.item',
+      '--url',
+      `${up.url}/echo/items/{id}`,
+      '--parameters',
+      idSchema,
+      '--header',
+      'X-Client: cli',
+      '--auth',
+      'bearer:api_token',
+    ]);
+    expect(add.code, add.stderr).toBe(0);
+    expect(add.stdout).toContain('tool web.item registered (http)');
+    const r = await toolmesh(['call', 'web.item', '--args', '{"id":"42"}', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const result = json(r).content.result;
+    expect(result.path).toBe('/echo/items/42');
+    expect(result.headers['x-client']).toBe('cli');
+    expect(result.headers['authorization']).toBe('Bearer [redacted]');
+    expect(up.seen.at(-1)!.headers['authorization']).toBe(`Bearer ${token}`);
+    const bad = await toolmesh(['call', 'web.item', '--args', '{}']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/invalid_arguments/);
+    expect(
+      (await toolmesh(['tools', 'add-http', 'web.x', '--auth', 'nope:x', '--url', up.url])).code,
+    ).toBe(2);
+    expect((await toolmesh(['tools', 'add-http', 'web.item', '--url', up.url])).code).toBe(1); // exists
+  });
+
+  it('registers an HTTP tool from a JSON file', async () => {
+    const file = join(tmp, 'tool.json');
+    await writeFile(
+      file,
+      JSON.stringify({
+        name: 'web.create',
+        description: 'create an item',
+        parameters: JSON.parse(idSchema) as unknown,
+        http: { method: 'POST', url: `${up.url}/echo/create` },
+        options: { retries: { max: 1 } },
+      }),
+    );
+    const add = await toolmesh(['tools', 'add-http', '--file', file, '--json']);
+    expect(add.code, add.stderr).toBe(0);
+    expect(json(add)).toMatchObject({ name: 'web.create', origin: 'http' });
+    const r = await toolmesh(['call', 'web.create', '--args', '{"id":"7"}', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(json(r).content.result.body as string)).toEqual({ id: '7' });
+    expect((await toolmesh(['tools', 'add-http', '--file', join(tmp, 'none.json')])).code).toBe(4);
+  });
+
+  it('a call to an unregistered tool fails at once instead of hanging', async () => {
+    const r = await toolmesh(['call', 'nothing.here', '--json']);
+    expect(r.code).toBe(1);
+    expect(json(r)).toMatchObject({ content: { error: { code: 'unknown_tool' } } });
   });
 });

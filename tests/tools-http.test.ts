@@ -201,6 +201,7 @@ describe('request mapping', () => {
     await bad({ method: 'GET', url: 'ftp://example.com/x' });
     await bad({ method: 'GET', url: `${up.url}/x`, query: ['missing'] });
     await bad({ method: 'GET', url: `${up.url}/x`, body: ['id'] });
+    await bad({ method: 'GET', url: `${up.url}/x`, headers: { Host: 'elsewhere' } });
     await bad({ method: 'GET', url: `${up.url}/x`, auth: { type: 'bearer', secret: 'bad name' } });
     await bad({ method: 'GET', url: `${up.url}/x`, auth: { type: 'header', secret: 'token' } });
     expectError(

@@ -19,6 +19,14 @@ import {
   mcpRemove,
   type McpAddFlags,
 } from './commands/mcp.ts';
+import {
+  secretsDelete,
+  secretsList,
+  secretsSet,
+  toolsAddHttp,
+  type AddHttpFlags,
+  type SecretSetFlags,
+} from './commands/registry.ts';
 import { skillsUploadCommand } from './commands/skills.ts';
 import { watchCommand, type WatchFlags } from './commands/watch.ts';
 import { createContext, type Context } from './context.ts';
@@ -73,7 +81,7 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
   program
     .command('call')
     .description('call a tool over NATS and print its result')
-    .argument('<tool>', 'full tool name, e.g. builtin.echo or skills.run_cmd')
+    .argument('<tool>', 'full tool name, e.g. builtin.echo, skills.run_cmd or any registered tool')
     .option('-a, --args <json>', 'the arguments, a JSON object', '{}')
     .option('-c, --channel <id>', 'channel of the call', 'cli')
     .option('--timeout-ms <ms>', "the call's deadline, enforced by the tool service")
@@ -108,6 +116,48 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .option('--origin <origin>')
     .option('--limit <n>')
     .action(run((ctx, f: Parameters<typeof toolsList>[1]) => toolsList(ctx, f)));
+
+  tools
+    .command('add-http')
+    .description('register an HTTP tool, from flags or a JSON file (the body of POST /tools)')
+    .argument('[name]', '<target>.<tool>; optional with --file when the file names it')
+    .option('--file <path>', 'a JSON file with name, description, parameters, http, options')
+    .option('--url <template>', 'URL template; {param} placeholders come from the arguments')
+    .option('--method <method>', 'GET, POST, PUT, PATCH or DELETE', 'GET')
+    .option('--description <text>')
+    .option('--category <name>')
+    .option('--parameters <json>', 'JSON Schema of the arguments (default: any object)')
+    .option('--query <names>', 'comma-separated arguments sent as query parameters')
+    .option('--body <names>', 'comma-separated arguments sent in the JSON body (default: the rest)')
+    .option(
+      '--header <name:value>',
+      'a fixed request header (repeatable)',
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .option('--auth <spec>', 'bearer:<secret>, basic:<secret> or header:<Header-Name>:<secret>')
+    .option('--options <json>', 'policies: timeout_ms, rate_limit, retries, cost')
+    .action(run((ctx, name: string | undefined, f: AddHttpFlags) => toolsAddHttp(ctx, name, f)));
+
+  const secrets = program
+    .command('secrets')
+    .description('project secrets (write-only: values are never shown)');
+  secrets
+    .command('set')
+    .description('store or replace a secret')
+    .argument('<name>')
+    .option('--from-env <var>', 'read the value from this environment variable')
+    .option('--from-file <path>', 'read the value from a file (one trailing newline dropped)')
+    .option('--value <text>', 'the value itself (visible in ps and shell history)')
+    .action(run((ctx, name: string, f: SecretSetFlags) => secretsSet(ctx, name, f, opts.env)));
+  secrets
+    .command('list')
+    .description('names and dates of the stored secrets')
+    .action(run((ctx) => secretsList(ctx)));
+  secrets
+    .command('delete')
+    .description('delete a secret')
+    .argument('<name>')
+    .action(run((ctx, name: string) => secretsDelete(ctx, name)));
 
   const executions = program.command('executions').description('tool executions');
   executions

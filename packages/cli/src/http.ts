@@ -4,7 +4,7 @@ import { CliError, ExitCode } from './exit.ts';
 import type { Settings } from './settings.ts';
 
 export interface ApiRequest {
-  method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   query?: Record<string, string | number | undefined>;
   json?: unknown;

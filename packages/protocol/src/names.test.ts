@@ -61,6 +61,7 @@ describe('names', () => {
     expect(names.eventStream).toBe('t0a1b2c3d4e_EVT');
     expect(names.leaseBucket).toBe('t0a1b2c3d4e_leases');
     expect(names.toolConsumer('skills')).toBe('t0a1b2c3d4e_tool_skills');
+    expect(names.toolServiceConsumer('tools')).toBe('t0a1b2c3d4e_svc_tools');
     expect(names.agentConsumer('worker')).toBe('t0a1b2c3d4e_agent_worker');
   });
 

@@ -80,6 +80,17 @@ describe('subject builders', () => {
       subject: subjects.mcpRefresh({ ...scope, server: 'docs' }),
       parsed: { kind: 'ctl', component: 'mcp', ...scope, server: 'docs', action: 'refresh' },
     },
+    {
+      name: 'registry changed',
+      subject: subjects.registryChanged(scope.project),
+      parsed: {
+        kind: 'evt',
+        component: 'sys',
+        project: scope.project,
+        channel: 'sys',
+        event: 'registry_changed',
+      },
+    },
   ];
 
   it('build the subjects of the v1 grammar', () => {
@@ -95,7 +106,18 @@ describe('subject builders', () => {
       'cg.v1.proj_1.main-chan.evt.tool.skills.progress',
       'cg.v1.proj_1.main-chan.ctl.task.skills.cancel',
       'cg.v1.proj_1.main-chan.ctl.mcp.docs.refresh',
+      'cg.v1.proj_1.sys.evt.sys.registry.changed',
     ]);
+  });
+
+  it('give the tools service every tool call and every registry change, in the streams', () => {
+    const call = subjects.toolCall({ ...scope, target: 'web', tool: 'search' });
+    expect(matches(subjects.allToolCallsFilter(), call)).toBe(true);
+    expect(matches(subjects.allToolCallsFilter(), subjects.cancel(scope))).toBe(false);
+    const changed = subjects.registryChanged('proj_1');
+    expect(matches(subjects.registryChangedFilter(), changed)).toBe(true);
+    expect(subjects.eventStreamSubjects().some((f) => matches(f, changed))).toBe(true);
+    expect(matches(subjects.toolResultFilter(scope), changed)).toBe(false);
   });
 
   it('keep task cancels out of both streams and progress out of the result filter', () => {

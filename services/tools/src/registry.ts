@@ -103,8 +103,11 @@ export function createRegistry(o: RegistryOptions): Registry {
       if (hit && Date.now() - hit.at < o.ttlMs) return Promise.resolve(hit.tool);
       let p = pending.get(key);
       if (!p) {
-        p = load(project, name, key).finally(() => pending.delete(key));
-        pending.set(key, p);
+        const loading = load(project, name, key).finally(() => {
+          if (pending.get(key) === loading) pending.delete(key);
+        });
+        pending.set(key, loading);
+        p = loading;
       }
       return p;
     },

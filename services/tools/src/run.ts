@@ -87,11 +87,13 @@ export async function runRegistryCall(
     const amount = policies.cost.per_call + policies.cost.per_second * seconds;
     ctx.charge({ amount: Math.round(amount * 1e9) / 1e9, currency: policies.cost.currency });
   };
-  charge();
   if (policies.rateLimit) {
     const waited = await takeToken(deps, tool, policies.rateLimit, ctx);
     if (waited > 0) ctx.annotate({ rate_limit_wait_ms: waited });
   }
+  // Charged once the call may go out (a call refused by its rate limit cost nothing), and
+  // again when it ends; a call that times out keeps the first estimate.
+  charge();
   const secret = async (name: string) => {
     const value = await deps.secrets.get(tool.project, name);
     redactor.add(value);

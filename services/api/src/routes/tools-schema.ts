@@ -42,6 +42,20 @@ export const ToolOptions = ToolOptionsShape.meta({ id: 'ToolOptions' });
 /** The request template of an `http` tool; see the protocol package. */
 export const HttpToolSpec = HttpSpec.meta({ id: 'HttpToolSpec' });
 
+/** Headers the HTTP client owns: framing, routing and the body's type. */
+const RESERVED_HEADERS: ReadonlySet<string> = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+]);
+
 /**
  * Checks an http template against the tool's parameters: every URL placeholder is a required
  * parameter, every `query` and `body` name is a parameter, and GET/DELETE send no body. A
@@ -67,6 +81,12 @@ export function checkHttpSpec(spec: HttpSpec, parameters: Record<string, unknown
       if (!known.has(name)) {
         issues.push({ path: `/http/${field}`, message: `${name} is not a parameter` });
       }
+    }
+  }
+  for (const h of Object.keys(spec.headers ?? {})) {
+    const lower = h.toLowerCase();
+    if (RESERVED_HEADERS.has(lower) || (lower === 'authorization' && spec.auth)) {
+      issues.push({ path: '/http/headers', message: `header ${h} is set by the tools service` });
     }
   }
   if ((spec.method === 'GET' || spec.method === 'DELETE') && spec.body !== undefined) {

@@ -136,6 +136,8 @@ export function createHttpExecutor(o: HttpExecutorOptions): KindExecutor {
         body = JSON.stringify(payload);
         headers['content-type'] = 'application/json';
       }
+      // Refused before a secret is even read.
+      o.egress.checkUrl(url);
       if (spec.auth) {
         const secret = await ctx.secret(spec.auth.secret);
         switch (spec.auth.type) {
@@ -154,7 +156,6 @@ export function createHttpExecutor(o: HttpExecutorOptions): KindExecutor {
           }
         }
       }
-      o.egress.checkUrl(url);
       let res;
       try {
         res = await request(url, {
