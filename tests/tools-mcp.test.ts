@@ -387,4 +387,16 @@ describe('delete', () => {
     const r = await call('web.echo', { text: 'x' });
     expect(r.content.error?.code).toBe('unknown_tool');
   });
+
+  it('deleting a stdio server ends its process and its sandbox at once', async () => {
+    const active = async () =>
+      (await req('GET', '/sandboxes?state=active')).body.sandboxes.filter(
+        (s: { session_key: string }) => s.session_key.startsWith('mcp:local@'),
+      );
+    expect(await active()).toHaveLength(1);
+    expect((await req('DELETE', '/mcp-servers/local')).status).toBe(204);
+    await until(async () => ((await active()).length === 0 ? true : undefined));
+    const r = await call('local.echo', { text: 'x' });
+    expect(r.content.error?.code).toBe('unknown_tool');
+  });
 });

@@ -68,6 +68,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     mcpPool,
   });
   const discovery = serveDiscovery({ bus, store, pool: mcpPool, logger: log });
+  const mcpWatch = mcpPool.watchRegistry(bus);
   const registry = createRegistry({
     store,
     bus,
@@ -109,6 +110,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     stop: async (graceMs) => {
       stopping = true;
       discovery.unsubscribe();
+      mcpWatch.unsubscribe();
       await service.stop(graceMs);
       registry.close();
       await health.close();
