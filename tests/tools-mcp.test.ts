@@ -389,10 +389,12 @@ describe('delete', () => {
   });
 
   it('deleting a stdio server ends its process and its sandbox at once', async () => {
-    const active = async () =>
-      (await req('GET', '/sandboxes?state=active')).body.sandboxes.filter(
-        (s: { session_key: string }) => s.session_key.startsWith('mcp:local@'),
-      );
+    const active = async (): Promise<unknown[]> => {
+      const list = (await req('GET', '/sandboxes?state=active')).body as {
+        sandboxes: { session_key: string }[];
+      };
+      return list.sandboxes.filter((s) => s.session_key.startsWith('mcp:local@'));
+    };
     expect(await active()).toHaveLength(1);
     expect((await req('DELETE', '/mcp-servers/local')).status).toBe(204);
     await until(async () => ((await active()).length === 0 ? true : undefined));
