@@ -51,7 +51,8 @@ beforeAll(async () => {
     loadConfig({ env: api.env }),
     pino({ level: api.config.log.level }),
   );
-  http = await startMcpHttpServer();
+  // Silent about tool changes: refreshes are asked for explicitly here (see 'announced').
+  http = await startMcpHttpServer({ announce: false });
   nc = await connect({ servers: api.env['CG__NATS__URL']! });
   client = createClient({ nc, root: api.config.nats.subject_root });
   a = await api.createProject();
@@ -251,6 +252,36 @@ describe('an MCP server over streamable HTTP', () => {
     });
     expect(r.status).toBe('timeout');
     await until(() => Promise.resolve(http.state.canceled > before ? true : undefined));
+  });
+
+  it('a server that announces a changed tool set is refreshed without being asked', async () => {
+    const live = await startMcpHttpServer({ tools: ['echo', 'stats'] });
+    try {
+      const res = await req('POST', '/mcp-servers', {
+        name: 'live',
+        transport: 'http',
+        url: live.url,
+      });
+      expect(res.body).toMatchObject({ state: 'connected', tool_count: 2 });
+      // A call opens the tools service's pooled connection, whose stream carries the news.
+      expect((await call('live.echo', { text: 'x' })).status).toBe('succeeded');
+      while (!live.requestHeaders.some((h) => h['accept'] === 'text/event-stream')) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect((await call('live.stats')).status).toBe('succeeded');
+      live.setTools(['echo', 'fail']);
+      await until(async () => {
+        const [stats, fail] = await Promise.all([
+          req('GET', '/tools/live.stats'),
+          req('GET', '/tools/live.fail'),
+        ]);
+        return stats.body.enabled === false && fail.status === 200 ? true : undefined;
+      });
+      expect((await call('live.fail')).content.error?.code).toBe('tool_error');
+    } finally {
+      await req('DELETE', '/mcp-servers/live');
+      await live.stop();
+    }
   });
 
   it('an unreachable server is registered in state error with the reason', async () => {

@@ -139,6 +139,31 @@ describe('stdio: the server dying', () => {
   });
 });
 
+describe('http: tools/list_changed', () => {
+  it('calls onToolsChanged when the server says its tool set changed', async () => {
+    const server = await startMcpHttpServer({ tools: ['echo'] });
+    try {
+      let changed!: () => void;
+      const seen = new Promise<void>((resolve) => (changed = resolve));
+      const conn = await connectMcp(
+        { transport: 'http', url: server.url },
+        { onToolsChanged: () => changed() },
+      );
+      // Server notifications travel on the GET stream the client opens after the handshake.
+      while (!server.requestHeaders.some((h) => h['accept'] === 'text/event-stream')) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await conn.listTools(); // a round trip: the server has set the stream up by now
+      server.setTools(['echo', 'stats']);
+      await seen;
+      expect((await conn.listTools()).map((t) => t.name).sort()).toEqual(['echo', 'stats']);
+      await conn.close();
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('http: errors', () => {
   it('an unreachable server is connect_failed', async () => {
     const err = await connectMcp({ transport: 'http', url: 'http://127.0.0.1:1/mcp' }).catch(

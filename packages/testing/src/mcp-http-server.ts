@@ -34,6 +34,8 @@ export async function startMcpHttpServer(
     port?: number;
     /** Speak only the older HTTP+SSE transport (GET /mcp, POST /messages): no streamable HTTP. */
     sseOnly?: boolean;
+    /** Send notifications/tools/list_changed when setTools changes the set (default true). */
+    announce?: boolean;
   } = {},
 ): Promise<McpHttpFixture> {
   const state: FixtureState = { canceled: 0 };
@@ -43,6 +45,7 @@ export async function startMcpHttpServer(
 
   async function newSession(): Promise<Session> {
     const server = new McpServer({ name: 'toolmesh-fixture-http', version: '1.0.0' });
+    if (options.announce === false) server.sendToolListChanged = () => undefined;
     const tools = registerFixtureTools(server, state, names);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

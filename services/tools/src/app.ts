@@ -18,7 +18,7 @@ import { createToolService, limitsFromConfig } from '@toolmesh/tool-service';
 import { createEgress } from './egress.ts';
 import { startHealthServer } from './health.ts';
 import { createKindExecutors } from './kinds/index.ts';
-import { serveDiscovery } from './mcp/discovery.ts';
+import { createAutoRefresh, serveDiscovery } from './mcp/discovery.ts';
 import { createMcpPool } from './mcp/pool.ts';
 import { createRegistry } from './registry.ts';
 import { createResolver } from './resolver.ts';
@@ -51,7 +51,10 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     provider.catch(() => (provider = undefined));
     return provider;
   };
+  // A server's tools/list_changed refreshes its registry rows (discovery needs the pool: bound late).
+  const autoRefresh = createAutoRefresh(() => ({ bus, store, pool: mcpPool, logger: log }));
   const mcpPool = createMcpPool({
+    onToolsChanged: autoRefresh,
     store,
     sandboxes,
     egress,

@@ -128,6 +128,46 @@ function parametersOf(inputSchema: Record<string, unknown>): Record<string, unkn
   return $schema === undefined ? rest : { ...rest, 'x-mcp-schema': $schema };
 }
 
+/**
+ * Refreshes a server when it says its tool set changed. Notifications arriving while a refresh
+ * of that server runs lead to one more refresh after it, not one each.
+ */
+export function createAutoRefresh(
+  deps: () => DiscoveryDeps,
+): (project: string, server: string) => void {
+  const running = new Map<string, { again: boolean }>();
+  return (project, server) => {
+    const key = `${project}\u0000${server}`;
+    const current = running.get(key);
+    if (current) {
+      current.again = true;
+      return;
+    }
+    const state = { again: false };
+    running.set(key, state);
+    void (async () => {
+      try {
+        do {
+          state.again = false;
+          const d = deps();
+          const reply = await refreshServer(d, project, server).catch((err: unknown) => {
+            d.logger.warn({ err, project, mcp_server: server }, 'automatic MCP refresh failed');
+            return undefined;
+          });
+          if (reply?.ok) {
+            d.logger.info(
+              { project, mcp_server: server, added: reply.added, disabled: reply.disabled },
+              'MCP server changed its tools; registry refreshed',
+            );
+          }
+        } while (state.again);
+      } finally {
+        running.delete(key);
+      }
+    })();
+  };
+}
+
 /** Answers refresh requests until unsubscribed. */
 export function serveDiscovery(deps: DiscoveryDeps): Subscription {
   const log = deps.logger.child({ component: 'mcp-discovery' });

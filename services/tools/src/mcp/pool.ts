@@ -23,6 +23,8 @@ export interface PoolDeps extends SessionDeps {
   idleCloseMs?: number;
   /** Bounds a connect (and a stdio server's start). */
   connectTimeoutMs?: number;
+  /** A connected server said its tool set changed (notifications/tools/list_changed). */
+  onToolsChanged?(project: string, server: string): void;
 }
 
 export interface PooledConnection {
@@ -115,9 +117,11 @@ export function createMcpPool(deps: PoolDeps): McpPool {
       const endpoint = await endpointOf(row, entry);
       // No call's signal here: the connection is shared, and one caller's cancel must not fail
       // the others waiting for it (each waits under its own signal in get()).
+      const onToolsChanged = deps.onToolsChanged;
       conn = await connectMcp(endpoint, {
         timeoutMs: deps.connectTimeoutMs ?? DEFAULT_CONNECT_MS,
         logger: log,
+        ...(onToolsChanged ? { onToolsChanged: () => onToolsChanged(project, server) } : {}),
       });
     } catch (err) {
       await entry.session?.destroy();
