@@ -24,7 +24,7 @@ export interface PoolDeps extends SessionDeps {
   /** Bounds a connect (and a stdio server's start). */
   connectTimeoutMs?: number;
   /** A connected server said its tool set changed (notifications/tools/list_changed). */
-  onToolsChanged?(project: string, server: string): void;
+  onToolsChanged?: (project: string, server: string) => void;
 }
 
 export interface PooledConnection {
