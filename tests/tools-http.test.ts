@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { decodeMessage } from '@toolmesh/protocol';
 import { freePort } from '@toolmesh/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '@toolmesh/client';
@@ -312,8 +313,22 @@ describe('upstream failures and retries', () => {
       { method: 'GET', url: `${up.url}/flaky/${key}?fail=1&code=429&retry_after=1` },
       { options: { retries: { max: 3, base_ms: 10, max_ms: 50 } } },
     );
+    const progress: unknown[] = [];
+    const sub = mesh.api.nc.subscribe(
+      mesh.client.subjects.toolProgress({ project: a.id, channel: 'test', target: 'up' }),
+      { callback: (_e, m) => void progress.push(decodeMessage('tool_progress', m.data)) },
+    );
+    await mesh.api.nc.flush();
     const r = await call('up.flaky');
+    sub.unsubscribe();
     expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
+    // The wait for the retry was announced as progress of the call.
+    expect(progress).toEqual([
+      expect.objectContaining({
+        tool_call_id: r.tool_call_id,
+        detail: expect.objectContaining({ retrying: true, attempt: 1, status: 429 }),
+      }),
+    ]);
     expect(r.content.result).toEqual({ ok: true, key });
     const meta = (await card(a.id, r.tool_call_id)).metadata as {
       attempts: { attempt: number; outcome: string; status?: number; retry_in_ms?: number }[];

@@ -29,6 +29,11 @@ export interface ToolContext {
   annotate(metadata: Record<string, unknown>): void;
   /** Sets the call's cost estimate (the last one set wins). */
   charge(cost: CallCost): void;
+  /**
+   * Publishes a progress event of the call (`evt.tool.<target>.progress`, core NATS): a sign of
+   * life beside the result, never in its slot. Lossy by design.
+   */
+  progress(detail?: Record<string, unknown>): void;
 }
 
 /** What the runtime needs to run a tool: its handler and its default deadline. */

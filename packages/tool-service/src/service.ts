@@ -10,6 +10,7 @@ import { backoffMs } from '@toolmesh/bus';
 import type { Store } from '@toolmesh/store';
 import {
   RetryableError,
+  encodeMessage,
   statusForCode,
   type ProtocolError,
   type ErrorBody,
@@ -372,6 +373,26 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
           annotate: (m) => Object.assign(annotations, m),
           charge: (c) => {
             cost = c;
+          },
+          progress: (detail) => {
+            try {
+              bus.publishCore(
+                bus.subjects.toolProgress({
+                  project: ids.project,
+                  channel: ids.channel,
+                  target: ids.target,
+                }),
+                encodeMessage('tool_progress', {
+                  v: 1,
+                  tool_call_id: ids.toolCallId,
+                  tool_name: call.tool_name,
+                  at: new Date().toISOString(),
+                  ...(detail ? { detail } : {}),
+                }),
+              );
+            } catch (err) {
+              clog.debug({ err }, 'progress event not published');
+            }
           },
         },
         timeoutMs,
