@@ -67,7 +67,6 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   const executors = createKindExecutors({
     egress,
     maxResultBytes: config.tools.max_result_bytes,
-    bus,
     mcpPool,
   });
   const discovery = serveDiscovery({ bus, store, pool: mcpPool, logger: log });
