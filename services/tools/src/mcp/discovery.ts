@@ -48,10 +48,21 @@ export async function refreshServer(
     refused: [],
     error: { code, message },
   });
+  const row = await deps.store.mcpServers.get(project, server);
+  if (!row) {
+    await deps.pool.drop(project, server);
+    return failed('unknown_tool', `MCP server ${server} is not registered`);
+  }
   let listed;
   try {
-    // A refresh must see the server as it is now: a connection that died is re-opened.
-    const pooled = await deps.pool.get(project, server, AbortSignal.timeout(DISCOVERY_TIMEOUT_MS));
+    // A refresh must see the server as it is now: a connection that died is re-opened, and one
+    // opened for an earlier server of the same name (deleted, then registered again) replaced.
+    const signal = AbortSignal.timeout(DISCOVERY_TIMEOUT_MS);
+    let pooled = await deps.pool.get(project, server, signal);
+    if (pooled.serverId !== row.server_id) {
+      await deps.pool.drop(project, server);
+      pooled = await deps.pool.get(project, server, signal);
+    }
     try {
       listed = await pooled.conn.listTools({ signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS) });
     } catch (err) {
