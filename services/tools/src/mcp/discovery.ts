@@ -26,8 +26,6 @@ export interface DiscoveryDeps {
   logger: Logger;
 }
 
-/** The queue group of the refresh responders: one instance answers each request. */
-export const DISCOVERY_QUEUE = 'tools-mcp-discovery';
 /** Bounds one discovery; the api waits a little longer (MCP_REFRESH_TIMEOUT_MS). */
 const DISCOVERY_TIMEOUT_MS = 50_000;
 
@@ -183,7 +181,7 @@ export function createAutoRefresh(
 export function serveDiscovery(deps: DiscoveryDeps): Subscription {
   const log = deps.logger.child({ component: 'mcp-discovery' });
   return deps.bus.nc.subscribe(deps.bus.subjects.mcpRefreshFilter(), {
-    queue: DISCOVERY_QUEUE,
+    queue: deps.bus.names.mcpDiscoveryQueue,
     callback: (err, msg: Msg) => {
       if (err) {
         log.warn({ err }, 'refresh subscription error');
