@@ -369,6 +369,22 @@ describe('an MCP server over stdio inside a sandbox', () => {
     ).toBe(true);
   });
 
+  it('concurrent calls share one server process and one sandbox', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => call('local.echo', { text: `n${i}` })),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(20).fill('succeeded'));
+    expect(
+      results.map((r) => (r.content.result as { content: { text: string }[] }).content[0]!.text),
+    ).toEqual(Array.from({ length: 20 }, (_, i) => `echo: n${i}`));
+    const sandboxes = (await req('GET', '/sandboxes?state=active')).body as {
+      sandboxes: { session_key: string }[];
+    };
+    expect(sandboxes.sandboxes.filter((s) => s.session_key.startsWith('mcp:local@'))).toHaveLength(
+      1,
+    );
+  });
+
   it('the server dying mid-call fails that call with mcp_unavailable; the next call reconnects', async () => {
     expect((await call('local.echo', { text: 'before' })).status).toBe('succeeded');
     const crashed = await call('local.crash');

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  createE2bSandboxProvider,
   createLocalSandboxProvider,
   type LocalSandboxProvider,
   type Sandbox,
@@ -12,6 +13,7 @@ import {
 import {
   FIXTURE_TOOLS,
   MCP_STDIO_SERVER_PATH,
+  startFakeE2b,
   startMcpHttpServer,
   type McpHttpFixture,
 } from '@toolmesh/testing';
@@ -115,6 +117,43 @@ describe.each(['http', 'stdio'] as const)('%s', (kind) => {
     const ac = new AbortController();
     const call = conn.callTool('hang', {}, { signal: ac.signal, onProgress: () => ac.abort() });
     await expect(call).rejects.toMatchObject({ code: 'canceled' });
+  });
+});
+
+describe('stdio in an e2b sandbox (the fake E2B server, the real e2b SDK)', () => {
+  it('lists and calls tools with progress through envd stdin and stdout', async () => {
+    const fake = await startFakeE2b();
+    const e2b = createE2bSandboxProvider({
+      apiKey: fake.apiKey,
+      apiUrl: fake.url,
+      sandboxUrl: fake.url,
+      domain: 'sandbox.test',
+      template: 'base',
+      workdir: '/home/user/work',
+      requestTimeoutMs: 10_000,
+      sandboxTimeoutSec: 600,
+    });
+    const box = await e2b.create({ key: { project: 'p', agent: '-', session: 'mcp' } });
+    try {
+      const conn = await connectMcp({
+        transport: 'stdio',
+        sandbox: box,
+        command: process.execPath,
+        args: [MCP_STDIO_SERVER_PATH, 'echo', 'progress'],
+      });
+      expect((await conn.listTools()).map((t) => t.name).sort()).toEqual(['echo', 'progress']);
+      expect((await conn.callTool('echo', { text: 'e2b' })).content).toEqual([
+        { type: 'text', text: 'echo: e2b' },
+      ]);
+      const seen: McpProgress[] = [];
+      await conn.callTool('progress', { steps: 2 }, { onProgress: (p) => seen.push(p) });
+      expect(seen).toHaveLength(2);
+      await conn.close();
+    } finally {
+      await box.destroy();
+      await e2b.close();
+      await fake.stop();
+    }
   });
 });
 
