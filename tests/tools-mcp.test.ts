@@ -130,9 +130,15 @@ describe('an MCP server over streamable HTTP', () => {
         type: 'object',
         properties: { text: { type: 'string' } },
         required: ['text'],
-        'x-mcp-schema': 'http://json-schema.org/draft-07/schema#',
       },
       enabled: true,
+    });
+    expect(echo.body.parameters.$schema).toBeUndefined();
+    const row = await api.store.tools.get(a.id, 'web.echo');
+    expect(row?.spec).toEqual({
+      server: 'web',
+      tool: 'echo',
+      schema: 'http://json-schema.org/draft-07/schema#',
     });
   });
 

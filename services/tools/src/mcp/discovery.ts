@@ -87,7 +87,7 @@ export async function refreshServer(
       token: m.id,
       mcpName: t.name,
       description: t.description ?? t.title ?? '',
-      parameters: parametersOf(t.inputSchema),
+      ...schemaOf(t.inputSchema),
     });
   });
   const outcome = await deps.store.mcpServers.sync(project, server, tools);
@@ -130,11 +130,15 @@ export async function refreshServer(
  * The registry's copy of a tool's input schema. Registry schemas are JSON Schema 2020-12 (the
  * dialect MCP names as the default); servers built on zod often declare draft-07 in `$schema`,
  * which a 2020-12 validator cannot load, while the keywords they use mean the same in both. The
- * declaration is dropped and kept aside under `x-mcp-schema` for whoever reads the row.
+ * declaration leaves the parameters (models are shown them as function parameters) and is kept
+ * in the tool's spec.
  */
-function parametersOf(inputSchema: Record<string, unknown>): Record<string, unknown> {
-  const { $schema, ...rest } = inputSchema;
-  return $schema === undefined ? rest : { ...rest, 'x-mcp-schema': $schema };
+function schemaOf(inputSchema: Record<string, unknown>): {
+  parameters: Record<string, unknown>;
+  schemaDialect?: string;
+} {
+  const { $schema, ...parameters } = inputSchema;
+  return typeof $schema === 'string' ? { parameters, schemaDialect: $schema } : { parameters };
 }
 
 /**
