@@ -103,8 +103,10 @@ export async function runRegistryCall(
     if (waited > 0) ctx.annotate({ rate_limit_wait_ms: waited });
   }
   // Charged once the call may go out (a call refused by its rate limit cost nothing), and
-  // again when it ends; a call that times out keeps the first estimate.
+  // again when it ends; a call that times out keeps the first estimate. A call that never
+  // reached the upstream (bad arguments, a missing secret, egress refused) costs nothing.
   charge();
+  let reached = false;
   const secret = async (name: string) => {
     const value = await deps.secrets.get(tool.project, name);
     redactor.add(value);
@@ -120,6 +122,7 @@ export async function runRegistryCall(
           secret,
           progress: (detail) => ctx.progress(detail ? redactor.redact(detail) : undefined),
         });
+        reached = true;
         attempts.push({
           attempt,
           duration_ms: round(performance.now() - t0),
@@ -128,6 +131,7 @@ export async function runRegistryCall(
         return redactor.redact(result);
       } catch (err) {
         if (ctx.signal.aborted) throw ctx.signal.reason as Error;
+        if (err instanceof UpstreamFailure) reached = true;
         const record: AttemptRecord = {
           attempt,
           duration_ms: round(performance.now() - t0),
@@ -160,6 +164,7 @@ export async function runRegistryCall(
     }
   } finally {
     ctx.annotate({ attempts });
-    charge();
+    if (reached) charge();
+    else ctx.charge(undefined);
   }
 }
