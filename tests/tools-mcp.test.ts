@@ -154,6 +154,14 @@ describe('an MCP server over streamable HTTP', () => {
     expect(dotted.content.result).toEqual({ content: [{ type: 'text', text: 'ns.dotted' }] });
   });
 
+  it('runs over POST /executions too, checked against the same schema', async () => {
+    const ok = await req('POST', '/executions', { tool: 'web.echo', arguments: { text: 'api' } });
+    expect(ok.status, ok.raw).toBe(200);
+    expect(ok.body.card.content.result.content).toEqual([{ type: 'text', text: 'echo: api' }]);
+    const bad = await req('POST', '/executions', { tool: 'web.echo', arguments: {} });
+    expect(bad.status, bad.raw).toBe(400);
+  });
+
   it('checks arguments against the discovered schema before calling', async () => {
     const r = await call('web.echo', { text: 7 });
     expect(r.status).toBe('failed');
