@@ -178,6 +178,23 @@ describe('stdio: the server dying', () => {
   });
 });
 
+describe('http: a listing in pages', () => {
+  it('follows nextCursor through every page', async () => {
+    const paged = await startMcpHttpServer({ pageSize: 3 });
+    try {
+      const conn = await connectMcp({ transport: 'http', url: paged.url });
+      const tools = await conn.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual([...FIXTURE_TOOLS].sort());
+      expect(paged.methods.filter((m) => m === 'tools/list')).toHaveLength(
+        Math.ceil(FIXTURE_TOOLS.length / 3),
+      );
+      await conn.close();
+    } finally {
+      await paged.stop();
+    }
+  });
+});
+
 describe('http: tools/list_changed', () => {
   it('calls onToolsChanged when the server says its tool set changed', async () => {
     const server = await startMcpHttpServer({ tools: ['echo'] });

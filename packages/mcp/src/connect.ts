@@ -199,12 +199,12 @@ async function open(
   if (onToolsChanged) {
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => onToolsChanged());
   }
+  // Notifications ahead of the responses after them (see ordered.ts).
+  const wire = orderedTransport(transport);
   // The SDK keeps a request waiting forever when the HTTP stream that should carry its response
   // breaks and the server gave no event ids to resume from: it reports the break and moves on.
   // A broken stream is taken as a dead connection instead: closing the client fails every
   // request still waiting (ConnectionClosed), and the pool opens a new connection next time.
-  // Notifications ahead of the responses after them (see ordered.ts).
-  const wire = orderedTransport(transport);
   if (kind !== 'stdio') {
     wire.onerror = (err) => {
       if (closedWhy === undefined && isStreamBreak(kind, err)) {
