@@ -9,7 +9,7 @@ import { isMcpClientError, type McpCallResult } from '@toolmesh/mcp';
 import { ToolError } from '@toolmesh/protocol';
 import type { McpToolSpec } from '@toolmesh/store';
 import { egressDeniedIn } from '../egress.ts';
-import type { McpPool } from '../mcp/pool.ts';
+import type { McpPool, PooledConnection } from '../mcp/pool.ts';
 import type { RegistryTool } from '../registry.ts';
 import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
 
@@ -37,8 +37,9 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
   return {
     async attempt(tool, args, ctx: AttemptContext) {
       const spec = specOf(tool);
+      let pooled: PooledConnection | undefined;
       try {
-        const pooled = await o.pool.get(tool.project, spec.server, ctx.signal);
+        pooled = await o.pool.get(tool.project, spec.server, ctx.signal);
         ctx.annotate({ mcp_transport: pooled.conn.transport });
         const res = await pooled.conn.callTool(spec.tool, args, {
           signal: ctx.signal,
@@ -54,7 +55,8 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
         switch (err.reason) {
           case 'connect_failed':
           case 'connection_lost':
-            await o.pool.drop(tool.project, spec.server);
+            // A failed open is forgotten by the pool itself; a lost connection is closed here.
+            if (pooled) await o.pool.drop(tool.project, spec.server, pooled.conn);
             throw new UpstreamFailure(err.message, {
               code: 'mcp_unavailable',
               retryable: true,

@@ -58,13 +58,13 @@ export async function refreshServer(
     const signal = AbortSignal.timeout(DISCOVERY_TIMEOUT_MS);
     let pooled = await deps.pool.get(project, server, signal);
     if (pooled.serverId !== row.server_id) {
-      await deps.pool.drop(project, server);
+      await deps.pool.drop(project, server, pooled.conn);
       pooled = await deps.pool.get(project, server, signal);
     }
     try {
       listed = await pooled.conn.listTools({ signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS) });
     } catch (err) {
-      await deps.pool.drop(project, server);
+      await deps.pool.drop(project, server, pooled.conn);
       throw err;
     }
   } catch (err) {

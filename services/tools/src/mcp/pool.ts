@@ -37,8 +37,12 @@ export interface PooledConnection {
 export interface McpPool {
   /** The live connection to a server, opened when there is none. Throws McpClientError. */
   get(project: string, server: string, signal?: AbortSignal): Promise<PooledConnection>;
-  /** Closes and forgets a server's connection (deleted server, failed call). */
-  drop(project: string, server: string): Promise<void>;
+  /**
+   * Closes and forgets a server's connection (deleted server, failed call). With `only`, just
+   * that connection: a call that saw its connection die must not close the new one another call
+   * has opened meanwhile.
+   */
+  drop(project: string, server: string, only?: McpConnection): Promise<void>;
   /**
    * Follows the registry's change events (every instance hears them): when tools of a server
    * are deleted (the server was), its connection and sandbox go at once, not at the idle sweep.
@@ -180,10 +184,14 @@ export function createMcpPool(deps: PoolDeps): McpPool {
       pooled.touch();
       return pooled;
     },
-    drop: async (project, server) => {
+    drop: async (project, server, only) => {
       const key = keyOf(project, server);
       const e = entries.get(key);
-      entries.delete(key);
+      if (only && e?.conn !== only) {
+        await only.close();
+        return;
+      }
+      if (entries.get(key) === e) entries.delete(key);
       const pooled = await e?.opening.catch(() => undefined);
       await pooled?.conn.close();
     },
