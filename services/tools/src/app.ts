@@ -52,7 +52,14 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     return provider;
   };
   // A server's tools/list_changed refreshes its registry rows (discovery needs the pool: bound late).
-  const autoRefresh = createAutoRefresh(() => ({ bus, store, pool: mcpPool, logger: log }));
+  const discoveryDeps = () => ({
+    bus,
+    store,
+    pool: mcpPool,
+    timeoutMs: config.tools.mcp_discovery_timeout_ms,
+    logger: log,
+  });
+  const autoRefresh = createAutoRefresh(discoveryDeps);
   const mcpPool = createMcpPool({
     onToolsChanged: autoRefresh,
     store,
@@ -62,6 +69,8 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     idleTtlSec: config.sandbox.idle_ttl_sec,
     hardTtlSec: config.sandbox.hard_ttl_sec,
     secret: (project, name) => secrets.get(project, name),
+    connectTimeoutMs: config.tools.mcp_connect_timeout_ms,
+    idleCloseMs: config.tools.mcp_idle_close_ms,
     logger: log,
   });
   const executors = createKindExecutors({
@@ -69,7 +78,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     maxResultBytes: config.tools.max_result_bytes,
     mcpPool,
   });
-  const discovery = serveDiscovery({ bus, store, pool: mcpPool, logger: log });
+  const discovery = serveDiscovery(discoveryDeps());
   const mcpWatch = mcpPool.watchRegistry(bus);
   const registry = createRegistry({
     store,

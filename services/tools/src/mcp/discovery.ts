@@ -23,11 +23,10 @@ export interface DiscoveryDeps {
   bus: Bus;
   store: Store;
   pool: McpPool;
+  /** Bounds one discovery: connect and list every page ([tools] mcp_discovery_timeout_ms). */
+  timeoutMs: number;
   logger: Logger;
 }
-
-/** Bounds one discovery; the api waits a little longer (MCP_REFRESH_TIMEOUT_MS). */
-const DISCOVERY_TIMEOUT_MS = 50_000;
 
 export async function refreshServer(
   deps: DiscoveryDeps,
@@ -55,14 +54,14 @@ export async function refreshServer(
   try {
     // A refresh must see the server as it is now: a connection that died is re-opened, and one
     // opened for an earlier server of the same name (deleted, then registered again) replaced.
-    const signal = AbortSignal.timeout(DISCOVERY_TIMEOUT_MS);
+    const signal = AbortSignal.timeout(deps.timeoutMs);
     let pooled = await deps.pool.get(project, server, signal);
     if (pooled.serverId !== row.server_id) {
       await deps.pool.drop(project, server, pooled.conn);
       pooled = await deps.pool.get(project, server, signal);
     }
     try {
-      listed = await pooled.conn.listTools({ signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS) });
+      listed = await pooled.conn.listTools({ signal });
     } catch (err) {
       await deps.pool.drop(project, server, pooled.conn);
       throw err;
