@@ -14,13 +14,12 @@ import {
   streamSettingsOf,
 } from '@toolmesh/service';
 import { createSecretBox } from '@toolmesh/store';
-import { createToolService, limitsFromConfig } from '@toolmesh/tool-service';
+import { createRegistry, createToolService, limitsFromConfig } from '@toolmesh/tool-service';
 import { createEgress } from './egress.ts';
 import { startHealthServer } from './health.ts';
 import { createKindExecutors } from './kinds/index.ts';
 import { createAutoRefresh, serveDiscovery } from './mcp/discovery.ts';
 import { createMcpPool } from './mcp/pool.ts';
-import { createRegistry } from './registry.ts';
 import { createResolver } from './resolver.ts';
 import { createSecretReader } from './secrets.ts';
 
@@ -76,6 +75,11 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   const executors = createKindExecutors({
     egress,
     maxResultBytes: config.tools.max_result_bytes,
+    store,
+    bus,
+    config,
+    instanceId,
+    logger: log,
     mcpPool,
   });
   const discovery = serveDiscovery(discoveryDeps());
