@@ -1,6 +1,7 @@
 // Builds the tools service from its configuration: NATS, JetStream provisioning, the Postgres
-// store, the cached registry, the kind executors (http and mcp, with the MCP connection pool and its discovery responder), the egress guard,
-// and one registry tool service consuming every tool call that is not the skills service's.
+// store, the cached registry, the egress guard, the kind executors (http and mcp), the MCP
+// connection pool with its discovery responder, and one registry tool service consuming every
+// tool call that is not the skills service's.
 // `main.ts` runs it as a process; tests start it the same way.
 import type { Logger } from 'pino';
 import type { SandboxProvider } from '@toolmesh/sandbox';

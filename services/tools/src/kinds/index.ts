@@ -1,5 +1,6 @@
-// The kinds this service runs, one executor each. The mcp kind adds its executor here
-// (kinds/mcp.ts) next to http; the resolver picks the executor by the tool's origin.
+// The kinds this service runs, one executor each (kinds/http.ts, kinds/mcp.ts); the resolver
+// picks the executor by the tool's origin. The mcp kind runs on the service's MCP pool, which
+// discovery shares.
 import type { Logger } from 'pino';
 import type { Bus } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
