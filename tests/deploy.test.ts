@@ -158,14 +158,17 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('lets the skills service open bubblewrap namespaces without privileges or capabilities', () => {
-    const skills = services['skills'];
-    expect(skills.security_opt).toEqual(
-      expect.arrayContaining(['seccomp=unconfined', 'apparmor=unconfined']),
-    );
-    expect(skills.privileged).toBeUndefined();
-    expect(skills.cap_add).toBeUndefined();
-    expect(skills.volumes).toContain('sandboxes:/var/lib/toolmesh/sandboxes');
+  it('lets the skills and tools services open bubblewrap namespaces without privileges or capabilities', () => {
+    // tools: stdio MCP servers run in sandboxes too.
+    for (const name of ['skills', 'tools']) {
+      const s = services[name];
+      expect(s.security_opt, name).toEqual(
+        expect.arrayContaining(['seccomp=unconfined', 'apparmor=unconfined']),
+      );
+      expect(s.privileged, name).toBeUndefined();
+      expect(s.cap_add, name).toBeUndefined();
+      expect(s.volumes, name).toContain('sandboxes:/var/lib/toolmesh/sandboxes');
+    }
     expect(services['sandbox-reaper'].volumes).toContain('sandboxes:/var/lib/toolmesh/sandboxes');
   });
 });

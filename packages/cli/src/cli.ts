@@ -12,6 +12,14 @@ import {
   toolsList,
 } from './commands/manage.ts';
 import {
+  collect,
+  mcpAdd,
+  mcpList,
+  mcpRefresh,
+  mcpRemove,
+  type McpAddFlags,
+} from './commands/mcp.ts';
+import {
   secretsDelete,
   secretsList,
   secretsSet,
@@ -196,6 +204,41 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .description("a task's status and final card")
     .argument('<task_id>')
     .action(run((ctx, id: string) => taskShow(ctx, id)));
+
+  const mcp = program.command('mcp').description("the project's MCP servers");
+  mcp
+    .command('add')
+    .description(
+      'register an MCP server: a URL (streamable HTTP) or a command run inside a sandbox (stdio); prints the tools found',
+    )
+    .argument('<name>', 'the server name: its tools become <name>.<tool>')
+    .argument('<url|command>', 'https://... or the program to run')
+    .argument('[args...]', "the command's arguments (put -- before ones starting with -)")
+    .option('--header <name=value>', 'a header for every request (repeatable)', collect)
+    .option('--bearer-secret <secret>', 'send a project secret as the bearer token')
+    .option('--header-secret <header=secret>', 'send a project secret in this header')
+    .option('--env <name=value>', 'an environment variable of the command (repeatable)', collect)
+    .action(
+      run((ctx, name: string, target: string, args: string[], f: McpAddFlags) =>
+        mcpAdd(ctx, name, target, args, f),
+      ),
+    );
+  mcp
+    .command('list')
+    .description('the MCP servers with their state, tool count and last error')
+    .action(run((ctx) => mcpList(ctx)));
+  mcp
+    .command('refresh')
+    .description(
+      'list the server again: new tools added, changed ones updated, vanished ones disabled',
+    )
+    .argument('<name>')
+    .action(run((ctx, name: string) => mcpRefresh(ctx, name)));
+  mcp
+    .command('remove')
+    .description('delete the server and its tools')
+    .argument('<name>')
+    .action(run((ctx, name: string) => mcpRemove(ctx, name)));
 
   const sandboxes = program.command('sandboxes').description('sandbox sessions');
   sandboxes

@@ -73,6 +73,17 @@ const examples: { [T in MessageType]: Message<T> } = {
   },
   agent_state: { v: 1, agent_id: 'agent-7', state: 'waiting', turn_id: 't1' },
   agent_chunk: { v: 1, agent_id: 'agent-7', turn_id: 't1', seq: 17, delta: 'Hello, wörld ✓' },
+  mcp_refresh: { v: 1 },
+  mcp_refresh_reply: {
+    v: 1,
+    ok: true,
+    state: 'connected',
+    tool_count: 2,
+    added: ['docs.search'],
+    updated: [],
+    disabled: ['docs.old'],
+    refused: [{ tool: 'a.b', reason: 'maps to a_b, which another tool of the server has' }],
+  },
   registry_changed: { v: 1, change: 'updated', tools: ['web.search'] },
 };
 const types = Object.keys(Catalog) as MessageType[];

@@ -55,6 +55,17 @@ export const ERROR_CODES = {
     summary: 'the tool is registered but disabled in the project',
   },
   tool_error: { retryable: false, status: 'failed', summary: 'the tool reported a failure' },
+  mcp_unavailable: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      'the MCP server could not be reached, or its connection died during the call; the next call reconnects',
+  },
+  mcp_error: {
+    retryable: false,
+    status: 'failed',
+    summary: 'the MCP server answered with a JSON-RPC error (unknown tool, invalid params, ...)',
+  },
   upstream_error: {
     retryable: false,
     status: 'failed',

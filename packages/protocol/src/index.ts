@@ -51,6 +51,8 @@ export {
   AgentState,
   AgentStateEvent,
   AgentChunk,
+  McpRefreshRequest,
+  McpRefreshReply,
   RegistryChange,
   RegistryChangedEvent,
   Catalog,

@@ -152,6 +152,25 @@ export const AgentChunk = z.strictObject({
 });
 export type AgentChunk = z.infer<typeof AgentChunk>;
 
+/** Sent on `ctl.mcp.<server>.refresh` (core NATS request): list the server's tools again. */
+export const McpRefreshRequest = z.strictObject({ v: version });
+export type McpRefreshRequest = z.infer<typeof McpRefreshRequest>;
+
+/** The reply to an MCP refresh: what the discovery did, by full tool name, or why it failed. */
+export const McpRefreshReply = z.strictObject({
+  v: version,
+  ok: z.boolean(),
+  state: z.enum(['connected', 'error']),
+  tool_count: z.int().min(0),
+  added: z.array(z.string()),
+  updated: z.array(z.string()),
+  disabled: z.array(z.string()),
+  /** Tools that could not be registered, with the reason (name not an id, name taken). */
+  refused: z.array(z.strictObject({ tool: z.string(), reason: z.string() })),
+  error: z.strictObject({ code: z.string(), message: z.string() }).optional(),
+});
+export type McpRefreshReply = z.infer<typeof McpRefreshReply>;
+
 export const RegistryChange = {
   created: 'created',
   updated: 'updated',
@@ -183,6 +202,8 @@ export const Catalog = {
   agent_step: AgentStepEvent,
   agent_state: AgentStateEvent,
   agent_chunk: AgentChunk,
+  mcp_refresh: McpRefreshRequest,
+  mcp_refresh_reply: McpRefreshReply,
   registry_changed: RegistryChangedEvent,
 } as const;
 export type MessageType = keyof typeof Catalog;

@@ -76,6 +76,11 @@ describe('subject builders', () => {
       parsed: { kind: 'ctl', component: 'task', ...scope, target: 'skills', action: 'cancel' },
     },
     {
+      name: 'mcp refresh',
+      subject: subjects.mcpRefresh({ ...scope, server: 'docs' }),
+      parsed: { kind: 'ctl', component: 'mcp', ...scope, server: 'docs', action: 'refresh' },
+    },
+    {
       name: 'registry changed',
       subject: subjects.registryChanged(scope.project),
       parsed: {
@@ -100,6 +105,7 @@ describe('subject builders', () => {
       'cg.v1.proj_1.main-chan.cmd.sys.cancel',
       'cg.v1.proj_1.main-chan.evt.tool.skills.progress',
       'cg.v1.proj_1.main-chan.ctl.task.skills.cancel',
+      'cg.v1.proj_1.main-chan.ctl.mcp.docs.refresh',
       'cg.v1.proj_1.sys.evt.sys.registry.changed',
     ]);
   });
@@ -120,6 +126,9 @@ describe('subject builders', () => {
     expect(matches(subjects.taskCancelFilter('other'), cancel)).toBe(false);
     const streams = [...subjects.commandStreamSubjects(), ...subjects.eventStreamSubjects()];
     for (const f of streams) expect(matches(f, cancel)).toBe(false);
+    const refresh = subjects.mcpRefresh({ ...scope, server: 'docs' });
+    expect(matches(subjects.mcpRefreshFilter(), refresh)).toBe(true);
+    for (const f of streams) expect(matches(f, refresh)).toBe(false);
     const progress = subjects.toolProgress({ ...scope, target: 'skills' });
     expect(matches(subjects.toolResultFilter(scope), progress)).toBe(false);
     expect(subjects.eventStreamSubjects().some((f) => matches(f, progress))).toBe(true);

@@ -30,6 +30,7 @@ export type ParsedSubject =
   | ({ kind: 'evt'; component: 'tool'; target: string; event: 'result' } & Scope)
   | ({ kind: 'evt'; component: 'tool'; target: string; event: 'progress' } & Scope)
   | ({ kind: 'ctl'; component: 'task'; target: string; action: 'cancel' } & Scope)
+  | ({ kind: 'ctl'; component: 'mcp'; server: string; action: 'refresh' } & Scope)
   | ({ kind: 'evt'; component: 'agent'; agent: string; event: AgentEvent } & Scope)
   | ({ kind: 'str'; component: 'agent'; agent: string; stream: 'chunk' } & Scope)
   | ({ kind: 'evt'; component: 'sys'; event: 'registry_changed' } & Scope);
@@ -53,6 +54,13 @@ export interface Subjects {
   taskCancelFilter(target: string): string;
   /** Every tool call for a target, across projects and channels (a consumer filter). */
   toolCallFilter(target: string): string;
+  /**
+   * `<root>.v1.<project>.<channel>.ctl.mcp.<server>.refresh`: discover an MCP server's tools; a
+   * core NATS request one tools-service instance (queue group) answers.
+   */
+  mcpRefresh(s: Scope & { server: string }): string;
+  /** Every MCP refresh request across projects and channels (the tools service's queue group). */
+  mcpRefreshFilter(): string;
   /** Every tool call of every target (a registry tool service's consumer filter). */
   allToolCallsFilter(): string;
   /** `<root>.v1.<project>.sys.evt.sys.registry.changed`: tools of the project changed. */
@@ -113,6 +121,8 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     taskCancel: (s) => scoped(root, s, 'ctl', 'task', assertId(IdKind.target, s.target), 'cancel'),
     taskCancelFilter: (target) => `${prefix}*.*.ctl.task.${assertId(IdKind.target, target)}.cancel`,
     toolCallFilter: (target) => `${prefix}*.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
+    mcpRefresh: (s) => scoped(root, s, 'ctl', 'mcp', assertId(IdKind.target, s.server), 'refresh'),
+    mcpRefreshFilter: () => `${prefix}*.*.ctl.mcp.*.refresh`,
     allToolCallsFilter: () => `${prefix}*.*.cmd.tool.>`,
     registryChanged: (project) =>
       scoped(root, { project, channel: SYSTEM_CHANNEL }, 'evt', 'sys', 'registry', 'changed'),
@@ -179,6 +189,9 @@ function parseSubject(root: string, subject: string): ParsedSubject {
   }
   if (kind === 'ctl' && component === 'task' && one === 'cancel') {
     return { kind, component, ...scope, target: assertId(IdKind.target, target), action: one };
+  }
+  if (kind === 'ctl' && component === 'mcp' && one === 'refresh') {
+    return { kind, component, ...scope, server: assertId(IdKind.target, target), action: one };
   }
   if (
     kind === 'evt' &&

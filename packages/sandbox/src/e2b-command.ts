@@ -20,6 +20,10 @@ export interface RemoteCommand {
   readonly startedAt: Date;
   readonly done: Promise<ExecResult>;
   kill(): Promise<ExecResult>;
+  /** Writes to stdin of an interactive command (envd's SendInput). */
+  write(data: string | Uint8Array): Promise<void>;
+  /** Closes stdin of an interactive command (envd's CloseStdin). */
+  closeStdin(): Promise<void>;
 }
 
 export interface StartSpec {
@@ -28,6 +32,11 @@ export interface StartSpec {
   /** Absolute working directory inside the sandbox. */
   readonly cwd: string;
   readonly options: SpawnOptions;
+  /** Keeps stdin open and hands output over as it streams (`Sandbox.interact`). */
+  readonly interactive?: {
+    readonly onStdout: (chunk: Uint8Array) => void;
+    readonly onStderr?: (chunk: Uint8Array) => void;
+  };
   readonly stdoutBytes: number;
   readonly stderrBytes: number;
   readonly requestTimeoutMs: number;
@@ -95,12 +104,20 @@ export async function startRemote(spec: StartSpec): Promise<RemoteCommand> {
     background: true,
     cwd: spec.cwd,
     envs,
-    stdin: options.stdin !== undefined,
+    stdin: options.stdin !== undefined || spec.interactive !== undefined,
     // The stream stays open as long as the command runs; the deadline is enforced here.
     timeoutMs: 0,
     requestTimeoutMs: spec.requestTimeoutMs,
-    onStdout: (data) => stdout.push(Buffer.from(data, 'utf8')),
-    onStderr: (data) => stderr.push(Buffer.from(data, 'utf8')),
+    onStdout: (data) => {
+      const chunk = Buffer.from(data, 'utf8');
+      stdout.push(chunk);
+      spec.interactive?.onStdout(chunk);
+    },
+    onStderr: (data) => {
+      const chunk = Buffer.from(data, 'utf8');
+      stderr.push(chunk);
+      spec.interactive?.onStderr?.(chunk);
+    },
   });
 
   let timedOut = false;
@@ -181,6 +198,8 @@ export async function startRemote(spec: StartSpec): Promise<RemoteCommand> {
     }
   }
 
+  let ended = false;
+  void done.finally(() => (ended = true)).catch(() => undefined);
   return {
     pid: handle.pid,
     startedAt,
@@ -188,6 +207,22 @@ export async function startRemote(spec: StartSpec): Promise<RemoteCommand> {
     kill: async () => {
       await killOnce();
       return done;
+    },
+    write: async (data) => {
+      if (ended) throw new SandboxError('closed', `command ${handle.pid} has ended`);
+      await sdk.commands
+        .sendStdin(handle.pid, typeof data === 'string' ? data : new Uint8Array(data))
+        .catch((err: unknown) => {
+          throw new SandboxError('closed', `could not write to command ${handle.pid}`, {
+            cause: err,
+          });
+        });
+    },
+    closeStdin: async () => {
+      if (ended) return;
+      await sdk.commands.closeStdin(handle.pid).catch((err: unknown) => {
+        if (!(err instanceof NotFoundError)) throw err;
+      });
     },
   };
 }

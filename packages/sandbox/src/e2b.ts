@@ -20,7 +20,7 @@ import {
 } from 'e2b';
 import { posix } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { startRemote, type RemoteCommand } from './e2b-command.ts';
+import { startRemote, type RemoteCommand, type StartSpec } from './e2b-command.ts';
 import { createE2bRest, type E2bConnection, type E2bRest } from './e2b-rest.ts';
 import { SandboxError } from './errors.ts';
 import { DEFAULT_LIMITS } from './local.ts';
@@ -32,6 +32,8 @@ import type {
   ExecLimits,
   ExecOptions,
   ExecResult,
+  InteractiveOptions,
+  InteractiveProcess,
   Sandbox,
   SandboxProvider,
   SessionKey,
@@ -271,6 +273,20 @@ class E2bSandbox implements Sandbox {
     };
   }
 
+  async interact(command: CommandSpec, options: InteractiveOptions): Promise<InteractiveProcess> {
+    const { onStdout, onStderr, ...rest } = options;
+    const running = await this.#start(command, rest, { onStdout, onStderr });
+    return {
+      pid: running.pid,
+      startedAt: running.startedAt,
+      procStartTime: undefined,
+      wait: () => running.done,
+      kill: () => running.kill(),
+      write: (data) => running.write(data),
+      closeStdin: () => running.closeStdin(),
+    };
+  }
+
   async putFile(path: string, data: string | Uint8Array): Promise<void> {
     const target = this.#inside(path);
     await this.#sdk.files
@@ -315,7 +331,11 @@ class E2bSandbox implements Sandbox {
     return posix.join(this.workdir, ...parts);
   }
 
-  async #start(command: CommandSpec, options: SpawnOptions): Promise<RemoteCommand> {
+  async #start(
+    command: CommandSpec,
+    options: SpawnOptions,
+    interactive?: StartSpec['interactive'],
+  ): Promise<RemoteCommand> {
     this.#assertOpen();
     const limits: ExecLimits = { ...this.#provider.limits, ...options.limits };
     const cwd = posix.join(this.workdir, ...relativeParts(options.cwd ?? '.'));
@@ -324,6 +344,7 @@ class E2bSandbox implements Sandbox {
       command,
       cwd,
       options,
+      interactive,
       stdoutBytes: limits.stdoutBytes,
       stderrBytes: limits.stderrBytes,
       requestTimeoutMs: this.#provider.options.requestTimeoutMs,

@@ -5,6 +5,8 @@ export type {
   ExecLimits,
   ExecOptions,
   ExecResult,
+  InteractiveOptions,
+  InteractiveProcess,
   OutputTail,
   Sandbox,
   SandboxDenial,

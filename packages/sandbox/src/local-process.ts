@@ -8,6 +8,7 @@
 // command is also in it, and is killed by pid from there as a second guarantee.
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import type { Writable } from 'node:stream';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { SandboxError } from './errors.ts';
 import type { ExecResult, SandboxDenial } from './provider.ts';
@@ -22,6 +23,11 @@ export interface LaunchSpec {
   /** cgroup.procs of the command's pids cgroup, when there is one. */
   readonly cgroupProcs?: string;
   readonly stdin?: string | Uint8Array;
+  /** Keeps stdin open (see `Running.stdin`) and hands each output chunk over as it comes. */
+  readonly interactive?: {
+    readonly onStdout: (chunk: Uint8Array) => void;
+    readonly onStderr?: (chunk: Uint8Array) => void;
+  };
   readonly stdoutBytes: number;
   readonly stderrBytes: number;
   readonly timeoutMs?: number;
@@ -39,6 +45,8 @@ export interface Running {
   readonly startedAt: Date;
   readonly procStartTime: string | undefined;
   readonly done: Promise<ExecResult>;
+  /** The open stdin of an interactive command. */
+  readonly stdin: Writable | undefined;
   kill(): Promise<ExecResult>;
 }
 
@@ -60,7 +68,7 @@ export async function launch(spec: LaunchSpec): Promise<Running> {
     cwd: spec.cwd,
     env: spec.env,
     detached: true,
-    stdio: [spec.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    stdio: [spec.stdin === undefined && !spec.interactive ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
   // Listen before the first await: a quick command may be gone by the time it returns, and
   // 'close' may follow 'exit' within the same tick.
@@ -92,12 +100,19 @@ export async function launch(spec: LaunchSpec): Promise<Running> {
   const procStartTime = await readStartTime(pid);
   const stdout = new TailBuffer(spec.stdoutBytes);
   const stderr = new TailBuffer(spec.stderrBytes);
-  child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
-  child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
+  const live = spec.interactive;
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdout.push(chunk);
+    live?.onStdout(chunk);
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr.push(chunk);
+    live?.onStderr?.(chunk);
+  });
   if (child.stdin) {
     // A command that exits without reading its stdin closes the pipe under us: not an error.
     child.stdin.on('error', () => undefined);
-    child.stdin.end(spec.stdin);
+    if (!live) child.stdin.end(spec.stdin);
   }
 
   let timedOut = false;
@@ -170,6 +185,7 @@ export async function launch(spec: LaunchSpec): Promise<Running> {
     startedAt,
     procStartTime,
     done,
+    stdin: live ? (child.stdin ?? undefined) : undefined,
     async kill() {
       canceled = true;
       await killAll();

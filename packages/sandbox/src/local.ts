@@ -13,7 +13,7 @@ import { pino, type Logger } from 'pino';
 import { probePidsCgroups, type PidsCgroups } from './cgroup.ts';
 import { SandboxError } from './errors.ts';
 import { launchEnv, LAUNCHER, SANDBOX_PATH } from './launch.ts';
-import { launch, type Running } from './local-process.ts';
+import { launch, type LaunchSpec, type Running } from './local-process.ts';
 import { checkDirInside, ensureDirInside, readFileInside, writeFileInside } from './paths.ts';
 import type {
   BackgroundProcess,
@@ -22,6 +22,8 @@ import type {
   ExecLimits,
   ExecOptions,
   ExecResult,
+  InteractiveOptions,
+  InteractiveProcess,
   Sandbox,
   SandboxProvider,
   SessionKey,
@@ -308,6 +310,42 @@ class LocalSandbox implements Sandbox {
     };
   }
 
+  async interact(command: CommandSpec, options: InteractiveOptions): Promise<InteractiveProcess> {
+    const { onStdout, onStderr, ...rest } = options;
+    const running = await this.#start(command, rest, { onStdout, onStderr });
+    const stdin = running.stdin!;
+    let ended = false;
+    void running.done.finally(() => (ended = true));
+    return {
+      pid: running.pid,
+      startedAt: running.startedAt,
+      procStartTime: running.procStartTime,
+      wait: () => running.done,
+      kill: () => running.kill(),
+      write: (data) =>
+        new Promise<void>((resolve, reject) => {
+          if (ended || stdin.destroyed || stdin.writableEnded) {
+            reject(new SandboxError('closed', `the command in sandbox ${this.id} has ended`));
+            return;
+          }
+          stdin.write(data, (err) =>
+            err
+              ? reject(
+                  new SandboxError('closed', `could not write to the command: ${err.message}`, {
+                    cause: err,
+                  }),
+                )
+              : resolve(),
+          );
+        }),
+      closeStdin: () =>
+        new Promise<void>((resolve) => {
+          if (stdin.writableEnded || stdin.destroyed) resolve();
+          else stdin.end(resolve);
+        }),
+    };
+  }
+
   async putFile(path: string, data: string | Uint8Array): Promise<void> {
     this.#assertOpen();
     await writeFileInside(this.workdir, path, data);
@@ -368,7 +406,11 @@ class LocalSandbox implements Sandbox {
     return { cwd, limits, env };
   }
 
-  async #start(command: CommandSpec, options: SpawnOptions): Promise<Running> {
+  async #start(
+    command: CommandSpec,
+    options: SpawnOptions,
+    interactive?: LaunchSpec['interactive'],
+  ): Promise<Running> {
     const { deps } = this.#provider;
     const { cwd, limits, env } = await this.#prepare(command, options);
     const commandId = randomBytes(16).toString('base64url');
@@ -411,6 +453,7 @@ class LocalSandbox implements Sandbox {
         cwd,
         cgroupProcs,
         stdin: options.stdin,
+        interactive,
         stdoutBytes: limits.stdoutBytes,
         stderrBytes: limits.stderrBytes,
         timeoutMs: options.timeoutMs,

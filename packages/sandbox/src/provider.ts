@@ -121,6 +121,25 @@ export interface BackgroundProcess {
   kill(): Promise<ExecResult>;
 }
 
+/**
+ * Options of a command whose pipes stay open (`Sandbox.interact`): a long-running program spoken
+ * to over stdin and stdout, such as a tenant's MCP stdio server.
+ */
+export interface InteractiveOptions extends Omit<SpawnOptions, 'stdin'> {
+  /** Each chunk of stdout as it arrives, in order. The result's tail keeps the last bytes too. */
+  readonly onStdout: (chunk: Uint8Array) => void;
+  /** Each chunk of stderr as it arrives (a server's logs); the tail is kept either way. */
+  readonly onStderr?: (chunk: Uint8Array) => void;
+}
+
+/** A command left running with its stdin open to the caller. */
+export interface InteractiveProcess extends BackgroundProcess {
+  /** Writes to the command's stdin; rejects with SandboxError once the command is gone. */
+  write(data: string | Uint8Array): Promise<void>;
+  /** Closes the command's stdin (end of input); harmless when it already ended. */
+  closeStdin(): Promise<void>;
+}
+
 export interface Sandbox {
   readonly id: string;
   readonly key: SessionKey;
@@ -130,6 +149,11 @@ export interface Sandbox {
   exec(command: CommandSpec, options: ExecOptions): Promise<ExecResult>;
   /** Starts a command and returns at once. */
   spawn(command: CommandSpec, options?: SpawnOptions): Promise<BackgroundProcess>;
+  /**
+   * Starts a command whose stdin stays open and whose stdout is handed over as it streams. The
+   * same isolation as `spawn` (workdir, egress, limits); killing it ends every process of it.
+   */
+  interact(command: CommandSpec, options: InteractiveOptions): Promise<InteractiveProcess>;
   /** Writes a file at a workdir-relative path (parents created); a path that escapes is refused. */
   putFile(path: string, data: string | Uint8Array): Promise<void>;
   /** Reads a file at a workdir-relative path; a path that escapes is refused. */

@@ -92,6 +92,16 @@ export type {
   TurnsRepo,
 } from './turns.ts';
 export type { AppliedInbox, TimedOutCall } from './turn-events.ts';
+export { McpServerState, McpTransport } from './mcp-servers.ts';
+export type {
+  DiscoveredTool,
+  McpAuth,
+  McpServerRecord,
+  McpServersRepo,
+  McpSyncOutcome,
+  McpToolSpec,
+  NewMcpServer,
+} from './mcp-servers.ts';
 export { createSecretBox, SecretsKeyError } from './secrets.ts';
 export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
 export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';

@@ -19,6 +19,7 @@ import { createSkillJobsRepo, type SkillJobsRepo } from './skill-jobs.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
+import { createMcpServersRepo, type McpServersRepo } from './mcp-servers.ts';
 import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
 import { createRateBucketsRepo, type RateBucketsRepo } from './rate-buckets.ts';
 
@@ -41,6 +42,7 @@ export interface Store {
   readonly instances: InstancesRepo;
   readonly skillJobs: SkillJobsRepo;
   readonly turns: TurnsRepo;
+  readonly mcpServers: McpServersRepo;
   readonly secrets: SecretsRepo;
   readonly rateBuckets: RateBucketsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
@@ -84,6 +86,7 @@ export function createStore(pool: pg.Pool): Store {
     instances: createInstancesRepo(db),
     skillJobs: createSkillJobsRepo(db),
     turns: createTurnsRepo(db),
+    mcpServers: createMcpServersRepo(db),
     secrets: createSecretsRepo(db),
     rateBuckets: createRateBucketsRepo(db),
     close: () => pool.end(),

@@ -25,3 +25,7 @@ export type {
   ChatRequest,
   ChatMessage,
 } from './fake-openai.ts';
+export { startMcpHttpServer, MCP_STDIO_SERVER_PATH } from './mcp-http-server.ts';
+export type { McpHttpFixture } from './mcp-http-server.ts';
+export { FIXTURE_TOOLS } from './mcp-fixture-tools.ts';
+export type { FixtureState, FixtureTool } from './mcp-fixture-tools.ts';

@@ -25,6 +25,7 @@ import { agentRoutes } from './routes/agents.ts';
 import { skillRoutes } from './routes/skills.ts';
 import { artifactRoutes } from './routes/artifacts.ts';
 import { sandboxRoutes } from './routes/sandboxes.ts';
+import { mcpServerRoutes } from './routes/mcp-servers.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { createRegistryEvents } from './registry-events.ts';
 
@@ -90,6 +91,7 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(skillRoutes(routeDeps), { prefix: '/v1' });
   await app.register(artifactRoutes(routeDeps), { prefix: '/v1' });
   await app.register(sandboxRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(mcpServerRoutes(routeDeps), { prefix: '/v1' });
   await app.register(secretRoutes(routeDeps), { prefix: '/v1' });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   return app;

@@ -1,12 +1,15 @@
 // Builds the tools service from its configuration: NATS, JetStream provisioning, the Postgres
-// store, the cached registry, the kind executors (http; mcp joins in kinds/), the egress guard,
-// and one registry tool service consuming every tool call that is not the skills service's.
+// store, the cached registry, the egress guard, the kind executors (http and mcp), the MCP
+// connection pool with its discovery responder, and one registry tool service consuming every
+// tool call that is not the skills service's.
 // `main.ts` runs it as a process; tests start it the same way.
 import type { Logger } from 'pino';
+import type { SandboxProvider } from '@toolmesh/sandbox';
 import { createBus } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
 import {
   connectNatsFromConfig,
+  createSandboxProviderFromConfig,
   createStoreFromConfig,
   instanceIdOf,
   streamSettingsOf,
@@ -16,7 +19,8 @@ import { createRegistry, createToolService, limitsFromConfig } from '@toolmesh/t
 import { createEgress } from './egress.ts';
 import { startHealthServer } from './health.ts';
 import { createKindExecutors } from './kinds/index.ts';
-
+import { createAutoRefresh, serveDiscovery } from './mcp/discovery.ts';
+import { createMcpPool } from './mcp/pool.ts';
 import { createResolver } from './resolver.ts';
 import { createSecretReader } from './secrets.ts';
 
@@ -38,6 +42,37 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   await bus.provision(streamSettingsOf(config));
   const store = createStoreFromConfig(config, `tools:${instanceId}`, log);
   const egress = createEgress(config.tools.allowed_private_hosts);
+  const secrets = createSecretReader(store, createSecretBox(config.secrets.key));
+  // stdio MCP servers are tenants' programs: they run in sandbox sessions of their project. The
+  // provider is made when the first one starts, so hosts without stdio servers need no sandbox.
+  let provider: Promise<SandboxProvider> | undefined;
+  const sandboxes = () => {
+    provider ??= createSandboxProviderFromConfig(config, log);
+    provider.catch(() => (provider = undefined));
+    return provider;
+  };
+  // A server's tools/list_changed refreshes its registry rows (discovery needs the pool: bound late).
+  const discoveryDeps = () => ({
+    bus,
+    store,
+    pool: mcpPool,
+    timeoutMs: config.tools.mcp_discovery_timeout_ms,
+    logger: log,
+  });
+  const autoRefresh = createAutoRefresh(discoveryDeps);
+  const mcpPool = createMcpPool({
+    onToolsChanged: autoRefresh,
+    store,
+    sandboxes,
+    egress,
+    instanceId,
+    idleTtlSec: config.sandbox.idle_ttl_sec,
+    hardTtlSec: config.sandbox.hard_ttl_sec,
+    secret: (project, name) => secrets.get(project, name),
+    connectTimeoutMs: config.tools.mcp_connect_timeout_ms,
+    idleCloseMs: config.tools.mcp_idle_close_ms,
+    logger: log,
+  });
   const executors = createKindExecutors({
     egress,
     maxResultBytes: config.tools.max_result_bytes,
@@ -46,7 +81,10 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     config,
     instanceId,
     logger: log,
+    mcpPool,
   });
+  const discovery = serveDiscovery(discoveryDeps());
+  const mcpWatch = mcpPool.watchRegistry(bus);
   const registry = createRegistry({
     store,
     bus,
@@ -57,7 +95,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     service: TOOLS_SERVICE,
     resolver: createResolver({
       store,
-      secrets: createSecretReader(store, createSecretBox(config.secrets.key)),
+      secrets,
       registry,
       executors,
       defaults: config.tools,
@@ -87,10 +125,13 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     healthPort: health.port,
     stop: async (graceMs) => {
       stopping = true;
+      discovery.unsubscribe();
+      mcpWatch.unsubscribe();
       await service.stop(graceMs);
       registry.close();
       await health.close();
       await Promise.all(Object.values(executors).map((e) => e.close()));
+      await (await provider?.catch(() => undefined))?.close();
       await egress.close();
       await bus.close();
       await store.close();

@@ -1,0 +1,356 @@
+// One MCP connection: the SDK's Client over streamable HTTP (falling back to the older HTTP+SSE
+// transport when the server answers the streamable POST with a 4xx other than 401/403, as the
+// spec's backwards-compatibility section suggests) or over stdio inside a sandbox. What callers
+// get is small: list every tool (all pages), call a tool with progress and an AbortSignal, learn
+// when the connection dies. Every failure is a McpClientError (see errors.ts).
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { pino, type Logger } from 'pino';
+import type { Sandbox } from '@toolmesh/sandbox';
+import { McpClientError, mapRequestError } from './errors.ts';
+import { orderedTransport } from './ordered.ts';
+import { createSandboxStdioTransport, type SandboxStdioTransport } from './sandbox-transport.ts';
+
+export const McpTransportKind = {
+  streamable_http: 'streamable_http',
+  sse: 'sse',
+  stdio: 'stdio',
+} as const;
+export type McpTransportKind = (typeof McpTransportKind)[keyof typeof McpTransportKind];
+
+export type McpEndpoint =
+  | {
+      readonly transport: 'http';
+      readonly url: string;
+      /** Sent on every request (auth headers already resolved from secrets by the caller). */
+      readonly headers?: Readonly<Record<string, string>>;
+      /** Try the HTTP+SSE transport when streamable HTTP is refused (default true). */
+      readonly sseFallback?: boolean;
+      /** The fetch every request goes through (an egress-checking one in the tools service). */
+      readonly fetch?: FetchLike;
+    }
+  | {
+      readonly transport: 'stdio';
+      /** The sandbox session the server runs in. */
+      readonly sandbox: Sandbox;
+      readonly command: string;
+      readonly args?: readonly string[];
+      readonly env?: Readonly<Record<string, string>>;
+    };
+
+export interface ConnectOptions {
+  /** Bounds the handshake (and, for stdio, the server's start). */
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+  readonly logger?: Logger;
+  readonly clientName?: string;
+  /** Called on each notifications/tools/list_changed the server sends. */
+  readonly onToolsChanged?: () => void;
+}
+
+/** A tool as the server lists it (name, description, input schema, annotations...). */
+export type McpTool = Tool;
+
+export interface McpProgress {
+  readonly progress: number;
+  readonly total?: number;
+  readonly message?: string;
+}
+
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+  /** Each notifications/progress of this call. */
+  readonly onProgress?: (p: McpProgress) => void;
+  /** The SDK's own request timeout; the caller's deadline (via `signal`) usually ends it first. */
+  readonly timeoutMs?: number;
+}
+
+export interface McpCallResult {
+  readonly content: CallToolResult['content'];
+  readonly structuredContent?: Record<string, unknown>;
+}
+
+export interface McpConnection {
+  readonly transport: McpTransportKind;
+  readonly serverInfo: { name: string; version: string } | undefined;
+  /** True once the connection died or was closed: make a new one. */
+  readonly closed: boolean;
+  /** Every tool the server lists, following `nextCursor` through all pages. */
+  listTools(options?: { signal?: AbortSignal }): Promise<McpTool[]>;
+  /** Calls a tool; `isError: true` rejects with reason `tool_error` and the content in details. */
+  callTool(
+    name: string,
+    args: Record<string, unknown>,
+    options?: CallOptions,
+  ): Promise<McpCallResult>;
+  /** Runs `fn` once when the connection ends, however it ends. */
+  onClose(fn: (why: string) => void): void;
+  close(): Promise<void>;
+}
+
+const DEFAULT_CONNECT_MS = 30_000;
+/** The SDK's request timeout when the caller gives none: the caller's signal ends calls. */
+const NO_SDK_TIMEOUT_MS = 24 * 3600 * 1000;
+/** Pages of tools/list followed before giving up on a server that never ends its cursor. */
+const MAX_PAGES = 100;
+
+export async function connectMcp(
+  endpoint: McpEndpoint,
+  options: ConnectOptions = {},
+): Promise<McpConnection> {
+  const log = (options.logger ?? pino({ level: 'silent' })).child({ component: 'mcp' });
+  const timeout = options.timeoutMs ?? DEFAULT_CONNECT_MS;
+  if (endpoint.transport === 'stdio') {
+    const transport = createSandboxStdioTransport({
+      sandbox: endpoint.sandbox,
+      command: endpoint.command,
+      ...(endpoint.args ? { args: endpoint.args } : {}),
+      ...(endpoint.env ? { env: endpoint.env } : {}),
+    });
+    return open('stdio', transport, options, timeout, log);
+  }
+  let url: URL;
+  try {
+    url = new URL(endpoint.url);
+  } catch (err) {
+    throw new McpClientError('connect_failed', `${endpoint.url} is not a URL`, { cause: err });
+  }
+  const requestInit: RequestInit = endpoint.headers ? { headers: { ...endpoint.headers } } : {};
+  const fetchOpt = endpoint.fetch ? { fetch: endpoint.fetch } : {};
+  try {
+    return await open(
+      'streamable_http',
+      new StreamableHTTPClientTransport(url, { requestInit, ...fetchOpt }),
+      options,
+      timeout,
+      log,
+    );
+  } catch (err) {
+    const status = httpStatusOf(err);
+    const fallback =
+      endpoint.sseFallback !== false &&
+      status !== undefined &&
+      status >= 400 &&
+      status < 500 &&
+      status !== 401 &&
+      status !== 403;
+    if (!fallback) throw err;
+    log.debug({ url: url.origin, status }, 'streamable HTTP refused; trying HTTP+SSE');
+    return open(
+      'sse',
+      new SSEClientTransport(url, {
+        requestInit,
+        ...fetchOpt,
+        // The SSE GET takes its headers from eventSourceInit's fetch, not from requestInit.
+        eventSourceInit: {
+          fetch: (u, init) =>
+            (endpoint.fetch ?? fetch)(u, {
+              ...init,
+              headers: { ...(init?.headers as Record<string, string>), ...endpoint.headers },
+            }),
+        },
+      }),
+      options,
+      timeout,
+      log,
+    );
+  }
+}
+
+function httpStatusOf(err: unknown): number | undefined {
+  const cause = err instanceof McpClientError ? err.cause : err;
+  if (cause instanceof StreamableHTTPError && typeof cause.code === 'number') return cause.code;
+  return undefined;
+}
+
+async function open(
+  kind: McpTransportKind,
+  transport: Transport,
+  options: ConnectOptions,
+  timeoutMs: number,
+  log: Logger,
+): Promise<McpConnection> {
+  const client = new Client(
+    { name: options.clientName ?? 'toolmesh', version: '1.0.0' },
+    { capabilities: {} },
+  );
+  let closedWhy: string | undefined;
+  let brokenBy: string | undefined;
+  const closeListeners: ((why: string) => void)[] = [];
+  const end = (why: string) => {
+    if (closedWhy !== undefined) return;
+    closedWhy = why;
+    for (const fn of closeListeners.splice(0)) fn(why);
+  };
+  client.onclose = () =>
+    end(brokenBy ? `the ${kind} stream broke: ${brokenBy}` : describeEnd(kind, transport));
+  client.onerror = (err) => log.debug({ err }, 'MCP transport reported an error');
+  const onToolsChanged = options.onToolsChanged;
+  if (onToolsChanged) {
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => onToolsChanged());
+  }
+  // Notifications ahead of the responses after them (see ordered.ts).
+  const wire = orderedTransport(transport);
+  // The SDK keeps a request waiting forever when the HTTP stream that should carry its response
+  // breaks and the server gave no event ids to resume from: it reports the break and moves on.
+  // A broken stream is taken as a dead connection instead: closing the client fails every
+  // request still waiting (ConnectionClosed), and the pool opens a new connection next time.
+  if (kind !== 'stdio') {
+    wire.onerror = (err) => {
+      if (closedWhy === undefined && isStreamBreak(kind, err)) {
+        log.info({ err, transport: kind }, 'MCP stream broke; closing the connection');
+        brokenBy = err.message;
+        void client.close();
+      }
+    };
+  }
+  try {
+    await client.connect(wire, {
+      timeout: timeoutMs,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } catch (err) {
+    await client.close().catch(() => undefined);
+    const why = kind === 'stdio' ? stderrNote(transport) : '';
+    throw new McpClientError(
+      'connect_failed',
+      `could not connect to the MCP server over ${kind}: ${(err as Error).message}${why}`,
+      { cause: err, details: { transport: kind } },
+    );
+  }
+  const serverVersion = client.getServerVersion();
+  log.debug({ transport: kind, server: serverVersion }, 'MCP connection open');
+  return {
+    transport: kind,
+    serverInfo: serverVersion
+      ? { name: serverVersion.name, version: serverVersion.version }
+      : undefined,
+    get closed() {
+      return closedWhy !== undefined;
+    },
+    async listTools(o = {}) {
+      const tools: McpTool[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_PAGES; page++) {
+        let res;
+        try {
+          res = await client.listTools(cursor === undefined ? {} : { cursor }, {
+            ...(o.signal ? { signal: o.signal } : {}),
+            timeout: timeoutMs,
+          });
+        } catch (err) {
+          throw withExit(
+            mapRequestError(err, 'tools/list', o.signal, closedWhy !== undefined),
+            kind,
+            transport,
+          );
+        }
+        tools.push(...res.tools);
+        cursor = res.nextCursor;
+        if (cursor === undefined || cursor === '') return tools;
+      }
+      throw new McpClientError(
+        'rpc_error',
+        `tools/list kept returning a cursor after ${MAX_PAGES} pages`,
+      );
+    },
+    async callTool(name, args, o = {}) {
+      let res;
+      try {
+        res = await client.callTool({ name, arguments: args }, undefined, {
+          ...(o.signal ? { signal: o.signal } : {}),
+          ...(o.onProgress
+            ? {
+                onprogress: (p: { progress: number; total?: number; message?: string }) =>
+                  o.onProgress!({
+                    progress: p.progress,
+                    ...(p.total === undefined ? {} : { total: p.total }),
+                    ...(p.message === undefined ? {} : { message: p.message }),
+                  }),
+              }
+            : {}),
+          timeout: o.timeoutMs ?? NO_SDK_TIMEOUT_MS,
+        });
+      } catch (err) {
+        throw withExit(
+          mapRequestError(err, `tools/call ${name}`, o.signal, closedWhy !== undefined),
+          kind,
+          transport,
+        );
+      }
+      // A 2024-era server may answer with `toolResult` instead of `content`.
+      const content = ('content' in res ? res.content : []) as CallToolResult['content'];
+      const structured = res.structuredContent as Record<string, unknown> | undefined;
+      if (res.isError === true) {
+        throw new McpClientError('tool_error', `${name} failed: ${textOf(content) || 'isError'}`, {
+          details: { content, ...(structured ? { structured_content: structured } : {}) },
+        });
+      }
+      return { content, ...(structured ? { structuredContent: structured } : {}) };
+    },
+    onClose(fn) {
+      if (closedWhy !== undefined) fn(closedWhy);
+      else closeListeners.push(fn);
+    },
+    async close() {
+      await client.close().catch(() => undefined);
+      end('closed by the client');
+    },
+  };
+}
+
+/** The text parts of a tool result, joined, bounded: a readable error message. */
+export function textOf(content: CallToolResult['content']): string {
+  return content
+    .filter((c): c is { type: 'text'; text: string } => c.type === 'text')
+    .map((c) => c.text)
+    .join('\n')
+    .slice(0, 1000);
+}
+
+/** Errors after which a streamable-HTTP or SSE connection cannot be trusted with a request. */
+function isStreamBreak(kind: McpTransportKind, err: Error): boolean {
+  if (kind === 'sse') return err instanceof SseError;
+  return /^(SSE stream disconnected|Maximum reconnection attempts|Failed to reconnect)/.test(
+    err.message,
+  );
+}
+
+function describeEnd(kind: McpTransportKind, transport: Transport): string {
+  if (kind !== 'stdio') return `the ${kind} connection closed`;
+  const t = transport as SandboxStdioTransport;
+  const exit = t.exit;
+  const how = exit
+    ? exit.exitCode !== null
+      ? `exited with code ${exit.exitCode}`
+      : `was killed by ${exit.signal ?? 'a signal'}`
+    : 'closed its pipes';
+  return `the MCP server process ${how}${stderrNote(transport)}`;
+}
+
+function stderrNote(transport: Transport): string {
+  const tail = (transport as Partial<SandboxStdioTransport>).stderrTail?.().trim();
+  return tail ? ` (stderr: ${tail.slice(-500)})` : '';
+}
+
+/** A lost stdio connection says how the process ended. */
+function withExit(
+  err: McpClientError,
+  kind: McpTransportKind,
+  transport: Transport,
+): McpClientError {
+  if (err.reason !== 'connection_lost' || kind !== 'stdio') return err;
+  return new McpClientError('connection_lost', `${err.message}: ${describeEnd(kind, transport)}`, {
+    cause: err.cause,
+  });
+}

@@ -1,0 +1,15 @@
+export { connectMcp, McpTransportKind, textOf } from './connect.ts';
+export type {
+  CallOptions,
+  ConnectOptions,
+  McpCallResult,
+  McpConnection,
+  McpEndpoint,
+  McpProgress,
+  McpTool,
+} from './connect.ts';
+export { McpClientError, McpErrorReason, isMcpClientError } from './errors.ts';
+export { mapToolNames } from './names.ts';
+export type { ToolIdMapping } from './names.ts';
+export { createSandboxStdioTransport } from './sandbox-transport.ts';
+export type { SandboxStdioOptions, SandboxStdioTransport } from './sandbox-transport.ts';

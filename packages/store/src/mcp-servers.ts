@@ -1,0 +1,286 @@
+// A project's MCP servers (resource.mcp_servers) and the registry rows of their tools. Syncing a
+// discovery is one transaction: new tools are inserted as `<server>.<tool>` with origin `mcp`,
+// changed ones updated, vanished ones disabled (never deleted: agents and history keep their
+// names) and re-enabled if they come back; names already held by another tool are refused.
+import { v7 as uuidv7 } from 'uuid';
+import type { Db } from './db.ts';
+
+export const McpTransport = { http: 'http', stdio: 'stdio' } as const;
+export type McpTransport = (typeof McpTransport)[keyof typeof McpTransport];
+
+export const McpServerState = {
+  pending: 'pending',
+  connected: 'connected',
+  error: 'error',
+} as const;
+export type McpServerState = (typeof McpServerState)[keyof typeof McpServerState];
+
+/** How an http server authenticates: a project secret's value, as bearer token or header. */
+export interface McpAuth {
+  type: 'bearer' | 'header';
+  secret: string;
+  header?: string;
+}
+
+export interface McpServerRecord {
+  server_id: string;
+  project_id: string;
+  name: string;
+  transport: McpTransport;
+  url: string | null;
+  headers: Record<string, string>;
+  auth: McpAuth | null;
+  command: string | null;
+  args: string[];
+  env: Record<string, string>;
+  state: McpServerState;
+  last_error: string | null;
+  tool_count: number;
+  refreshed_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type NewMcpServer =
+  | {
+      name: string;
+      transport: 'http';
+      url: string;
+      headers?: Record<string, string>;
+      auth?: McpAuth;
+    }
+  | {
+      name: string;
+      transport: 'stdio';
+      command: string;
+      args?: string[];
+      env?: Record<string, string>;
+    };
+
+/** One tool as a discovery found it, already mapped to a registry token. */
+export interface DiscoveredTool {
+  /** The token after `<server>.`: an id. */
+  token: string;
+  /** The name the server knows it by (what tools/call is sent). */
+  mcpName: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  /** The `$schema` the server declared for its input schema, kept out of `parameters`. */
+  schemaDialect?: string;
+}
+
+/** What a sync did, by full tool name. */
+export interface McpSyncOutcome {
+  added: string[];
+  updated: string[];
+  /** Vanished from the server's listing: disabled. */
+  disabled: string[];
+  /** Taken by a tool that is not this server's (another origin or server). */
+  refused: string[];
+  toolCount: number;
+}
+
+/** `spec` of an mcp tool row. `vanished` marks a tool disabled because the server dropped it. */
+export interface McpToolSpec {
+  server: string;
+  tool: string;
+  /** The JSON Schema dialect the server declared (`$schema`), when it declared one. */
+  schema?: string;
+  vanished?: boolean;
+}
+
+export interface McpServersRepo {
+  /** Undefined when the name is taken in the project. */
+  create(projectId: string, s: NewMcpServer): Promise<McpServerRecord | undefined>;
+  get(projectId: string, name: string): Promise<McpServerRecord | undefined>;
+  list(projectId: string): Promise<McpServerRecord[]>;
+  /** Deletes the server and its tools; the deleted tool names, or undefined when unknown. */
+  delete(projectId: string, name: string): Promise<string[] | undefined>;
+  /** Applies a discovery; undefined when the server is gone (deleted meanwhile). */
+  sync(
+    projectId: string,
+    name: string,
+    tools: DiscoveredTool[],
+  ): Promise<McpSyncOutcome | undefined>;
+  /** A discovery failed: state error with the message; the tools are left as they were. */
+  recordError(
+    projectId: string,
+    name: string,
+    message: string,
+  ): Promise<McpServerRecord | undefined>;
+}
+
+const COLUMNS = `server_id, project_id, name, transport, url, headers, auth, command, args, env,
+  state, last_error, tool_count, refreshed_at, created_at, updated_at`;
+
+export function createMcpServersRepo(db: Db): McpServersRepo {
+  return {
+    create: async (projectId, s) =>
+      (
+        await db.query<McpServerRecord>(
+          'mcp_servers_create',
+          `INSERT INTO resource.mcp_servers
+             (server_id, project_id, name, transport, url, headers, auth, command, args, env)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+           ON CONFLICT (project_id, name) DO NOTHING RETURNING ${COLUMNS}`,
+          s.transport === 'http'
+            ? [
+                uuidv7(),
+                projectId,
+                s.name,
+                'http',
+                s.url,
+                s.headers ?? {},
+                s.auth ?? null,
+                null,
+                [],
+                {},
+              ]
+            : [
+                uuidv7(),
+                projectId,
+                s.name,
+                'stdio',
+                null,
+                {},
+                null,
+                s.command,
+                s.args ?? [],
+                s.env ?? {},
+              ],
+        )
+      )[0],
+    get: async (projectId, name) =>
+      (
+        await db.query<McpServerRecord>(
+          'mcp_servers_get',
+          `SELECT ${COLUMNS} FROM resource.mcp_servers WHERE project_id = $1 AND name = $2`,
+          [projectId, name],
+        )
+      )[0],
+    list: (projectId) =>
+      db.query<McpServerRecord>(
+        'mcp_servers_list',
+        `SELECT ${COLUMNS} FROM resource.mcp_servers WHERE project_id = $1 ORDER BY name`,
+        [projectId],
+      ),
+    delete: (projectId, name) =>
+      db.tx(async (tx) => {
+        const gone = await tx.query(
+          'mcp_servers_delete',
+          `DELETE FROM resource.mcp_servers WHERE project_id = $1 AND name = $2 RETURNING server_id`,
+          [projectId, name],
+        );
+        if (gone.length === 0) return undefined;
+        const tools = await tx.query<{ name: string }>(
+          'mcp_servers_delete_tools',
+          `DELETE FROM resource.tools
+           WHERE project_id = $1 AND origin = 'mcp' AND spec->>'server' = $2 RETURNING name`,
+          [projectId, name],
+        );
+        return tools.map((t) => t.name);
+      }),
+    sync: (projectId, name, tools) =>
+      db.tx(async (tx) => {
+        // The row lock orders two refreshes of one server: the second sees the first's rows.
+        const server = await tx.query(
+          'mcp_servers_lock',
+          `SELECT server_id FROM resource.mcp_servers
+           WHERE project_id = $1 AND name = $2 FOR UPDATE`,
+          [projectId, name],
+        );
+        if (server.length === 0) return undefined;
+        const existing = await tx.query<{
+          name: string;
+          description: string;
+          parameters: Record<string, unknown>;
+          spec: McpToolSpec;
+          enabled: boolean;
+        }>(
+          'mcp_servers_tools',
+          `SELECT name, description, parameters, spec, enabled FROM resource.tools
+           WHERE project_id = $1 AND origin = 'mcp' AND spec->>'server' = $2`,
+          [projectId, name],
+        );
+        const mine = new Map(existing.map((t) => [t.name, t]));
+        const out: McpSyncOutcome = {
+          added: [],
+          updated: [],
+          disabled: [],
+          refused: [],
+          toolCount: 0,
+        };
+        const seen = new Set<string>();
+        for (const t of tools) {
+          const full = `${name}.${t.token}`;
+          seen.add(full);
+          const spec: McpToolSpec = {
+            server: name,
+            tool: t.mcpName,
+            ...(t.schemaDialect ? { schema: t.schemaDialect } : {}),
+          };
+          const old = mine.get(full);
+          if (!old) {
+            const inserted = await tx.query(
+              'mcp_tools_insert',
+              `INSERT INTO resource.tools
+                 (tool_id, project_id, name, target, description, category, tags, parameters,
+                  origin, options, spec)
+               VALUES ($1, $2, $3, $4, $5, 'mcp', '{}', $6, 'mcp', '{}', $7)
+               ON CONFLICT (project_id, name) DO NOTHING RETURNING tool_id`,
+              [uuidv7(), projectId, full, name, t.description, t.parameters, spec],
+            );
+            if (inserted.length === 1) out.added.push(full);
+            else out.refused.push(full);
+            continue;
+          }
+          // jsonb equality is by value, so key order in a re-listed schema is no change.
+          const changed = await tx.query(
+            'mcp_tools_update',
+            `UPDATE resource.tools SET
+               description = $3, parameters = $4, spec = $5,
+               enabled = CASE WHEN (spec->>'vanished')::boolean THEN true ELSE enabled END,
+               updated_at = now()
+             WHERE project_id = $1 AND name = $2
+               AND (description IS DISTINCT FROM $3 OR parameters IS DISTINCT FROM $4::jsonb
+                    OR spec IS DISTINCT FROM $5::jsonb)
+             RETURNING tool_id`,
+            [projectId, full, t.description, t.parameters, spec],
+          );
+          if (changed.length === 1) out.updated.push(full);
+        }
+        for (const old of existing) {
+          // Already disabled (by hand, or vanished before): left as it is, and not marked, so a
+          // tool a user switched off is not switched on when the server lists it again.
+          if (seen.has(old.name) || !old.enabled) continue;
+          await tx.query(
+            'mcp_tools_vanish',
+            `UPDATE resource.tools SET enabled = false,
+               spec = spec || '{"vanished": true}'::jsonb, updated_at = now()
+             WHERE project_id = $1 AND name = $2`,
+            [projectId, old.name],
+          );
+          out.disabled.push(old.name);
+        }
+        out.toolCount = tools.length - out.refused.length;
+        await tx.query(
+          'mcp_servers_synced',
+          `UPDATE resource.mcp_servers SET state = 'connected', last_error = NULL,
+             tool_count = $3, refreshed_at = now(), updated_at = now()
+           WHERE project_id = $1 AND name = $2`,
+          [projectId, name, out.toolCount],
+        );
+        return out;
+      }),
+    recordError: async (projectId, name, message) =>
+      (
+        await db.query<McpServerRecord>(
+          'mcp_servers_error',
+          `UPDATE resource.mcp_servers SET state = 'error', last_error = $3,
+             refreshed_at = now(), updated_at = now()
+           WHERE project_id = $1 AND name = $2 RETURNING ${COLUMNS}`,
+          [projectId, name, message.slice(0, 2000)],
+        )
+      )[0],
+  };
+}

@@ -1,0 +1,89 @@
+// The `mcp` kind: one tools/call on the pooled connection to the tool's server (spec names the
+// server and the tool's MCP name). Progress notifications of the call become the call's
+// progress events (ctx.progress: `evt.tool.<server>.progress`, the message a skills watch
+// heartbeats with); the call's AbortSignal (deadline or cancel) makes the SDK send
+// notifications/cancelled. A connection that cannot be opened, or dies during the call, fails the attempt with
+// mcp_unavailable (retryable under the tool's retries policy) and is dropped from the pool, so
+// the next attempt or call reconnects; isError is a final tool_error with the content in details.
+import { isMcpClientError, type McpCallResult } from '@toolmesh/mcp';
+import { ToolError } from '@toolmesh/protocol';
+import type { McpToolSpec } from '@toolmesh/store';
+import { egressDeniedIn } from '../egress.ts';
+import type { McpPool, PooledConnection } from '../mcp/pool.ts';
+import type { RegistryTool } from '@toolmesh/tool-service';
+import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
+
+export interface McpExecutorOptions {
+  pool: McpPool;
+}
+
+function specOf(tool: RegistryTool): McpToolSpec {
+  const s = tool.spec as Partial<McpToolSpec>;
+  if (typeof s.server !== 'string' || typeof s.tool !== 'string') {
+    throw new ToolError(`tool ${tool.name} has no MCP server in its spec`, {
+      code: 'internal_error',
+    });
+  }
+  return { server: s.server, tool: s.tool };
+}
+
+/** The result of a call: the MCP content blocks, and the structured content when given. */
+const resultOf = (r: McpCallResult) => ({
+  content: r.content,
+  ...(r.structuredContent ? { structured_content: r.structuredContent } : {}),
+});
+
+export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
+  return {
+    async attempt(tool, args, ctx: AttemptContext) {
+      const spec = specOf(tool);
+      let pooled: PooledConnection | undefined;
+      try {
+        pooled = await o.pool.get(tool.project, spec.server, ctx.signal);
+        ctx.annotate({ mcp_transport: pooled.conn.transport });
+        const res = await pooled.conn.callTool(spec.tool, args, {
+          signal: ctx.signal,
+          onProgress: (p) => ctx.progress({ ...p }),
+        });
+        return resultOf(res);
+      } catch (err) {
+        if (ctx.signal.aborted) throw ctx.signal.reason as Error;
+        // A refused address is final, not a transport failure to retry.
+        const denied = egressDeniedIn(err);
+        if (denied) throw denied;
+        if (!isMcpClientError(err)) throw err;
+        switch (err.reason) {
+          case 'connect_failed':
+          case 'connection_lost':
+            // A failed open is forgotten by the pool itself; a lost connection is closed here.
+            if (pooled) await o.pool.drop(tool.project, spec.server, pooled.conn);
+            throw new UpstreamFailure(err.message, {
+              code: 'mcp_unavailable',
+              retryable: true,
+              details: { reason: err.reason, server: spec.server },
+              cause: err,
+            });
+          case 'tool_error':
+            throw new ToolError(err.message, {
+              code: 'tool_error',
+              ...(err.details ? { details: err.details } : {}),
+            });
+          case 'rpc_error':
+          case 'invalid_tool_name':
+            throw new ToolError(err.message, {
+              code: 'mcp_error',
+              ...(err.details ? { details: err.details } : {}),
+            });
+          case 'timeout':
+          case 'canceled':
+            throw err;
+          default: {
+            const never: never = err.reason;
+            throw new Error(`unknown MCP error reason ${String(never)}`, { cause: err });
+          }
+        }
+      }
+    },
+    close: () => o.pool.close(),
+  };
+}

@@ -1,0 +1,220 @@
+// Discovery of a project's MCP server, on request of the api (`ctl.mcp.<server>.refresh`, a core
+// NATS request answered by one instance of the queue group). It lists the server's tools over
+// the pooled connection (opening one when there is none, so the refresh also re-opens a dead
+// server), maps their names to registry ids, applies the listing to resource.tools in one
+// transaction (added, updated, vanished ones disabled), tells every tool service to drop its
+// cached copies, and answers with what it did. A failure is recorded on the server (state error,
+// last_error) and answered too: the api never waits for nothing.
+import type { Msg, Subscription } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import type { Bus } from '@toolmesh/bus';
+import { mapToolNames } from '@toolmesh/mcp';
+import {
+  encodeMessage,
+  errorCodeOf,
+  decodeMessage,
+  type McpRefreshReply,
+} from '@toolmesh/protocol';
+import type { DiscoveredTool, Store } from '@toolmesh/store';
+import { egressDeniedIn } from '../egress.ts';
+import type { McpPool } from './pool.ts';
+
+export interface DiscoveryDeps {
+  bus: Bus;
+  store: Store;
+  pool: McpPool;
+  /** Bounds one discovery: connect and list every page ([tools] mcp_discovery_timeout_ms). */
+  timeoutMs: number;
+  logger: Logger;
+}
+
+export async function refreshServer(
+  deps: DiscoveryDeps,
+  project: string,
+  server: string,
+): Promise<McpRefreshReply> {
+  const log = deps.logger.child({ project, mcp_server: server });
+  const failed = (code: string, message: string): McpRefreshReply => ({
+    v: 1,
+    ok: false,
+    state: 'error',
+    tool_count: 0,
+    added: [],
+    updated: [],
+    disabled: [],
+    refused: [],
+    error: { code, message },
+  });
+  const row = await deps.store.mcpServers.get(project, server);
+  if (!row) {
+    await deps.pool.drop(project, server);
+    return failed('unknown_tool', `MCP server ${server} is not registered`);
+  }
+  let listed;
+  try {
+    // A refresh must see the server as it is now: a connection that died is re-opened, and one
+    // opened for an earlier server of the same name (deleted, then registered again) replaced.
+    const signal = AbortSignal.timeout(deps.timeoutMs);
+    let pooled = await deps.pool.get(project, server, signal);
+    if (pooled.serverId !== row.server_id) {
+      await deps.pool.drop(project, server, pooled.conn);
+      pooled = await deps.pool.get(project, server, signal);
+    }
+    try {
+      listed = await pooled.conn.listTools({ signal });
+    } catch (err) {
+      await deps.pool.drop(project, server, pooled.conn);
+      throw err;
+    }
+  } catch (err) {
+    const denied = egressDeniedIn(err);
+    const message = denied?.message ?? (err instanceof Error ? err.message : String(err));
+    log.warn({ err }, 'MCP discovery failed');
+    await deps.store.mcpServers.recordError(project, server, message);
+    return failed(denied?.code ?? errorCodeOf(err) ?? 'mcp_unavailable', message);
+  }
+  const mapping = mapToolNames(listed.map((t) => t.name));
+  const tools: DiscoveredTool[] = [];
+  const refused: McpRefreshReply['refused'] = [];
+  listed.forEach((t, i) => {
+    const m = mapping[i]!;
+    if (m.id === undefined) {
+      refused.push({ tool: t.name, reason: m.refused ?? 'refused' });
+      return;
+    }
+    tools.push({
+      token: m.id,
+      mcpName: t.name,
+      description: t.description ?? t.title ?? '',
+      ...schemaOf(t.inputSchema),
+    });
+  });
+  const outcome = await deps.store.mcpServers.sync(project, server, tools);
+  if (!outcome) return failed('unknown_tool', `MCP server ${server} was deleted meanwhile`);
+  for (const name of outcome.refused) {
+    refused.push({ tool: name, reason: `${name} is already the name of another tool` });
+  }
+  const changed = [...outcome.added, ...outcome.updated, ...outcome.disabled];
+  if (changed.length > 0) {
+    // Core NATS and flushed before the answer, as the api does: a call published after the
+    // answer reaches every tool service after the event.
+    deps.bus.publishCore(
+      deps.bus.subjects.registryChanged(project),
+      encodeMessage('registry_changed', { v: 1, change: 'updated', tools: changed }),
+    );
+    await deps.bus.nc.flush();
+  }
+  log.info(
+    {
+      added: outcome.added.length,
+      updated: outcome.updated.length,
+      disabled: outcome.disabled.length,
+      refused: refused.length,
+    },
+    'MCP server refreshed',
+  );
+  return {
+    v: 1,
+    ok: true,
+    state: 'connected',
+    tool_count: outcome.toolCount,
+    added: outcome.added,
+    updated: outcome.updated,
+    disabled: outcome.disabled,
+    refused,
+  };
+}
+
+/**
+ * The registry's copy of a tool's input schema. Registry schemas are JSON Schema 2020-12 (the
+ * dialect MCP names as the default); servers built on zod often declare draft-07 in `$schema`,
+ * which a 2020-12 validator cannot load, while the keywords they use mean the same in both. The
+ * declaration leaves the parameters (models are shown them as function parameters) and is kept
+ * in the tool's spec.
+ */
+function schemaOf(inputSchema: Record<string, unknown>): {
+  parameters: Record<string, unknown>;
+  schemaDialect?: string;
+} {
+  const { $schema, ...parameters } = inputSchema;
+  return typeof $schema === 'string' ? { parameters, schemaDialect: $schema } : { parameters };
+}
+
+/**
+ * Refreshes a server when it says its tool set changed. Notifications arriving while a refresh
+ * of that server runs lead to one more refresh after it, not one each.
+ */
+export function createAutoRefresh(
+  deps: () => DiscoveryDeps,
+): (project: string, server: string) => void {
+  const running = new Map<string, { again: boolean }>();
+  return (project, server) => {
+    const key = `${project}\u0000${server}`;
+    const current = running.get(key);
+    if (current) {
+      current.again = true;
+      return;
+    }
+    const state = { again: false };
+    running.set(key, state);
+    void (async () => {
+      try {
+        do {
+          state.again = false;
+          const d = deps();
+          const reply = await refreshServer(d, project, server).catch((err: unknown) => {
+            d.logger.warn({ err, project, mcp_server: server }, 'automatic MCP refresh failed');
+            return undefined;
+          });
+          if (reply?.ok) {
+            d.logger.info(
+              { project, mcp_server: server, added: reply.added, disabled: reply.disabled },
+              'MCP server changed its tools; registry refreshed',
+            );
+          }
+        } while (state.again);
+      } finally {
+        running.delete(key);
+      }
+    })();
+  };
+}
+
+/** Answers refresh requests until unsubscribed. */
+export function serveDiscovery(deps: DiscoveryDeps): Subscription {
+  const log = deps.logger.child({ component: 'mcp-discovery' });
+  return deps.bus.nc.subscribe(deps.bus.subjects.mcpRefreshFilter(), {
+    queue: deps.bus.names.mcpDiscoveryQueue,
+    callback: (err, msg: Msg) => {
+      if (err) {
+        log.warn({ err }, 'refresh subscription error');
+        return;
+      }
+      void (async () => {
+        let reply: McpRefreshReply;
+        try {
+          const parsed = deps.bus.subjects.parse(msg.subject);
+          if (parsed.kind !== 'ctl' || parsed.component !== 'mcp') {
+            throw new Error(`${msg.subject} is not an MCP refresh subject`);
+          }
+          decodeMessage('mcp_refresh', msg.data);
+          reply = await refreshServer(deps, parsed.project, parsed.server);
+        } catch (e) {
+          log.error({ err: e, subject: msg.subject }, 'MCP refresh failed');
+          reply = {
+            v: 1,
+            ok: false,
+            state: 'error',
+            tool_count: 0,
+            added: [],
+            updated: [],
+            disabled: [],
+            refused: [],
+            error: { code: errorCodeOf(e) ?? 'internal_error', message: (e as Error).message },
+          };
+        }
+        msg.respond(encodeMessage('mcp_refresh_reply', reply));
+      })();
+    },
+  });
+}
