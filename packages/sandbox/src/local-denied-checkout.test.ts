@@ -8,7 +8,7 @@ import type { Sandbox } from './provider.ts';
 import { SESSION, useLocalProvider } from './test-support.ts';
 
 const CHECKOUT = join(import.meta.dirname, '..', '..', '..');
-const fixture = useLocalProvider({ denyRead: [CHECKOUT] });
+const fixture = useLocalProvider();
 let sandbox: Sandbox;
 
 beforeAll(async () => {
