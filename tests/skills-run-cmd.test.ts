@@ -102,7 +102,7 @@ describe('skills.run_cmd', () => {
     await expect(readFile(`/tmp/pwned-${process.pid}`)).rejects.toThrow();
   });
 
-  it('a write outside the workdir is blocked; /tmp is the sandbox's own', async () => {
+  it("a write outside the workdir is blocked; /tmp is the sandbox's own", async () => {
     const target = `/tmp/toolmesh-escape-${process.pid}`;
     const r = await run({
       command: `echo x > /var/toolmesh-escape; echo rc=$?; echo x > ${target}; echo tmp=$?`,
