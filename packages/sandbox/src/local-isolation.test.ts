@@ -2,6 +2,7 @@
 // /tmp), it is not root on the host, and its sandbox's memory and CPU are capped (cgroups here).
 // Each check runs cold (a bwrap per command) and warm (the sandbox's resident executor).
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { mkdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +13,8 @@ const CHECKOUT = join(import.meta.dirname, '..', '..', '..');
 const MEMORY_BYTES = 128 * 1024 * 1024;
 const CPU_PERCENT = 20;
 const isRoot = process.getuid?.() === 0;
+/** Taken before the provider starts: opening its sockets to the sandbox user must not touch /tmp. */
+const tmpModeBefore = statSync('/tmp').mode;
 
 const fixture = useLocalProvider({ memoryBytes: MEMORY_BYTES, cpuPercent: CPU_PERCENT });
 let sandbox: Sandbox;
@@ -32,6 +35,14 @@ afterAll(async () => {
 
 const sh = (script: string, timeoutMs = 10_000): Promise<ExecResult> =>
   sandbox.exec({ shell: script }, { timeoutMs });
+
+describe('the host around the sandboxes', () => {
+  // Regression: opening the runtime's sockets to the sandbox user once chmodded their folder,
+  // the host's /tmp itself, to 0711.
+  it("leaves the host's /tmp mode alone", () => {
+    expect(statSync('/tmp').mode).toBe(tmpModeBefore);
+  });
+});
 
 describe('reads are an allow-list', () => {
   it.each([

@@ -8,7 +8,7 @@
 // command cannot evict another's before it is read.
 import { existsSync, realpathSync } from 'node:fs';
 import { chmod, copyFile, mkdir, rename } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SandboxManager, type SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime';
 import { SandboxError } from './errors.ts';
@@ -203,17 +203,20 @@ async function start(settings: RuntimeSettings, taps: Map<string, Tap>): Promise
       cause: err,
     });
   }
+  const observer = await observeSocketPath();
   const sockets = [
     SandboxManager.getLinuxHttpSocketPath(),
     SandboxManager.getLinuxSocksSocketPath(),
-    await observeSocketPath(),
+    observer,
   ].filter((p): p is string => p !== undefined);
   if (settings.sandboxUser !== undefined) {
-    // Made by root with mode 0755 (the observer's in a 0700 folder): a unix socket takes write
-    // permission to connect, and bwrap binds it with the sandbox user's rights.
-    for (const socket of sockets) {
-      await chmod(dirname(socket), 0o711).catch(() => undefined);
-      await chmod(socket, 0o777);
+    // Made by root with mode 0755: a unix socket takes write permission to connect, and bwrap
+    // binds it with the sandbox user's rights. The observer's sits in a 0700 folder of its own
+    // (`srt-obs-*`), which is opened for passing through; never the folder of the others
+    // (the host's /tmp itself).
+    for (const socket of sockets) await chmod(socket, 0o777);
+    if (observer !== undefined && basename(dirname(observer)).startsWith('srt-obs-')) {
+      await chmod(dirname(observer), 0o711);
     }
   }
   const store = SandboxManager.getSandboxViolationStore();
