@@ -4,7 +4,8 @@
 // the service still serving afterwards. Secrets are canaries: random text planted where the
 // real ones live, which must never come back in a result.
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY } from '../../services/api/src/test/support.ts';
@@ -23,9 +24,10 @@ const secrets = {
   hostTmp: canary(),
   otherProject: canary(),
 };
-// Where a `pnpm stack` keeps them: <checkout>/.data/admin_key, an artifact under the root.
-const dataDir = join(REPO_ROOT, '.data');
-const adminKeyFile = join(dataDir, `redteam-admin-key-${process.pid}`);
+// Where a `pnpm stack` keeps them: <checkout>/.data/admin_key, an artifact under the root. A
+// checkout this user cannot write to (the suite run as another user) gets a stand-in folder.
+let dataDir = join(REPO_ROOT, '.data');
+const adminKeyFile = () => join(dataDir, `redteam-admin-key-${process.pid}`);
 const hostTmpFile = join('/tmp', `toolmesh-redteam-${process.pid}`);
 let mesh: SkillsMesh;
 let other: { id: string; key: string };
@@ -41,8 +43,13 @@ beforeAll(async () => {
     CG__SANDBOX__MEMORY_BYTES: String(MEMORY_BYTES),
     CG__SANDBOX__CPU_PERCENT: String(CPU_PERCENT),
   });
-  await mkdir(dataDir, { recursive: true });
-  await writeFile(adminKeyFile, `${secrets.adminKey}\n`, { mode: 0o600 });
+  try {
+    await mkdir(dataDir, { recursive: true });
+    await writeFile(adminKeyFile(), `${secrets.adminKey}\n`, { mode: 0o600 });
+  } catch {
+    dataDir = await mkdtemp(join(tmpdir(), 'toolmesh-redteam-data-'));
+    await writeFile(adminKeyFile(), `${secrets.adminKey}\n`, { mode: 0o600 });
+  }
   await mkdir(join(artifactsRoot, 'artifacts', 'victim'), { recursive: true });
   await writeFile(join(artifactsRoot, 'artifacts', 'victim', 'data.txt'), secrets.artifact);
   await writeFile(hostTmpFile, secrets.hostTmp);
@@ -60,7 +67,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await mesh?.close();
-  await rm(adminKeyFile, { force: true });
+  await rm(adminKeyFile(), { force: true });
   await rm(hostTmpFile, { force: true });
 });
 
@@ -87,7 +94,7 @@ afterEach(async () => {
 
 describe('red team: reading what is not the tenant’s', () => {
   it.each([
-    ['the admin key file', () => `cat ${adminKeyFile}; ls -A ${dataDir}`],
+    ['the admin key file', () => `cat ${adminKeyFile()}; ls -A ${dataDir}`],
     ['the checkout', () => `cat ${join(REPO_ROOT, 'package.json')}; ls -A ${REPO_ROOT}`],
     ["the service's config.toml", () => `cat ${join(REPO_ROOT, 'config.toml')}`],
     [
@@ -151,7 +158,7 @@ describe('red team: exhausting the host', () => {
     expect(['succeeded', 'timeout']).toContain(r.status);
   });
 
-  it.runIf(isRoot)('a memory hog ends `oom`', async () => {
+  it.runIf(isRoot)('a memory hog ends `oom` (memory cgroup)', async () => {
     const r = await run({
       command: `python3 -c "a = bytearray(${MEMORY_BYTES * 2}); print('survived')"`,
     });
@@ -161,7 +168,21 @@ describe('red team: exhausting the host', () => {
     expect(shown(r)).not.toContain('survived');
   });
 
-  it.runIf(isRoot)('a CPU spin gets no more than its share', async () => {
+  it.runIf(!isRoot)('a memory hog fails its allocation (RLIMIT_AS, no cgroup)', async () => {
+    const r = await run({
+      command: `python3 -c "a = bytearray(${MEMORY_BYTES * 2}); print('survived')"`,
+    });
+    expect(shown(r)).not.toContain('survived');
+    expect(shown(r)).toContain('MemoryError');
+  });
+
+  it.runIf(!isRoot)('a CPU spin past its share of the timeout ends `cpu_limit`', async () => {
+    const r = await run({ command: 'while :; do :; done', timeout_ms: 8_000 });
+    expect(r.status, shown(r)).toBe('failed');
+    expect(r.content.error?.code).toBe('cpu_limit');
+  });
+
+  it.runIf(isRoot)('a CPU spin gets no more than its share (cpu cgroup)', async () => {
     const r = await run({ command: 'timeout 3 sh -c "while :; do :; done"; times' });
     expect(r.status, shown(r)).toBe('succeeded');
     const children = (r.content.result as { stdout: string }).stdout.trim().split('\n')[1] ?? '';

@@ -10,7 +10,7 @@ const MEMORY_BYTES = 256 * 1024 * 1024;
 const fixture = useLocalProvider({
   pidsCgroup: false,
   memoryBytes: MEMORY_BYTES,
-  cpuPercent: 50,
+  cpuPercent: 25,
 });
 let sandbox: Sandbox;
 
@@ -33,7 +33,7 @@ describe('memory and CPU without cgroups', () => {
   ])('a CPU spin past its share of the timeout is killed: cpu (%s)', async (_how, stdin) => {
     const r = await sandbox.exec(
       { shell: 'while :; do :; done' },
-      { timeoutMs: 4_000, ...(stdin === undefined ? {} : { stdin }) },
+      { timeoutMs: 8_000, ...(stdin === undefined ? {} : { stdin }) },
     );
     expect(r.timedOut).toBe(false);
     expect(r.limitExceeded).toBe('cpu');
