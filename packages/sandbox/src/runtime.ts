@@ -24,12 +24,22 @@ import { DEFAULT_WRAP_CACHE_TTL_MS, WrapCache } from './wrap-cache.ts';
  * "apply-seccomp: No such file". When commands run as another user (the service is root), a
  * copy under the sandboxes' folder is used, since that user may not enter the checkout.
  */
-const SECCOMP_HELPER: string | undefined = (() => {
-  const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
-  const entry = fileURLToPath(import.meta.resolve('@anthropic-ai/sandbox-runtime'));
-  const helper = join(dirname(entry), '..', 'vendor', 'seccomp', arch, 'apply-seccomp');
-  return existsSync(helper) ? realpathSync(helper) : undefined;
-})();
+const VENDOR = join(
+  dirname(fileURLToPath(import.meta.resolve('@anthropic-ai/sandbox-runtime'))),
+  '..',
+  'vendor',
+);
+const vendorFile = (...parts: string[]): string | undefined => {
+  const path = join(VENDOR, ...parts);
+  return existsSync(path) ? realpathSync(path) : undefined;
+};
+const SECCOMP_HELPER = vendorFile(
+  'seccomp',
+  process.arch === 'arm64' ? 'arm64' : 'x64',
+  'apply-seccomp',
+);
+/** Bound into every sandbox by the runtime (JAVA_TOOL_OPTIONS names it): copied like the helper. */
+const JAVA_PROXY_AGENT = vendorFile('java-proxy-agent', 'srt-proxy-agent.jar');
 
 export interface RuntimeSettings {
   /** Folder of every sandbox: writes under it are not reported as violations. */
@@ -185,15 +195,20 @@ async function start(settings: RuntimeSettings, taps: Map<string, Tap>): Promise
       `sandbox-runtime cannot run here: ${deps.errors.join('; ')} (apt-get install bubblewrap socat ripgrep)`,
     );
   }
-  const helper =
-    settings.sandboxUser === undefined || SECCOMP_HELPER === undefined
-      ? SECCOMP_HELPER
-      : await copyHelper(SECCOMP_HELPER, settings.rootDir);
+  // A sandbox user may not enter the checkout (a clone in /root or in a 0700 folder): what the
+  // runtime binds in from its package folder is copied to where that user can reach it.
+  const copied = (source: string | undefined) =>
+    settings.sandboxUser === undefined || source === undefined
+      ? Promise.resolve(source)
+      : copyRuntimeFile(source, settings.rootDir);
+  const helper = await copied(SECCOMP_HELPER);
+  const javaAgent = await copied(JAVA_PROXY_AGENT);
   const config: SandboxRuntimeConfig = {
     network: { allowedDomains: [], deniedDomains: [...settings.deniedDomains] },
     // Only the violation monitor reads these: each command brings its own filesystem policy.
     filesystem: { denyRead: [], allowWrite: [settings.rootDir], denyWrite: [] },
     ...(helper === undefined ? {} : { seccomp: { applyPath: helper } }),
+    ...(javaAgent === undefined ? {} : { javaAgentJarPath: javaAgent }),
   };
   try {
     // enableLogMonitor: on Linux, the seccomp observer that reports blocked writes.
@@ -255,15 +270,15 @@ async function observeSocketPath(): Promise<string | undefined> {
 }
 
 /**
- * The seccomp helper, copied under the sandboxes' folder (root-owned, 0755) for a sandbox user
- * who cannot enter the checkout (a clone in /root, 0700). Replaced atomically, as a running
- * command may be executing the previous copy.
+ * A runtime file (the seccomp helper, the JVM proxy agent), copied under the sandboxes' folder
+ * (root-owned, 0755) for a sandbox user who cannot enter the checkout (a clone in /root, 0700).
+ * Replaced atomically, as a running command may be executing the previous copy.
  */
-async function copyHelper(source: string, rootDir: string): Promise<string> {
+async function copyRuntimeFile(source: string, rootDir: string): Promise<string> {
   const dir = join(rootDir, '.runtime');
   await mkdir(dir, { recursive: true, mode: 0o755 });
   await chmod(dir, 0o755);
-  const target = join(dir, 'apply-seccomp');
+  const target = join(dir, basename(source));
   const staging = `${target}.${process.pid}`;
   await copyFile(source, staging);
   await chmod(staging, 0o755);
