@@ -296,7 +296,9 @@ async function copyRuntimeFile(source: string, rootDir: string): Promise<string>
 export function readOnlyTmpfs(line: string): string {
   const at = line.indexOf(' --dev /dev ');
   if (at < 0) return line;
-  const tokens = [...line.slice(0, at).matchAll(/ --tmpfs (\S+)/g)]
+  // One shell word as shell-quote writes it: quoted runs, escapes and plain characters.
+  const word = /(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\])+/.source;
+  const tokens = [...line.slice(0, at).matchAll(new RegExp(` --tmpfs (${word})`, 'g'))]
     .map((m) => m[1]!)
     .filter((token) => token !== '/tmp');
   if (tokens.length === 0) return line;
