@@ -8,7 +8,7 @@
 // unprivileged uid (sandbox-user.ts), RLIMIT_FSIZE, and caps on processes, memory and CPU
 // (cgroups where this host lets us make them, rlimits otherwise).
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { probeSandboxCgroups, type SandboxCgroups } from './cgroup.ts';
@@ -124,8 +124,10 @@ export async function createLocalSandboxProvider(
   const rootDir = await realpath(resolve(options.rootDir));
   const user = sandboxUserFor(options.sandboxUser);
   if (user !== undefined) {
-    // The sandbox user enters it (bwrap binds its workdir with its rights) but cannot list it.
-    await chmod(rootDir, 0o711);
+    // The sandbox user must pass through it (bwrap binds the workdir with its rights): the
+    // execute bits are added, nothing else changes (a mkdtemp folder is 0700).
+    const { mode } = await stat(rootDir);
+    if ((mode & 0o011) !== 0o011) await chmod(rootDir, (mode & 0o7777) | 0o011);
     assertReachable(user, rootDir);
   }
   const runtime = await acquireRuntime({
