@@ -13,7 +13,7 @@
 // hierarchy that carries one of the controllers (cgroup v1 mounts one per controller; a cgroup2
 // mount carries those delegated to us). The host-side launcher moves itself into each before
 // it execs bwrap, so no child is ever outside them.
-import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export const CgroupController = { pids: 'pids', memory: 'memory', cpu: 'cpu' } as const;
@@ -102,7 +102,36 @@ export async function probeSandboxCgroups(
   const hierarchies = [...found.values()];
   const pids = hierarchies.find((h) => h.controllers.has('pids'));
   if (pids === undefined) return undefined;
+  for (const h of hierarchies) await pruneStale(h.base);
   return sandboxCgroups(hierarchies, pids);
+}
+
+/** An empty command cgroup older than this was left by a process that died (SIGKILL). */
+const STALE_MS = 60 * 60 * 1000;
+
+/**
+ * Removes command cgroups that hold no process and were made long ago, and sandbox cgroups left
+ * empty: what a killed service leaves behind (a clean end removes its own). Never a young one: a
+ * launcher may be about to join it.
+ */
+async function pruneStale(base: string): Promise<void> {
+  const now = Date.now();
+  for (const sandbox of await readdir(base, { withFileTypes: true }).catch(() => [])) {
+    if (!sandbox.isDirectory() || !sandbox.name.startsWith('lsb_')) continue;
+    const sandboxDir = join(base, sandbox.name);
+    for (const call of await readdir(sandboxDir, { withFileTypes: true }).catch(() => [])) {
+      if (!call.isDirectory()) continue;
+      const dir = join(sandboxDir, call.name);
+      const [procs, info] = await Promise.all([
+        readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => 'unknown'),
+        stat(dir).catch(() => undefined),
+      ]);
+      if (procs.trim() !== '' || info === undefined || now - info.mtimeMs < STALE_MS) continue;
+      await rmdir(dir).catch(() => undefined);
+    }
+    // EBUSY while a command cgroup is left in it.
+    await rmdir(sandboxDir).catch(() => undefined);
+  }
 }
 
 /** Can we make a child of `base` and set the controller's limit in it? */
