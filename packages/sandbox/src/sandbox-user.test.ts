@@ -5,6 +5,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createLocalSandboxProvider } from './local.ts';
 import { readOnlyTmpfs } from './runtime.ts';
 import { hostArgv, sandboxUserFor } from './sandbox-user.ts';
 
@@ -47,6 +48,19 @@ describe('hostArgv', () => {
   it('never drops to uid 0, and only as root', () => {
     expect(sandboxUserFor({ uid: 0, gid: 0 })).toBeUndefined();
     if (!isRoot) expect(sandboxUserFor({ uid: 1234, gid: 1234 })).toBeUndefined();
+  });
+});
+
+describe.runIf(isRoot)('a sandboxes folder the sandbox user cannot enter', () => {
+  it('is refused at start with a sentence saying what to do', async () => {
+    const privateDir = await mkdtemp(join(tmpdir(), 'toolmesh-private-')); // 0700
+    try {
+      await expect(
+        createLocalSandboxProvider({ rootDir: join(privateDir, 'sandboxes') }),
+      ).rejects.toThrow(/uid 65534, which cannot enter .*set sandbox.root_dir/);
+    } finally {
+      await rm(privateDir, { recursive: true, force: true });
+    }
   });
 });
 

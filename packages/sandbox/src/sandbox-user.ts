@@ -14,6 +14,7 @@
 //
 // A service that is not root has nothing to drop: its commands run as its own uid.
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { SandboxError } from './errors.ts';
 
 export interface SandboxUser {
@@ -37,8 +38,43 @@ export function sandboxUserFor(configured: SandboxUser | undefined): SandboxUser
   return user;
 }
 
-/** Refuses a sandboxes' folder the sandbox user cannot enter (bwrap binds with its rights). */
+/**
+ * Refuses to start where commands could not run as the sandbox user: no `setpriv`, no
+ * unprivileged user namespaces (bubblewrap then runs unprivileged), or a sandboxes' folder the
+ * user cannot enter (bwrap binds the workdir with its rights). Said once, at start, rather than
+ * by every command failing.
+ */
 export function assertReachable(user: SandboxUser, dir: string): void {
+  if (!existsSync(SETPRIV)) {
+    throw new SandboxError(
+      'unavailable',
+      `${SETPRIV} is missing (util-linux): it drops sandboxed commands to uid ${user.uid}`,
+    );
+  }
+  const userns = spawnSync(
+    SETPRIV,
+    [
+      `--reuid=${user.uid}`,
+      `--regid=${user.gid}`,
+      '--clear-groups',
+      '--',
+      'bwrap',
+      '--unshare-user',
+      '--ro-bind',
+      '/',
+      '/',
+      '--',
+      '/bin/true',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
+  );
+  if (userns.status !== 0) {
+    throw new SandboxError(
+      'unavailable',
+      `bubblewrap cannot make a user namespace as uid ${user.uid} (${userns.stderr.trim() || `exit ${userns.status}`}): ` +
+        `enable unprivileged user namespaces (Ubuntu 24.04: sysctl kernel.apparmor_restrict_unprivileged_userns=0)`,
+    );
+  }
   const probe = spawnSync('/usr/bin/test', ['-x', dir], {
     uid: user.uid,
     gid: user.gid,
