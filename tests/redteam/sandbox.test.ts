@@ -68,6 +68,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await mesh?.close();
   await rm(adminKeyFile(), { force: true });
+  if (dataDir !== join(REPO_ROOT, '.data')) await rm(dataDir, { recursive: true, force: true });
   await rm(hostTmpFile, { force: true });
 });
 
