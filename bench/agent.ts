@@ -4,7 +4,7 @@
 // time and 100 at once (spread over 20 agents: an agent runs its turns in turn), against the floor measured in the same run: the same work without the
 // worker (two requests to the scripted model and one builtin.echo call through the SDK).
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
@@ -21,6 +21,8 @@ const AGENTS = 20;
 
 const { nats, db } = await benchServers();
 const scratch = await mkdtemp(join(tmpdir(), 'toolmesh-bench-agent-'));
+// mkdtemp makes it 0700; as root, sandboxed commands run as sandbox.uid, which must pass through.
+await chmod(scratch, 0o711);
 const model = await startScriptedOpenAI({
   fallback: (req) =>
     req.body.messages.some((m) => m.role === 'tool')

@@ -3,7 +3,7 @@
 // floor measured in the same run: a bare bubblewrap spawn of /bin/true. Also the sandbox alone
 // (provider.exec in this process, no mesh), so the mesh's share and the sandbox's share show.
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
@@ -17,6 +17,8 @@ const WARMUP = 10;
 
 const { nats, db } = await benchServers();
 const scratch = await mkdtemp(join(tmpdir(), 'toolmesh-bench-sandbox-'));
+// mkdtemp makes it 0700; as root, sandboxed commands run as sandbox.uid, which must pass through.
+await chmod(scratch, 0o711);
 const children: ChildProcess[] = [];
 const nc = await connect({ servers: nats.url, noAsyncTraces: true });
 try {

@@ -9,7 +9,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from '@toolmesh/config';
@@ -131,6 +131,24 @@ function postgresDir(): string {
   return dir;
 }
 
+/**
+ * Where sandboxes live when the stack runs as root: their commands run as `sandbox.uid`, which
+ * must enter the folder. A checkout in /root (0700) cannot hold it, so it then goes under
+ * /var/lib/toolmesh, one folder per checkout, as Postgres's data does. Undefined: the
+ * configured `sandbox.root_dir` (set by the operator, or `.data/sandboxes`) is fine.
+ */
+function sandboxRootDir(): string | undefined {
+  if (process.getuid?.() !== 0 || process.env['CG__SANDBOX__ROOT_DIR']) return undefined;
+  const { uid, gid, root_dir } = loadConfig({ env: process.env }).sandbox;
+  const preferred = resolve(ROOT, root_dir);
+  const probe = spawnSync('/usr/bin/test', ['-x', dirname(preferred)], { uid, gid });
+  if (probe.status === 0) return undefined;
+  const id = createHash('sha256').update(ROOT).digest('hex').slice(0, 12);
+  const dir = join('/var/lib/toolmesh', `sandboxes-${id}`);
+  say(`sandboxed commands (uid ${uid}) cannot enter ${dirname(preferred)}: sandboxes in ${dir}`);
+  return dir;
+}
+
 process.on('SIGINT', () => void stopAll(0));
 process.on('SIGTERM', () => void stopAll(0));
 
@@ -186,6 +204,8 @@ try {
     CG__POSTGRES__URL: dbUrl,
     CG__ARTIFACTS__ROOT: process.env['CG__ARTIFACTS__ROOT'] ?? join(DATA, 'artifacts'),
   };
+  const sandboxes = sandboxRootDir();
+  if (sandboxes !== undefined) env['CG__SANDBOX__ROOT_DIR'] = sandboxes;
   let config = loadConfig({ env: { ...process.env, ...env } });
   // No LLM key and the default endpoint: the agent worker talks to a scripted model started
   // here (it draws what it is asked with the draw-image skill, then submits the picture).

@@ -3,6 +3,7 @@
 // no LLM key is set), the demo runs an agent task that draws a picture in the sandbox, prints
 // the final card and the picture's path, and that file exists and is a PNG.
 import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -33,7 +34,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await nats?.cleanup();
   await db?.cleanup();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  if (dir) {
+    // As root in a 0700 folder, the stack keeps its sandboxes under /var/lib/toolmesh (the
+    // sandbox uid cannot enter the clone): one folder per checkout, named by its path's hash.
+    const id = createHash('sha256').update(join(dir, 'toolmesh')).digest('hex').slice(0, 12);
+    await rm(join('/var/lib/toolmesh', `sandboxes-${id}`), { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 /** Runs a command in the clone; resolves with its exit code and output. */

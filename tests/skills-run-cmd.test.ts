@@ -102,10 +102,15 @@ describe('skills.run_cmd', () => {
     await expect(readFile(`/tmp/pwned-${process.pid}`)).rejects.toThrow();
   });
 
-  it('a write outside the workdir is blocked', async () => {
+  it("a write outside the workdir is blocked; /tmp is the sandbox's own", async () => {
     const target = `/tmp/toolmesh-escape-${process.pid}`;
-    const r = await run({ command: `echo x > ${target}; echo rc=$?` });
-    expect((r.content.result as { stdout: string }).stdout).toMatch(/rc=[1-9]/);
+    const r = await run({
+      command: `echo x > /var/toolmesh-escape; echo rc=$?; echo x > ${target}; echo tmp=$?`,
+    });
+    const { stdout } = r.content.result as { stdout: string };
+    expect(stdout).toMatch(/rc=[1-9]/);
+    // A private tmpfs: the write works there and never reaches the host's /tmp.
+    expect(stdout).toMatch(/tmp=0/);
     await expect(readFile(target)).rejects.toThrow();
   });
 

@@ -288,6 +288,13 @@ export const sandboxSchema = section({
     .default([]),
   process_limit: positiveInt().default(512),
   file_size_bytes: positiveInt().default(1_073_741_824),
+  // local: memory of one sandbox (a memory cgroup; RLIMIT_AS of each process where none can be made).
+  memory_bytes: intAtLeast(16 * 1024 * 1024).default(2_147_483_648),
+  // local: CPU of one sandbox in percent of one core (a cpu cgroup; RLIMIT_CPU where none can be made).
+  cpu_percent: positiveInt().default(100),
+  // local: host uid and gid commands run as when the service runs as root (not 0).
+  uid: positiveInt().default(65534),
+  gid: positiveInt().default(65534),
   // local: how long a sandbox's resident executor waits for its next command; 0 starts a bwrap per command.
   warm_idle_ms: intAtLeast(0).default(60_000),
   reuse_mode: z.enum(ReuseMode, expected('one of none, project_agent')).default('project_agent'),

@@ -139,6 +139,16 @@ export const ERROR_CODES = {
     status: 'failed',
     summary: 'another instance is running the same call right now',
   },
+  oom: {
+    retryable: false,
+    status: 'failed',
+    summary: 'a sandboxed command went past its memory limit and the kernel killed it',
+  },
+  cpu_limit: {
+    retryable: false,
+    status: 'failed',
+    summary: 'a sandboxed command used more CPU time than its limit and was killed',
+  },
 } as const satisfies Record<string, CodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -34,6 +34,7 @@ import type {
   ExecResult,
   InteractiveOptions,
   InteractiveProcess,
+  GetFileOptions,
   Sandbox,
   SandboxProvider,
   SessionKey,
@@ -296,11 +297,19 @@ class E2bSandbox implements Sandbox {
       });
   }
 
-  async getFile(path: string): Promise<Buffer> {
+  async getFile(path: string, options: GetFileOptions = {}): Promise<Buffer> {
     const target = this.#inside(path);
     const bytes = await this.#sdk.files.read(target, { format: 'bytes' }).catch((err: unknown) => {
       throw fileError(err, path);
     });
+    // envd has no size-first read: the limit is checked once the bytes are here.
+    if (options.maxBytes !== undefined && bytes.byteLength > options.maxBytes) {
+      throw new SandboxError(
+        'too_large',
+        `${JSON.stringify(path)} is ${bytes.byteLength} bytes, over the limit of ${options.maxBytes}`,
+        { details: { size_bytes: bytes.byteLength, limit_bytes: options.maxBytes } },
+      );
+    }
     return Buffer.from(bytes);
   }
 

@@ -12,6 +12,8 @@ export const SandboxErrorReason = {
   invalid_command: 'invalid_command',
   /** A file or working directory that does not exist. */
   not_found: 'not_found',
+  /** A file larger than the caller would read (details: size_bytes, limit_bytes). */
+  too_large: 'too_large',
   /** The sandbox or the provider was closed or destroyed. */
   closed: 'closed',
   /** bubblewrap, socat or ripgrep missing, or the runtime refused to start. */
@@ -29,6 +31,7 @@ function codeFor(reason: SandboxErrorReason): ErrorCode {
     case 'not_found':
       return 'invalid_arguments';
     case 'closed':
+    case 'too_large':
       return 'tool_error';
     case 'unavailable':
     case 'runtime_conflict':

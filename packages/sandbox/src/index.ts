@@ -7,6 +7,7 @@ export type {
   ExecResult,
   InteractiveOptions,
   InteractiveProcess,
+  GetFileOptions,
   OutputTail,
   Sandbox,
   SandboxDenial,
@@ -15,9 +16,19 @@ export type {
   SessionKey,
   SpawnOptions,
 } from './provider.ts';
-export { DenialKind } from './provider.ts';
+export { DenialKind, LimitExceeded } from './provider.ts';
 export { SandboxError, SandboxErrorReason, isSandboxError } from './errors.ts';
-export { createLocalSandboxProvider, DEFAULT_LIMITS, ProcessLimitMode } from './local.ts';
+export {
+  createLocalSandboxProvider,
+  DEFAULT_CPU_PERCENT,
+  DEFAULT_LIMITS,
+  DEFAULT_MEMORY_BYTES,
+  ProcessLimitMode,
+  ResourceLimitMode,
+} from './local.ts';
+export { DEFAULT_SANDBOX_USER } from './sandbox-user.ts';
+export type { SandboxUser } from './sandbox-user.ts';
+export { ETC_READ_PATHS, SYSTEM_READ_PATHS } from './read-policy.ts';
 export type { LocalSandboxOptions, LocalSandboxProvider } from './local.ts';
 export { createE2bSandboxProvider } from './e2b.ts';
 export type { E2bSandboxOptions, E2bSandboxProvider } from './e2b.ts';

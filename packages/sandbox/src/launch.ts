@@ -35,6 +35,8 @@ done
 TOOLMESH_L=()
 [ -z "\${TOOLMESH_FSIZE-}" ] || TOOLMESH_L+=("--fsize=$TOOLMESH_FSIZE")
 [ -z "\${TOOLMESH_NPROC-}" ] || TOOLMESH_L+=("--nproc=$TOOLMESH_NPROC")
+[ -z "\${TOOLMESH_AS-}" ] || TOOLMESH_L+=("--as=$TOOLMESH_AS")
+[ -z "\${TOOLMESH_CPU-}" ] || TOOLMESH_L+=("--cpu=$TOOLMESH_CPU:$((TOOLMESH_CPU + 1))")
 cd -- "$TOOLMESH_CWD" || exit 126
 for TOOLMESH_V in $(compgen -e); do
   case "$TOOLMESH_V" in
@@ -60,6 +62,13 @@ export interface LaunchInput {
   readonly limits: Pick<ExecLimits, 'fileSizeBytes' | 'processes'>;
   /** Sets RLIMIT_NPROC; pointless as root, where the kernel does not enforce it. */
   readonly rlimitProcesses: boolean;
+  /** RLIMIT_AS of every process of the command (where no memory cgroup caps the sandbox). */
+  readonly rlimitMemoryBytes?: number;
+  /**
+   * RLIMIT_CPU in seconds (where no cpu cgroup throttles the sandbox): past it the process gets
+   * SIGXCPU, a second later SIGKILL.
+   */
+  readonly rlimitCpuSec?: number;
 }
 
 /** The environment of the host-side process that starts bwrap: inert names only. */
@@ -79,6 +88,12 @@ export function launchEnv(input: LaunchInput): Record<string, string> {
   };
   if (input.rlimitProcesses) {
     out.TOOLMESH_NPROC = String(positiveInt(input.limits.processes, 'processes'));
+  }
+  if (input.rlimitMemoryBytes !== undefined) {
+    out.TOOLMESH_AS = String(positiveInt(input.rlimitMemoryBytes, 'memoryBytes'));
+  }
+  if (input.rlimitCpuSec !== undefined) {
+    out.TOOLMESH_CPU = String(positiveInt(input.rlimitCpuSec, 'cpuSec'));
   }
   argv.forEach((arg, i) => {
     if (arg.includes('\0')) throw new SandboxError('invalid_command', `argument ${i} contains NUL`);

@@ -1,14 +1,15 @@
 // Regression: a checkout inside a denied read root (a clone in /root or ~, the README's natural
 // place) hid the runtime's seccomp helper from the sandbox, and every command failed with
-// "apply-seccomp: No such file or directory". The helper alone is re-allowed; the checkout
-// stays unreadable.
+// "apply-seccomp: No such file or directory". Reads are an allow-list now, so the checkout is
+// always denied: the helper alone is re-allowed (or, as root, its copy under the sandboxes'
+// folder); the checkout stays unreadable.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sandbox } from './provider.ts';
 import { SESSION, useLocalProvider } from './test-support.ts';
 
 const CHECKOUT = join(import.meta.dirname, '..', '..', '..');
-const fixture = useLocalProvider({ denyRead: [CHECKOUT] });
+const fixture = useLocalProvider();
 let sandbox: Sandbox;
 
 beforeAll(async () => {

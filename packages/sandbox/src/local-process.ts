@@ -15,13 +15,11 @@ import type { ExecResult, SandboxDenial } from './provider.ts';
 import { TailBuffer } from './tail.ts';
 
 export interface LaunchSpec {
-  /** The wrapped line from sandbox-runtime: run by a bash on the host. */
-  readonly line: string;
+  /** The host-side argv (`hostArgv`): joins the cgroups, drops to the sandbox user, runs bwrap. */
+  readonly argv: readonly [string, ...string[]];
   readonly env: Record<string, string>;
   /** Host-side working directory (the sandbox's cwd, which bwrap keeps). */
   readonly cwd: string;
-  /** cgroup.procs of the command's pids cgroup, when there is one. */
-  readonly cgroupProcs?: string;
   readonly stdin?: string | Uint8Array;
   /** Keeps stdin open (see `Running.stdin`) and hands each output chunk over as it comes. */
   readonly interactive?: {
@@ -53,18 +51,11 @@ export interface Running {
 /** How long to wait for the output pipes to close after the command's leader has exited. */
 const PIPE_GRACE_MS = 2_000;
 
-// Moves the launcher into the command's cgroup before bwrap exists, so no child starts outside.
-const JOIN_CGROUP = 'echo $$ > "$0" && exec "$@"';
-
 export async function launch(spec: LaunchSpec): Promise<Running> {
-  const bash = ['/bin/bash', '--norc', '--noprofile', '-c', spec.line];
-  const [file, ...args] =
-    spec.cgroupProcs === undefined
-      ? bash
-      : ['/bin/sh', '-c', JOIN_CGROUP, spec.cgroupProcs, ...bash];
+  const [file, ...args] = spec.argv;
   const started = performance.now();
   const startedAt = new Date();
-  const child = spawn(file!, args, {
+  const child = spawn(file, args, {
     cwd: spec.cwd,
     env: spec.env,
     detached: true,

@@ -4,8 +4,8 @@
 // is the destroy half alone, working from the folder and the host's process table:
 // - processes recorded for the sandbox (task and job heads: pid and start time) are killed with
 //   their process group, but only when pid, start time and command line prove them ours;
-// - the sandbox's pids cgroup (`<base>/<sandbox id>`, shared by every command any instance ran
-//   in it) is emptied and removed;
+// - the sandbox's cgroups (`<base>/<sandbox id>` of pids, memory and cpu, shared by every
+//   command any instance ran in it) are emptied and removed;
 // - without pids cgroups, a /proc scan kills each bwrap whose command line names the sandbox's
 //   folder (its random id makes that a proof of its own);
 // - the folder `<rootDir>/<sandbox id>` is removed.
@@ -13,7 +13,7 @@
 import { readdir, realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { probePidsCgroups } from './cgroup.ts';
+import { probeSandboxCgroups } from './cgroup.ts';
 import { isOurProcess, readProc, SANDBOX_COMMAND } from './proc-proof.ts';
 
 /** The local provider's sandbox id shape (see local.ts): nothing else is ever deleted. */
@@ -50,7 +50,10 @@ export async function createLocalSandboxReaper(
   const root = resolve(options.rootDir);
   // The provider records paths under the real root; bwrap's command lines carry those.
   const rootDir = await realpath(root).catch(() => root);
-  const cgroups = options.pidsCgroup === false ? undefined : await probePidsCgroups();
+  const cgroups =
+    options.pidsCgroup === false
+      ? undefined
+      : await probeSandboxCgroups({ memory: true, cpu: true });
   return {
     kind: 'local',
     rootDir,
@@ -70,7 +73,9 @@ export async function createLocalSandboxReaper(
       await rm(dir, { recursive: true, force: true });
       log.debug({ sandboxId, killed }, 'sandbox destroyed');
     },
-    close: () => Promise.resolve(),
+    close: async () => {
+      await cgroups?.release();
+    },
   };
 }
 
@@ -101,7 +106,7 @@ async function bwrapsNaming(text: string): Promise<number[]> {
     const cmd = argv[0] ?? '';
     if (cmd === SANDBOX_COMMAND || cmd.endsWith(`/${SANDBOX_COMMAND}`)) {
       if (argv.some((a) => a.includes(text))) found.push(Number(entry));
-    } else if (cmd === '/bin/bash' || cmd === '/bin/sh') {
+    } else if (cmd === '/bin/bash' || cmd === '/bin/sh' || cmd === '/usr/bin/setpriv') {
       const line = argv[argv.lastIndexOf('-c') + 1] ?? '';
       if (line.startsWith(`${SANDBOX_COMMAND} `) && line.includes(text)) found.push(Number(entry));
     }

@@ -19,10 +19,11 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { PidsCgroups } from './cgroup.ts';
+import type { CommandCgroup, SandboxCgroups } from './cgroup.ts';
 import { LAUNCHER } from './launch.ts';
 import type { ExecResult, SandboxDenial } from './provider.ts';
 import type { Runtime } from './runtime.ts';
+import { hostArgv, type SandboxUser } from './sandbox-user.ts';
 import { TailBuffer } from './tail.ts';
 
 /**
@@ -63,7 +64,6 @@ done
 
 /** How long an executor may take to say it is ready before the command runs cold instead. */
 const READY_TIMEOUT_MS = 10_000;
-const JOIN_CGROUP = 'echo $$ > "$0" && exec "$@"';
 /** Processes the executor may hold between commands (its bridges, its agent). */
 const OVERHEAD_PROCESSES = 16;
 /** How long to wait for the output pipes to close once the executor's leader is gone. */
@@ -91,12 +91,17 @@ export interface WarmExecutor {
 export interface WarmStart {
   readonly sandboxId: string;
   readonly workdir: string;
-  readonly denyRead: readonly string[];
+  readonly allowRead: readonly string[];
   readonly allowedDomains: readonly string[];
   /** Environment of the host-side bash that starts bwrap (inert names only). */
   readonly hostEnv: Readonly<Record<string, string>>;
   readonly runtime: Runtime;
-  readonly cgroups: PidsCgroups | undefined;
+  readonly cgroups: SandboxCgroups | undefined;
+  /** Memory and CPU of the sandbox, for its cgroups. */
+  readonly memoryBytes?: number;
+  readonly cpuPercent?: number;
+  /** The host user commands run as (the service is root), or none. */
+  readonly user: SandboxUser | undefined;
   /** Idle time after which the executor stops by itself. */
   readonly idleMs: number;
   readonly logger: Logger;
@@ -112,10 +117,14 @@ export async function startWarmExecutor(start: WarmStart): Promise<WarmExecutor>
     undo.length = 0;
   };
   try {
-    let cgroupDir: string | undefined;
+    let group: CommandCgroup | undefined;
     const { cgroups } = start;
     if (cgroups) {
-      cgroupDir = await cgroups.create(start.sandboxId, executorId, OVERHEAD_PROCESSES);
+      group = await cgroups.create(start.sandboxId, executorId, {
+        processes: OVERHEAD_PROCESSES,
+        ...(start.memoryBytes === undefined ? {} : { memoryBytes: start.memoryBytes }),
+        ...(start.cpuPercent === undefined ? {} : { cpuPercent: start.cpuPercent }),
+      });
       undo.push(() => cgroups.remove(start.sandboxId, executorId));
     }
     undo.push(start.runtime.allowHosts(executorId, start.allowedDomains));
@@ -123,21 +132,20 @@ export async function startWarmExecutor(start: WarmStart): Promise<WarmExecutor>
       script: AGENT,
       commandId: executorId,
       workdir: start.workdir,
-      denyRead: start.denyRead,
+      allowRead: start.allowRead,
     });
     undo.push(wrapped.ended);
-    const bash = ['/bin/bash', '--norc', '--noprofile', '-c', wrapped.line];
-    const [file, ...args] =
-      cgroupDir === undefined
-        ? bash
-        : ['/bin/sh', '-c', JOIN_CGROUP, join(cgroupDir, 'cgroup.procs'), ...bash];
-    const child = spawn(file!, args, {
+    const [file, ...args] = hostArgv(wrapped.line, {
+      cgroupProcs: group?.procs ?? [],
+      user: start.user,
+    });
+    const child = spawn(file, args, {
       cwd: start.workdir,
       env: { ...start.hostEnv },
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
     });
-    const executor = new Executor(start, executorId, child, cgroupDir, cleanup);
+    const executor = new Executor(start, executorId, child, group, cleanup);
     await executor.ready();
     return executor;
   } catch (err) {
@@ -160,7 +168,7 @@ class Executor implements WarmExecutor {
   readonly #start: WarmStart;
   readonly #id: string;
   readonly #child: ChildProcess;
-  readonly #cgroupDir: string | undefined;
+  readonly #group: CommandCgroup | undefined;
   readonly #cleanup: () => Promise<void>;
   readonly #exited: Promise<void>;
   readonly #closed: Promise<void>;
@@ -176,13 +184,13 @@ class Executor implements WarmExecutor {
     start: WarmStart,
     id: string,
     child: ChildProcess,
-    cgroupDir: string | undefined,
+    group: CommandCgroup | undefined,
     cleanup: () => Promise<void>,
   ) {
     this.#start = start;
     this.#id = id;
     this.#child = child;
-    this.#cgroupDir = cgroupDir;
+    this.#group = group;
     this.#cleanup = cleanup;
     this.#exited = new Promise((resolve) => {
       child.once('exit', () => {
@@ -277,11 +285,14 @@ class Executor implements WarmExecutor {
       kill();
     };
     request.signal?.addEventListener('abort', onAbort, { once: true });
+    let oomBefore = 0;
     try {
-      if (this.#cgroupDir !== undefined) {
+      if (this.#group !== undefined) {
         // The command's cap on top of what the executor itself holds right now.
-        const current = Number(await readFile(join(this.#cgroupDir, 'pids.current'), 'utf8'));
-        await writeFile(join(this.#cgroupDir, 'pids.max'), String(current + request.processes));
+        const dir = this.#group.pidsDir;
+        const current = Number(await readFile(join(dir, 'pids.current'), 'utf8'));
+        await writeFile(join(dir, 'pids.max'), String(current + request.processes));
+        oomBefore = await this.#group.oomKills();
       }
       const entries = Object.entries(request.vars);
       const fields = [token, String(entries.length), ...entries.flat()];
@@ -291,6 +302,7 @@ class Executor implements WarmExecutor {
       clearTimeout(timer);
       request.signal?.removeEventListener('abort', onAbort);
     }
+    const oomKilled = (await this.#group?.oomKills()) ?? 0;
     const status = pending.status;
     if (status === undefined || status.processes > this.#baseline) {
       // Killed, or a process of the command outlived it: the namespace goes with it.
@@ -312,6 +324,7 @@ class Executor implements WarmExecutor {
       timedOut: killed && timedOut,
       canceled: killed && canceled && !timedOut,
       denials,
+      ...(oomKilled > oomBefore ? { limitExceeded: 'memory' as const } : {}),
     };
   }
 

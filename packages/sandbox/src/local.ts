@@ -1,16 +1,17 @@
 // The `local` sandbox provider: Anthropic's sandbox-runtime over bubblewrap, on this host.
 //
 // A sandbox is a folder `<rootDir>/<id>/` holding `meta.json` (its session key) and `work/`,
-// the workdir. Each command runs in a fresh bwrap: the whole file system read-only except the
-// workdir, the host's home and the other sandboxes hidden, its own network namespace with
-// egress only through the runtime's proxies (which allow the session's hosts and nothing
-// else), its own pid namespace, a scrubbed environment, RLIMIT_FSIZE, and a process cap.
+// the workdir. Each command runs in a fresh bwrap: reads limited to the system folders, a
+// minimal /etc and the workdir (read-policy.ts), writes to the workdir only, a private /tmp,
+// its own network namespace with egress only through the runtime's proxies (which allow the
+// session's hosts and nothing else), its own pid namespace, a scrubbed environment, an
+// unprivileged uid (sandbox-user.ts), RLIMIT_FSIZE, and caps on processes, memory and CPU
+// (cgroups where this host lets us make them, rlimits otherwise).
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
+import { chmod, chown, mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { probePidsCgroups, type PidsCgroups } from './cgroup.ts';
+import { probeSandboxCgroups, type SandboxCgroups } from './cgroup.ts';
 import { SandboxError } from './errors.ts';
 import { launchEnv, LAUNCHER, SANDBOX_PATH } from './launch.ts';
 import { launch, type LaunchSpec, type Running } from './local-process.ts';
@@ -24,6 +25,7 @@ import type {
   ExecResult,
   InteractiveOptions,
   InteractiveProcess,
+  GetFileOptions,
   Sandbox,
   SandboxProvider,
   SessionKey,
@@ -31,6 +33,7 @@ import type {
 } from './provider.ts';
 import { acquireRuntime, type Runtime } from './runtime.ts';
 import { startWarmExecutor, type WarmExecutor } from './local-warm.ts';
+import { assertReachable, hostArgv, sandboxUserFor, type SandboxUser } from './sandbox-user.ts';
 
 export const DEFAULT_LIMITS: ExecLimits = {
   stdoutBytes: 64 * 1024,
@@ -50,6 +53,15 @@ export const ProcessLimitMode = {
 } as const;
 export type ProcessLimitMode = (typeof ProcessLimitMode)[keyof typeof ProcessLimitMode];
 
+/** How memory and CPU are capped: a cgroup of the sandbox, or rlimits of each process. */
+export const ResourceLimitMode = { cgroup: 'cgroup', rlimit: 'rlimit' } as const;
+export type ResourceLimitMode = (typeof ResourceLimitMode)[keyof typeof ResourceLimitMode];
+
+export const DEFAULT_MEMORY_BYTES = 2 * 1024 * 1024 * 1024;
+export const DEFAULT_CPU_PERCENT = 100;
+/** Exit status of a command killed by SIGXCPU (RLIMIT_CPU), as the sandbox's layers pass it. */
+const SIGXCPU_STATUS = 128 + 24;
+
 export interface LocalSandboxOptions {
   /** Folder holding every sandbox of this provider. */
   readonly rootDir: string;
@@ -57,10 +69,22 @@ export interface LocalSandboxOptions {
   readonly allowedDomains?: readonly string[];
   /** Hosts no sandbox may reach, even when allowed. */
   readonly deniedDomains?: readonly string[];
-  /** Host paths sandboxes may not read. Default: this user's home directory. */
-  readonly denyRead?: readonly string[];
+  /**
+   * Host paths sandboxes may read besides the system allow-list (`read-policy.ts`) and their
+   * workdir. Default: none.
+   */
+  readonly allowRead?: readonly string[];
   readonly limits?: Partial<ExecLimits>;
-  /** Use a pids cgroup per command when one can be made (default true). */
+  /** Memory of one sandbox, every command together (cgroup), or of each process (RLIMIT_AS). */
+  readonly memoryBytes?: number;
+  /**
+   * CPU of one sandbox in percent of one core (cgroup bandwidth); without a cpu cgroup, each
+   * process gets RLIMIT_CPU of this share of its command's timeout.
+   */
+  readonly cpuPercent?: number;
+  /** Host user of commands when the service runs as root. Default 65534 (nobody). */
+  readonly sandboxUser?: SandboxUser;
+  /** Use cgroups per sandbox and command when they can be made (default true). */
   readonly pidsCgroup?: boolean;
   /**
    * How long a sandbox's warm executor (see `local-warm.ts`) waits for its next command before
@@ -74,6 +98,10 @@ export interface LocalSandboxProvider extends SandboxProvider {
   readonly kind: 'local';
   readonly rootDir: string;
   readonly processLimit: ProcessLimitMode;
+  readonly memoryLimit: ResourceLimitMode;
+  readonly cpuLimit: ResourceLimitMode;
+  /** The host uid commands run as (this process's own when it is not root). */
+  readonly sandboxUid: number;
 }
 
 const ID_PATTERN = /^lsb_[0-9a-f]{20}$/;
@@ -96,11 +124,25 @@ export async function createLocalSandboxProvider(
   });
   await mkdir(resolve(options.rootDir), { recursive: true });
   const rootDir = await realpath(resolve(options.rootDir));
+  const user = sandboxUserFor(options.sandboxUser);
+  if (user !== undefined) {
+    // The sandbox user must pass through it (bwrap binds the workdir with its rights): the
+    // execute bits are added, nothing else changes (a mkdtemp folder is 0700).
+    const { mode } = await stat(rootDir);
+    if ((mode & 0o011) !== 0o011) await chmod(rootDir, (mode & 0o7777) | 0o011);
+    assertReachable(user, rootDir);
+  }
   const runtime = await acquireRuntime({
     rootDir,
     deniedDomains: [...(options.deniedDomains ?? [])],
+    ...(user === undefined ? {} : { sandboxUser: user }),
   });
-  const cgroups = options.pidsCgroup === false ? undefined : await probePidsCgroups();
+  const memoryBytes = options.memoryBytes ?? DEFAULT_MEMORY_BYTES;
+  const cpuPercent = options.cpuPercent ?? DEFAULT_CPU_PERCENT;
+  const cgroups =
+    options.pidsCgroup === false
+      ? undefined
+      : await probeSandboxCgroups({ memory: true, cpu: true });
   const processLimit: ProcessLimitMode = cgroups
     ? 'cgroup'
     : process.getuid?.() === 0
@@ -116,24 +158,40 @@ export async function createLocalSandboxProvider(
     processLimit,
     logger,
     allowedDomains: [...(options.allowedDomains ?? [])],
-    denyRead: [...(options.denyRead ?? [homedir()])],
+    allowRead: [...(options.allowRead ?? [])],
     limits: { ...DEFAULT_LIMITS, ...options.limits },
     warmIdleMs: options.warmIdleMs ?? DEFAULT_WARM_IDLE_MS,
+    user,
+    memoryBytes,
+    cpuPercent,
   });
-  logger.info({ rootDir, processLimit, cgroups: cgroups?.base }, 'local sandbox provider ready');
+  logger.info(
+    {
+      rootDir,
+      processLimit,
+      memoryLimit: provider.memoryLimit,
+      cpuLimit: provider.cpuLimit,
+      sandboxUid: provider.sandboxUid,
+      cgroups: cgroups?.base,
+    },
+    'local sandbox provider ready',
+  );
   return provider;
 }
 
 interface ProviderDeps {
   readonly rootDir: string;
   readonly runtime: Runtime;
-  readonly cgroups: PidsCgroups | undefined;
+  readonly cgroups: SandboxCgroups | undefined;
   readonly processLimit: ProcessLimitMode;
   readonly logger: Logger;
   readonly allowedDomains: readonly string[];
-  readonly denyRead: readonly string[];
+  readonly allowRead: readonly string[];
   readonly limits: ExecLimits;
   readonly warmIdleMs: number;
+  readonly user: SandboxUser | undefined;
+  readonly memoryBytes: number;
+  readonly cpuPercent: number;
 }
 
 export const DEFAULT_WARM_IDLE_MS = 60_000;
@@ -142,6 +200,9 @@ class LocalProvider implements LocalSandboxProvider {
   readonly kind = 'local' as const;
   readonly rootDir: string;
   readonly processLimit: ProcessLimitMode;
+  readonly memoryLimit: ResourceLimitMode;
+  readonly cpuLimit: ResourceLimitMode;
+  readonly sandboxUid: number;
   readonly deps: ProviderDeps;
   /** Commands still running, per sandbox id, whichever handle started them. */
   readonly running = new Map<string, Set<Running>>();
@@ -155,6 +216,9 @@ class LocalProvider implements LocalSandboxProvider {
     this.deps = deps;
     this.rootDir = deps.rootDir;
     this.processLimit = deps.processLimit;
+    this.memoryLimit = deps.cgroups?.memory === true ? 'cgroup' : 'rlimit';
+    this.cpuLimit = deps.cgroups?.cpu === true ? 'cgroup' : 'rlimit';
+    this.sandboxUid = deps.user?.uid ?? process.getuid?.() ?? 0;
   }
 
   get closed(): boolean {
@@ -171,7 +235,15 @@ class LocalProvider implements LocalSandboxProvider {
       createdAt: new Date().toISOString(),
     };
     await mkdir(join(dir, 'work', TMP_DIR), { recursive: true });
-    await writeFile(join(dir, 'meta.json'), JSON.stringify(meta));
+    await writeFile(join(dir, 'meta.json'), JSON.stringify(meta), { mode: 0o600 });
+    const { user } = this.deps;
+    if (user !== undefined) {
+      // The workdir is the sandbox user's; the folder around it only lets it through.
+      await chmod(dir, 0o711);
+      await chown(join(dir, 'work'), user.uid, user.gid);
+      await chmod(join(dir, 'work'), 0o700);
+      await chown(join(dir, 'work', TMP_DIR), user.uid, user.gid);
+    }
     this.deps.logger.debug({ sandboxId: id, key: meta.key }, 'sandbox created');
     return new LocalSandbox(this, id, meta);
   }
@@ -207,6 +279,7 @@ class LocalProvider implements LocalSandboxProvider {
     this.#closed = true;
     const ids = new Set([...this.running.keys(), ...this.#warm.keys()]);
     await Promise.all([...ids].map((id) => this.stopAll(id)));
+    await this.deps.cgroups?.release();
     await this.deps.runtime.release();
   }
 
@@ -236,11 +309,14 @@ class LocalProvider implements LocalSandboxProvider {
     const self: Promise<WarmExecutor | undefined> = startWarmExecutor({
       sandboxId: sandbox.id,
       workdir: sandbox.workdir,
-      denyRead: [...this.deps.denyRead, this.rootDir],
+      allowRead: this.deps.allowRead,
       allowedDomains,
       hostEnv: { PATH: SANDBOX_PATH, SHLVL: '1', LANG: 'C.UTF-8' },
       runtime: this.deps.runtime,
       cgroups: this.deps.cgroups,
+      memoryBytes: this.deps.memoryBytes,
+      cpuPercent: this.deps.cpuPercent,
+      user: this.deps.user,
       idleMs: this.deps.warmIdleMs,
       logger: this.deps.logger,
       onGone: forget,
@@ -293,7 +369,7 @@ class LocalSandbox implements Sandbox {
         signal: options.signal,
         maxDenials: MAX_DENIALS,
       });
-      if (result !== undefined) return result;
+      if (result !== undefined) return withCpuLimit(result, prepared.env);
     }
     const running = await this.#start(command, options);
     return running.done;
@@ -348,12 +424,12 @@ class LocalSandbox implements Sandbox {
 
   async putFile(path: string, data: string | Uint8Array): Promise<void> {
     this.#assertOpen();
-    await writeFileInside(this.workdir, path, data);
+    await writeFileInside(this.workdir, path, data, this.#provider.deps.user);
   }
 
-  async getFile(path: string): Promise<Buffer> {
+  async getFile(path: string, options: GetFileOptions = {}): Promise<Buffer> {
     this.#assertOpen();
-    return readFileInside(this.workdir, path);
+    return readFileInside(this.workdir, path, options.maxBytes);
   }
 
   close(): Promise<void> {
@@ -385,8 +461,12 @@ class LocalSandbox implements Sandbox {
     const cwd = await checkDirInside(this.workdir, options.cwd ?? '.');
     // A command may have removed it; TMPDIR should exist for the next one. If a command put a
     // file or a link in its place, leave that alone: the command chose to break its TMPDIR.
-    await ensureDirInside(this.workdir, TMP_DIR).catch(() => undefined);
+    await ensureDirInside(this.workdir, TMP_DIR, deps.user).catch(() => undefined);
     const limits: ExecLimits = { ...deps.limits, ...options.limits };
+    const cpuSec =
+      this.#provider.cpuLimit === 'rlimit' && options.timeoutMs !== undefined
+        ? Math.max(1, Math.ceil(((options.timeoutMs / 1000) * deps.cpuPercent) / 100))
+        : undefined;
     const env = launchEnv({
       command,
       env: {
@@ -402,6 +482,8 @@ class LocalSandbox implements Sandbox {
       cwd,
       limits,
       rlimitProcesses: this.#provider.processLimit === 'rlimit',
+      ...(this.#provider.memoryLimit === 'rlimit' ? { rlimitMemoryBytes: deps.memoryBytes } : {}),
+      ...(cpuSec === undefined ? {} : { rlimitCpuSec: cpuSec }),
     });
     return { cwd, limits, env };
   }
@@ -419,13 +501,23 @@ class LocalSandbox implements Sandbox {
       for (const step of undo.reverse()) await step();
       undo.length = 0;
     };
+    let oomKilled = 0;
     try {
-      let cgroupProcs: string | undefined;
+      let cgroupProcs: readonly string[] = [];
       const { cgroups } = deps;
       if (cgroups) {
-        const dir = await cgroups.create(this.id, commandId, limits.processes);
+        const group = await cgroups.create(this.id, commandId, {
+          processes: limits.processes,
+          memoryBytes: deps.memoryBytes,
+          cpuPercent: deps.cpuPercent,
+        });
         undo.push(() => cgroups.remove(this.id, commandId));
-        cgroupProcs = join(dir, 'cgroup.procs');
+        // Runs before the removal above (undo runs in reverse): the kernel's count of
+        // out-of-memory kills in the command's cgroup.
+        undo.push(async () => {
+          oomKilled = await group.oomKills();
+        });
+        cgroupProcs = group.procs;
       }
       undo.push(deps.runtime.allowHosts(commandId, this.#allowedDomains));
       const stopCollecting = deps.runtime.collect(commandId, MAX_DENIALS);
@@ -435,7 +527,7 @@ class LocalSandbox implements Sandbox {
           script: LAUNCHER,
           commandId,
           workdir: this.workdir,
-          denyRead: [...deps.denyRead, this.#provider.rootDir],
+          allowRead: deps.allowRead,
         })
         .catch((err: unknown) => {
           throw new SandboxError(
@@ -448,10 +540,9 @@ class LocalSandbox implements Sandbox {
         });
       undo.push(wrapped.ended);
       const running = await launch({
-        line: wrapped.line,
+        argv: hostArgv(wrapped.line, { cgroupProcs, user: deps.user }),
         env,
         cwd,
-        cgroupProcs,
         stdin: options.stdin,
         interactive,
         stdoutBytes: limits.stdoutBytes,
@@ -462,8 +553,12 @@ class LocalSandbox implements Sandbox {
         killTree: () => (cgroups ? cgroups.kill(this.id, commandId) : Promise.resolve()),
         cleanup,
       });
-      this.#track(running);
-      return running;
+      const done = running.done.then((result) =>
+        withCpuLimit(oomKilled > 0 ? { ...result, limitExceeded: 'memory' as const } : result, env),
+      );
+      const tracked: Running = { ...running, done, kill: () => running.kill().then(() => done) };
+      this.#track(tracked);
+      return tracked;
     } catch (err) {
       await cleanup();
       throw err;
@@ -487,4 +582,15 @@ class LocalSandbox implements Sandbox {
       throw new SandboxError('closed', `sandbox ${this.id} is closed`);
     }
   }
+}
+
+/**
+ * A command that died of SIGXCPU under RLIMIT_CPU: the layers between it and us (bash, the
+ * seccomp helper, bwrap) turn its signal into the exit status 128 + 24.
+ */
+function withCpuLimit(result: ExecResult, vars: Readonly<Record<string, string>>): ExecResult {
+  if (result.limitExceeded !== undefined || vars.TOOLMESH_CPU === undefined) return result;
+  return result.exitCode === SIGXCPU_STATUS || result.signal === 'SIGXCPU'
+    ? { ...result, limitExceeded: 'cpu' }
+    : result;
 }

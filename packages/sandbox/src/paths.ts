@@ -34,13 +34,28 @@ export async function checkDirInside(workdir: string, rel: string): Promise<stri
   return parts.length === 0 ? workdir : posix.join(workdir, ...parts);
 }
 
+/** Who owns what the host creates in a workdir (the sandbox user, when the service is root). */
+export interface Owner {
+  readonly uid: number;
+  readonly gid: number;
+}
+
 /** Creates a directory inside the workdir (and its parents), refusing links on the way. */
-export async function ensureDirInside(workdir: string, rel: string): Promise<void> {
-  const dir = await openDir(workdir, relativeParts(rel), true, rel);
+export async function ensureDirInside(workdir: string, rel: string, owner?: Owner): Promise<void> {
+  const dir = await openDir(workdir, relativeParts(rel), true, rel, owner);
   await dir.close();
 }
 
-export async function readFileInside(workdir: string, rel: string): Promise<Buffer> {
+/**
+ * Reads a file inside the workdir. The size is checked on the opened descriptor (fstat; no link
+ * followed on the way) before a byte is read, and the read stops past `maxBytes` should the
+ * file grow meanwhile: a huge output costs one open and one fstat.
+ */
+export async function readFileInside(
+  workdir: string,
+  rel: string,
+  maxBytes = Number.MAX_SAFE_INTEGER,
+): Promise<Buffer> {
   const parts = relativeParts(rel);
   const name = parts.pop();
   if (name === undefined) throw escape(rel, 'names the workdir itself, not a file');
@@ -59,7 +74,8 @@ export async function readFileInside(workdir: string, rel: string): Promise<Buff
     if (!stat.isFile()) {
       throw new SandboxError('not_found', `${JSON.stringify(rel)} is not a regular file`);
     }
-    return await file.readFile();
+    if (stat.size > maxBytes) throw tooLarge(rel, stat.size, maxBytes);
+    return await readAtMost(file, rel, maxBytes, stat.size);
   } finally {
     await file.close();
   }
@@ -69,11 +85,12 @@ export async function writeFileInside(
   workdir: string,
   rel: string,
   data: string | Uint8Array,
+  owner?: Owner,
 ): Promise<void> {
   const parts = relativeParts(rel);
   const name = parts.pop();
   if (name === undefined) throw escape(rel, 'names the workdir itself, not a file');
-  const dir = await openDir(workdir, parts, true, rel);
+  const dir = await openDir(workdir, parts, true, rel, owner);
   let file: FileHandle;
   try {
     file = await open(`/proc/self/fd/${dir.fd}/${name}`, WRITE_FLAGS, 0o644);
@@ -85,6 +102,8 @@ export async function writeFileInside(
   try {
     const stat = await file.stat();
     if (!stat.isFile()) throw escape(rel, 'is not a regular file');
+    // On the open file: a command cannot swap the name for a link in between.
+    if (owner !== undefined) await file.chown(owner.uid, owner.gid);
     await file.writeFile(data);
   } finally {
     await file.close();
@@ -96,17 +115,24 @@ async function openDir(
   parts: readonly string[],
   create: boolean,
   rel: string,
+  owner?: Owner,
 ): Promise<FileHandle> {
   let dir = await open(workdir, DIR_FLAGS);
   try {
     for (const part of parts) {
       const next = `/proc/self/fd/${dir.fd}/${part}`;
-      if (create) await mkdir(next).catch(ignoreExists);
+      const made = create ? await mkdir(next).then(() => true, ignoreExists) : false;
       let child: FileHandle;
       try {
         child = await open(next, DIR_FLAGS);
       } catch (err) {
         throw openError(err, rel);
+      }
+      if (made && owner !== undefined) {
+        await child.chown(owner.uid, owner.gid).catch(async (err: unknown) => {
+          await child.close();
+          throw err;
+        });
       }
       await dir.close();
       dir = child;
@@ -118,8 +144,9 @@ async function openDir(
   }
 }
 
-function ignoreExists(err: unknown): void {
+function ignoreExists(err: unknown): false {
   if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  return false;
 }
 
 function openError(err: unknown, rel: string): Error {
@@ -139,6 +166,34 @@ function openError(err: unknown, rel: string): Error {
     });
   }
   return err instanceof Error ? err : new Error(String(err));
+}
+
+/** Reads the whole file, refusing it once more than `maxBytes` arrived. */
+async function readAtMost(
+  file: FileHandle,
+  rel: string,
+  maxBytes: number,
+  sizeHint: number,
+): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const chunkBytes = Math.max(64 * 1024, Math.min(sizeHint + 1, 16 * 1024 * 1024));
+  for (;;) {
+    const buffer = Buffer.allocUnsafe(chunkBytes);
+    const { bytesRead } = await file.read(buffer, 0, buffer.length, null);
+    if (bytesRead === 0) return Buffer.concat(chunks, total);
+    total += bytesRead;
+    if (total > maxBytes) throw tooLarge(rel, total, maxBytes);
+    chunks.push(buffer.subarray(0, bytesRead));
+  }
+}
+
+function tooLarge(rel: string, size: number, limit: number): SandboxError {
+  return new SandboxError(
+    'too_large',
+    `${JSON.stringify(rel)} is ${size} bytes, over the limit of ${limit}`,
+    { details: { size_bytes: size, limit_bytes: limit } },
+  );
 }
 
 function escape(rel: string, why: string): SandboxError {

@@ -103,6 +103,18 @@ export interface ExecResult {
   readonly canceled: boolean;
   /** Blocked writes and connections during the command, deduplicated, at most 50. */
   readonly denials: readonly SandboxDenial[];
+  /**
+   * Set when the kernel killed a process of the command for a resource limit: `memory` (an
+   * out-of-memory kill in the sandbox's memory cgroup) or `cpu` (RLIMIT_CPU, SIGXCPU).
+   */
+  readonly limitExceeded?: LimitExceeded;
+}
+
+export const LimitExceeded = { memory: 'memory', cpu: 'cpu' } as const;
+export type LimitExceeded = (typeof LimitExceeded)[keyof typeof LimitExceeded];
+
+export interface GetFileOptions {
+  readonly maxBytes?: number;
 }
 
 /** A command left running: a service, an async task. */
@@ -156,8 +168,12 @@ export interface Sandbox {
   interact(command: CommandSpec, options: InteractiveOptions): Promise<InteractiveProcess>;
   /** Writes a file at a workdir-relative path (parents created); a path that escapes is refused. */
   putFile(path: string, data: string | Uint8Array): Promise<void>;
-  /** Reads a file at a workdir-relative path; a path that escapes is refused. */
-  getFile(path: string): Promise<Buffer>;
+  /**
+   * Reads a file at a workdir-relative path; a path that escapes is refused. With `maxBytes`, a
+   * larger file is refused (`too_large`), by its size before any byte is read where the
+   * provider can tell (local: fstat of the opened file).
+   */
+  getFile(path: string, options?: GetFileOptions): Promise<Buffer>;
   /**
    * Where a port the sandbox listens on is reached from outside (E2B: `<port>-<id>.<domain>`).
    * Absent where a provider exposes ports another way (local: host forwarders).

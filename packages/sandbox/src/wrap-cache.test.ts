@@ -20,7 +20,7 @@ const key = (commandId: string): WrapKey => ({
   script: 's',
   commandId,
   workdir: '/w',
-  denyRead: ['/root'],
+  allowRead: ['/opt'],
 });
 
 describe('wrap cache', () => {
@@ -64,7 +64,7 @@ describe('wrap cache', () => {
     const cache = new WrapCache(wrap, 1_000);
     await cache.wrap(key(newId()));
     await cache.wrap({ ...key(newId()), workdir: '/other' });
-    await cache.wrap({ ...key(newId()), denyRead: ['/home'] });
+    await cache.wrap({ ...key(newId()), allowRead: ['/srv'] });
     expect(calls.wraps).toBe(3);
     const off = new WrapCache(wrap, 0);
     await off.wrap(key(newId()));

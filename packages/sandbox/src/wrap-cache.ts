@@ -20,7 +20,7 @@ export interface WrapKey {
   readonly script: string;
   readonly commandId: string;
   readonly workdir: string;
-  readonly denyRead: readonly string[];
+  readonly allowRead: readonly string[];
 }
 
 export interface Wrapped {
@@ -57,7 +57,7 @@ export class WrapCache {
 
   async wrap(request: WrapKey): Promise<Wrapped> {
     if (this.#ttlMs <= 0) return this.#wrap(request);
-    const key = JSON.stringify([request.script, request.workdir, request.denyRead]);
+    const key = JSON.stringify([request.script, request.workdir, request.allowRead]);
     const now = this.#now();
     for (const [k, e] of this.#entries) {
       if (e.expiresAt <= now) this.#retire(k, e);

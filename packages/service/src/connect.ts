@@ -115,6 +115,9 @@ export async function createSandboxProviderFromConfig(
         allowedDomains: s.allowed_domains,
         limits,
         warmIdleMs: s.warm_idle_ms,
+        memoryBytes: s.memory_bytes,
+        cpuPercent: s.cpu_percent,
+        sandboxUser: { uid: s.uid, gid: s.gid },
         logger,
       });
     case 'e2b':

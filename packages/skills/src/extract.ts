@@ -75,3 +75,39 @@ export async function extractSkillZip(
     throw err;
   }
 }
+
+/** One file of a skill read into memory: its path below the root folder, and its bytes. */
+export interface SkillFileData {
+  readonly path: string;
+  readonly data: Buffer;
+  readonly executable: boolean;
+}
+
+/**
+ * Reads a skill zip's files into memory, with every check of `inspectSkillZip` (the limits
+ * bound what is held: `maxUncompressedBytes`). For a caller that puts the files somewhere of
+ * its own (the skills service: into a sandbox's workdir) without a scratch folder on the host.
+ * Paths are relative to the root folder, sorted; folders are implied by their files.
+ */
+export async function readSkillFiles(
+  data: Uint8Array | string,
+  limits: Partial<SkillZipLimits> = {},
+): Promise<{ pkg: SkillPackage; files: SkillFileData[] }> {
+  const files: SkillFileData[] = [];
+  const pkg = await readSkillZip(data, limits, async ({ relPath, open, entry }) => {
+    if (open === undefined || relPath === '') return;
+    const chunks: Buffer[] = [];
+    for await (const chunk of open()) chunks.push(chunk as Buffer);
+    files.push({ path: relPath, data: Buffer.concat(chunks), executable: entry.executable });
+  });
+  // Folder by folder, names in order (a/b before a.txt), as a walk of the extracted tree lists them.
+  files.sort((a, b) => {
+    const x = a.path.split('/');
+    const y = b.path.split('/');
+    for (let i = 0; i < Math.min(x.length, y.length); i++) {
+      if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
+    }
+    return x.length - y.length;
+  });
+  return { pkg, files };
+}

@@ -1,7 +1,7 @@
 export { inspectSkillZip } from './package.ts';
 export type { SkillPackage, SkillFile } from './package.ts';
-export { extractSkillZip } from './extract.ts';
-export type { ExtractOptions } from './extract.ts';
+export { extractSkillZip, readSkillFiles } from './extract.ts';
+export type { ExtractOptions, SkillFileData } from './extract.ts';
 export { DEFAULT_SKILL_ZIP_LIMITS, MAX_SKILL_MD_BYTES, resolveLimits } from './limits.ts';
 export type { SkillZipLimits } from './limits.ts';
 export { MAX_DESCRIPTION_CHARS, parseSkillMd } from './front-matter.ts';

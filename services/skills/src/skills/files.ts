@@ -90,9 +90,14 @@ export async function collectOutputs(
   for (const path of outputs) {
     let data: Buffer;
     try {
-      data = await sandbox.getFile(base ? `${base}/${path}` : path);
+      // Refused by its size before a byte is read: a huge file listed many times costs nothing.
+      data = await sandbox.getFile(base ? `${base}/${path}` : path, {
+        maxBytes: deps.limits.maxOutputBytes,
+      });
     } catch (err) {
-      if (isSandboxError(err, 'path_escape')) {
+      if (isSandboxError(err, 'too_large')) {
+        errors.push({ path, code: 'too_large', message: `${path}: ${err.message}` });
+      } else if (isSandboxError(err, 'path_escape')) {
         // A symlink the command left, pointing out of the workdir: never followed.
         errors.push({
           path,

@@ -11,6 +11,7 @@ import type { SkillJobStep } from '@toolmesh/store';
 import { defineTool, type ToolContext } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
 import { placeSkill, skillPath } from './place.ts';
+import { limitErrorOf } from './limit-error.ts';
 import { sandboxFor, type Lease } from './sessions.ts';
 import type { RunningTask, TaskRegistry } from './tasks.ts';
 
@@ -157,7 +158,12 @@ async function runJob(
       step.stdout_truncated = r.stdout.truncated;
       step.stderr_truncated = r.stderr.truncated;
       // A cancel sets the flag before it kills the process, so the kill reads as `canceled`.
-      if (r.timedOut) {
+      const limit = limitErrorOf(r);
+      if (limit !== undefined) {
+        step.status = 'failed';
+        status = 'failed';
+        error = { code: limit.code, message: `step ${i}: ${limit.message}` };
+      } else if (r.timedOut) {
         step.status = 'timeout';
         status = 'timeout';
         error = {

@@ -4,7 +4,7 @@
 import { ActivateArgs, LoadArgs } from '@toolmesh/skills';
 import { defineTool } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
-import { placeSkill, resolveSkill, skillPath, skillZip, withExtracted } from './place.ts';
+import { placeSkill, resolveSkill, skillPath, skillZip, withSkillFiles } from './place.ts';
 import { sandboxFor } from './sessions.ts';
 
 export function loadTool(deps: SkillsDeps) {
@@ -16,13 +16,13 @@ export function loadTool(deps: SkillsDeps) {
     handler: async (args, ctx) => {
       const { skill, version } = await resolveSkill(deps, ctx.project, args.skill, args.version);
       const zip = await skillZip(deps, ctx.project, skill.name, version);
-      return withExtracted(deps, zip, (_dir, files, skillMd) =>
+      return withSkillFiles(deps, zip, (files, skillMd) =>
         Promise.resolve({
           name: skill.name,
           description: skill.description,
           version,
           location: skillPath(skill.name),
-          files,
+          files: files.map((f) => f.path),
           skill_md: skillMd,
         }),
       );

@@ -1,13 +1,12 @@
 // Puts a skill's files into a sandbox at `skills/<name>/`, from the version's zip in the
 // artifact store. A marker file records the version placed, so a session that already holds it
-// is not written again.
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+// is not written again. The zip is read in memory (bounded by the zip limits) and written
+// through the sandbox's own file API: nothing of a project's skill ever lands in a folder of
+// the host that another sandbox could read (it used to be extracted under the host's /tmp).
 import { skillZipKey } from '@toolmesh/artifacts';
 import { ToolError } from '@toolmesh/protocol';
 import type { Sandbox } from '@toolmesh/sandbox';
-import { extractSkillZip } from '@toolmesh/skills';
+import { readSkillFiles, type SkillFileData } from '@toolmesh/skills';
 import type { SkillsDeps } from './deps.ts';
 
 const MARKER = '.toolmesh-version';
@@ -28,16 +27,6 @@ async function readStream(s: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of s) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c));
   return Buffer.concat(chunks);
-}
-
-async function walk(root: string, dir = root): Promise<string[]> {
-  const out: string[] = [];
-  for (const name of (await readdir(dir)).sort()) {
-    const p = join(dir, name);
-    if ((await stat(p)).isDirectory()) out.push(...(await walk(root, p)));
-    else out.push(relative(root, p));
-  }
-  return out;
 }
 
 /** Resolves the version to use: the one asked for, else the active one. Refuses disabled skills. */
@@ -75,21 +64,15 @@ export async function skillZip(
   return readStream(await deps.artifacts.get(skillZipKey(project, name, version)));
 }
 
-/** Extracts a skill zip (with every package check) to a scratch folder for `fn`, then removes it. */
-export async function withExtracted<T>(
+/** Reads a skill zip (with every package check) into memory for `fn`. */
+export async function withSkillFiles<T>(
   deps: SkillsDeps,
   zip: Buffer,
-  fn: (dir: string, files: string[], skillMd: string) => Promise<T>,
+  fn: (files: readonly SkillFileData[], skillMd: string) => Promise<T>,
 ): Promise<T> {
-  const scratch = await mkdtemp(join(tmpdir(), 'toolmesh-skill-'));
-  try {
-    const dir = join(scratch, 'x');
-    await extractSkillZip(zip, dir, deps.limits.zip, { stripRoot: true });
-    const skillMd = (await readFile(join(dir, 'SKILL.md'))).toString('utf8');
-    return await fn(dir, await walk(dir), skillMd);
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
+  const { files } = await readSkillFiles(zip, deps.limits.zip);
+  const skillMd = files.find((f) => f.path === 'SKILL.md')?.data.toString('utf8') ?? '';
+  return fn(files, skillMd);
 }
 
 export async function placeSkill(
@@ -106,13 +89,13 @@ export async function placeSkill(
     (b) => b.toString('utf8').trim(),
     () => undefined,
   );
-  // Extracted on the host with every package check, then copied in through the sandbox's own
-  // file API, so the same code serves any provider.
-  return withExtracted(deps, zip, async (dir, files, skillMd) => {
+  // Checked in memory, then copied in through the sandbox's own file API, so the same code
+  // serves any provider.
+  return withSkillFiles(deps, zip, async (files, skillMd) => {
     if (placed !== resolved.version) {
-      for (const f of files) await sandbox.putFile(`${path}/${f}`, await readFile(join(dir, f)));
+      for (const f of files) await sandbox.putFile(`${path}/${f.path}`, f.data);
       await sandbox.putFile(`${path}/${MARKER}`, `${resolved.version}\n`);
     }
-    return { name, version: resolved.version, path, files, skillMd };
+    return { name, version: resolved.version, path, files: files.map((f) => f.path), skillMd };
   });
 }

@@ -13,6 +13,7 @@ import { defineTool, type ToolContext } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
 import { collectOutputs } from './files.ts';
 import { prepareCommand } from './prepare.ts';
+import { limitErrorOf } from './limit-error.ts';
 import { sandboxFor, type Lease } from './sessions.ts';
 import type { RunningTask, TaskRegistry } from './tasks.ts';
 
@@ -212,6 +213,10 @@ function finalOf(r: ExecResult, timeoutMs: number): FinishSkillTask {
     stdoutTruncated: r.stdout.truncated,
     stderrTruncated: r.stderr.truncated,
   };
+  const limit = limitErrorOf(r);
+  if (limit !== undefined) {
+    return { ...base, status: 'failed', error: { code: limit.code, message: limit.message } };
+  }
   if (r.timedOut) {
     return {
       ...base,
