@@ -18,8 +18,9 @@ import { loadConfig } from '@toolmesh/config';
 import { decodeMessage, type ToolProgressEvent } from '@toolmesh/protocol';
 import { createSecretBox } from '@toolmesh/store';
 import {
+  bundleMcpStdioServer,
   FIXTURE_TOOLS,
-  MCP_STDIO_SERVER_PATH,
+  type McpStdioBundle,
   startMcpHttpServer,
   type McpHttpFixture,
 } from '@toolmesh/testing';
@@ -36,13 +37,18 @@ let http: McpHttpFixture;
 let nc: NatsConnection;
 let client: Client;
 let sandboxRoot: string;
+let bundle: McpStdioBundle;
 let a: { id: string; key: string };
 let b: { id: string; key: string };
 
 beforeAll(async () => {
   sandboxRoot = await mkdtemp(join(tmpdir(), 'toolmesh-mcp-sandboxes-'));
+  // Sandboxes cannot read the checkout: the stdio server runs from its bundle's folder, which
+  // the operator allows for reading like a tool installation in /opt.
+  bundle = await bundleMcpStdioServer();
   api = await startTestApi({
     CG__SANDBOX__ROOT_DIR: sandboxRoot,
+    CG__SANDBOX__READ_PATHS: JSON.stringify([bundle.dir]),
     CG__SECRETS__KEY: SECRETS_KEY,
     CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
     CG__TOOLS__HEALTH_PORT: '0',
@@ -67,6 +73,7 @@ afterAll(async () => {
   await http?.stop();
   await api?.close();
   if (sandboxRoot) await rm(sandboxRoot, { recursive: true, force: true });
+  await bundle?.cleanup();
 });
 
 const req = (
@@ -331,7 +338,7 @@ describe('an MCP server over stdio inside a sandbox', () => {
       name: 'local',
       transport: 'stdio',
       command: 'node',
-      args: [MCP_STDIO_SERVER_PATH],
+      args: [bundle.file],
     });
     expect(res.status, res.raw).toBe(201);
     expect(res.body).toMatchObject({ state: 'connected', tool_count: FIXTURE_TOOLS.length - 1 });

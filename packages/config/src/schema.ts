@@ -292,6 +292,13 @@ export const sandboxSchema = section({
   memory_bytes: intAtLeast(16 * 1024 * 1024).default(2_147_483_648),
   // local: CPU of one sandbox in percent of one core (a cpu cgroup; RLIMIT_CPU where none can be made).
   cpu_percent: positiveInt().default(100),
+  // local: host folders every sandbox may also read (read-only), e.g. tool installations in /opt.
+  read_paths: z
+    .array(
+      z.string(expected('an absolute path')).startsWith('/', expected('an absolute path')),
+      expected('an array of absolute paths'),
+    )
+    .default([]),
   // local: host uid and gid commands run as when the service runs as root (not 0).
   uid: positiveInt().default(65534),
   gid: positiveInt().default(65534),

@@ -11,8 +11,10 @@ import {
   type Sandbox,
 } from '@toolmesh/sandbox';
 import {
+  bundleMcpStdioServer,
   FIXTURE_TOOLS,
   MCP_STDIO_SERVER_PATH,
+  type McpStdioBundle,
   startFakeE2b,
   startMcpHttpServer,
   type McpHttpFixture,
@@ -24,11 +26,14 @@ let http: McpHttpFixture;
 let root: string;
 let provider: LocalSandboxProvider;
 let sandbox: Sandbox;
+let bundle: McpStdioBundle;
 
 beforeAll(async () => {
   http = await startMcpHttpServer();
+  bundle = await bundleMcpStdioServer();
   root = await mkdtemp(join(tmpdir(), 'toolmesh-mcp-test-'));
-  provider = await createLocalSandboxProvider({ rootDir: root });
+  // The sandbox cannot read the checkout: the server runs from its bundle's folder.
+  provider = await createLocalSandboxProvider({ rootDir: root, allowRead: [bundle.dir] });
   sandbox = await provider.create({ key: { project: 'p', agent: '-', session: 'mcp' } });
 });
 afterAll(async () => {
@@ -36,12 +41,12 @@ afterAll(async () => {
   await sandbox?.destroy();
   await provider?.close();
   if (root) await rm(root, { recursive: true, force: true });
+  await bundle?.cleanup();
 });
 
 const endpoints = {
   http: () => connectMcp({ transport: 'http', url: http.url, headers: { 'x-test': 'yes' } }),
-  stdio: () =>
-    connectMcp({ transport: 'stdio', sandbox, command: 'node', args: [MCP_STDIO_SERVER_PATH] }),
+  stdio: () => connectMcp({ transport: 'stdio', sandbox, command: 'node', args: [bundle.file] }),
 } as const;
 
 describe.each(['http', 'stdio'] as const)('%s', (kind) => {

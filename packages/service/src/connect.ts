@@ -113,6 +113,7 @@ export async function createSandboxProviderFromConfig(
       return createLocalSandboxProvider({
         rootDir: resolve(s.root_dir),
         allowedDomains: s.allowed_domains,
+        allowRead: s.read_paths,
         limits,
         warmIdleMs: s.warm_idle_ms,
         memoryBytes: s.memory_bytes,

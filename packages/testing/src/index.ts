@@ -26,6 +26,8 @@ export type {
   ChatMessage,
 } from './fake-openai.ts';
 export { startMcpHttpServer, MCP_STDIO_SERVER_PATH } from './mcp-http-server.ts';
+export { bundleMcpStdioServer } from './mcp-stdio-bundle.ts';
+export type { McpStdioBundle } from './mcp-stdio-bundle.ts';
 export type { McpHttpFixture } from './mcp-http-server.ts';
 export { FIXTURE_TOOLS } from './mcp-fixture-tools.ts';
 export type { FixtureState, FixtureTool } from './mcp-fixture-tools.ts';
