@@ -10,3 +10,5 @@ export {
   createSandboxProviderFromConfig,
   streamSettingsOf,
 } from './connect.ts';
+export { startHealthServer } from './health.ts';
+export type { HealthReport, HealthServer } from './health.ts';

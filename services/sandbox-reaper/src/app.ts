@@ -5,8 +5,8 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Config } from '@toolmesh/config';
-import { createStoreFromConfig, instanceIdOf } from '@toolmesh/service';
-import { startHealthServer, type HealthState } from './health.ts';
+import { createStoreFromConfig, instanceIdOf, startHealthServer } from '@toolmesh/service';
+import { reaperHealth, type HealthState } from './health.ts';
 import { destroyersFromConfig, type Destroyers } from './providers.ts';
 import { createSandboxReaper } from './reaper.ts';
 
@@ -58,8 +58,7 @@ export async function startReaperService(
   const server = await startHealthServer({
     host: r.health_host,
     port: r.health_port,
-    intervalMs: r.interval_ms,
-    state: health,
+    check: () => reaperHealth(health, r.interval_ms),
   });
   log.info({ port: server.port, providers: [...destroyers.keys()] }, 'sandbox reaper started');
 

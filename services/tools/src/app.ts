@@ -13,11 +13,11 @@ import {
   createStoreFromConfig,
   instanceIdOf,
   streamSettingsOf,
+  startHealthServer,
 } from '@toolmesh/service';
 import { createSecretBox } from '@toolmesh/store';
 import { createRegistry, createToolService, limitsFromConfig } from '@toolmesh/tool-service';
 import { createEgress } from './egress.ts';
-import { startHealthServer } from './health.ts';
 import { createKindExecutors } from './kinds/index.ts';
 import { createAutoRefresh, serveDiscovery } from './mcp/discovery.ts';
 import { createMcpPool } from './mcp/pool.ts';
@@ -109,15 +109,14 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   });
   await service.start();
   let stopping = false;
+  const startedAt = new Date().toISOString();
   const health = await startHealthServer({
     host: config.tools.health_host,
     port: config.tools.health_port,
-    probe: {
-      instanceId,
-      startedAt: new Date(),
-      healthy: () => !stopping && !nc.isClosed(),
-      inFlight: () => service.inFlight(),
-    },
+    check: () => ({
+      ok: !stopping && !nc.isClosed(),
+      body: { instance_id: instanceId, started_at: startedAt, in_flight: service.inFlight() },
+    }),
   });
   log.info({ health_port: health.port }, 'tools service started');
   return {

@@ -1,14 +1,14 @@
-// Liveness over HTTP: GET /healthz answers 200 while the NATS connection is open and the
-// service takes calls, 503 otherwise, with the instance and the calls in flight. Anything else
-// is 404.
+// Liveness over HTTP for the processes without an api of their own: GET /healthz answers 200
+// with the service's report while `check` says it is healthy, 503 with the same report
+// otherwise. Anything else is 404.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export interface HealthProbe {
-  readonly instanceId: string;
-  readonly startedAt: Date;
-  healthy(): boolean;
-  inFlight(): number;
+export interface HealthReport {
+  readonly ok: boolean;
+  /** `status` in the body: "ok" when healthy, the service's word for what is wrong otherwise. */
+  readonly status?: string;
+  readonly body: Record<string, unknown>;
 }
 
 export interface HealthServer {
@@ -19,7 +19,7 @@ export interface HealthServer {
 export async function startHealthServer(o: {
   host: string;
   port: number;
-  probe: HealthProbe;
+  check(): HealthReport;
 }): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {
     if (req.method !== 'GET' || req.url !== '/healthz') {
@@ -27,16 +27,10 @@ export async function startHealthServer(o: {
       res.end(JSON.stringify({ error: { code: 'not_found', message: 'no such route' } }));
       return;
     }
-    const ok = o.probe.healthy();
-    res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        status: ok ? 'ok' : 'unavailable',
-        instance_id: o.probe.instanceId,
-        started_at: o.probe.startedAt.toISOString(),
-        in_flight: o.probe.inFlight(),
-      }),
-    );
+    const report = o.check();
+    const status = report.ok ? 'ok' : (report.status ?? 'unavailable');
+    res.writeHead(report.ok ? 200 : 503, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ status, ...report.body }));
   });
   server.listen(o.port, o.host);
   await new Promise<void>((resolve, reject) => {
