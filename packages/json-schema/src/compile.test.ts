@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import {
+  checkSchema,
+  compileRe2,
+  createProjectValidators,
+  SchemaCompileError,
+  UnsupportedPatternError,
+} from './index.ts';
+
+const EVIL = '^(a+)+$';
+const ATTACK = `${'a'.repeat(50_000)}!`;
+
+describe('compileRe2', () => {
+  it('matches a catastrophic pattern against a long adversarial string in linear time', () => {
+    const started = performance.now();
+    expect(compileRe2(EVIL).test(ATTACK)).toBe(false);
+    expect(compileRe2(EVIL).test('aaaa')).toBe(true);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it('understands the JavaScript spellings JSON Schema patterns use', () => {
+    expect(compileRe2('^\\u00e9+$').test('éé')).toBe(true);
+    expect(compileRe2('^\\d{3}-\\w+$').test('123-abc')).toBe(true);
+    expect(compileRe2('^\\p{L}+$').test('héllo')).toBe(true);
+    expect(compileRe2('b').test('abc')).toBe(true); // unanchored, as JSON Schema says
+  });
+
+  it('refuses lookaround and backreferences, naming the engine', () => {
+    for (const p of ['(?=a)a', '(?!a)b', '(a)\\1']) {
+      expect(() => compileRe2(p)).toThrow(UnsupportedPatternError);
+      expect(() => compileRe2(p)).toThrow(/linear-time engine \(RE2\)/);
+    }
+  });
+});
+
+describe('checkSchema', () => {
+  it('accepts a schema with patterns and patternProperties RE2 runs', () => {
+    expect(
+      checkSchema({
+        type: 'object',
+        properties: { q: { type: 'string', pattern: EVIL } },
+        patternProperties: { '^x-': { type: 'string' } },
+      }),
+    ).toEqual({ ok: true });
+  });
+
+  it('refuses a pattern RE2 cannot run as a compile failure', () => {
+    const r = checkSchema({ type: 'object', properties: { q: { pattern: '(a)\\1' } } });
+    expect(r).toMatchObject({ ok: false, reason: 'compile' });
+    expect(r.ok ? '' : r.message).toMatch(/RE2/);
+    const pp = checkSchema({ type: 'object', patternProperties: { '(?<=x)y': {} } });
+    expect(pp).toMatchObject({ ok: false, reason: 'compile' });
+  });
+
+  it('is strict, and says which check failed', () => {
+    expect(checkSchema({ type: 'object', requried: ['a'] })).toMatchObject({ reason: 'compile' });
+    expect(checkSchema({ type: 'nope' })).toMatchObject({ reason: 'invalid' });
+    expect(
+      checkSchema({ $schema: 'http://json-schema.org/draft-07/schema#', type: 'object' }),
+    ).toMatchObject({ reason: 'meta_schema' });
+  });
+
+  it('keeps nothing of one check for the next: an $id can be registered twice', () => {
+    const s = { $id: 'https://example.com/same', type: 'object' };
+    expect(checkSchema(s)).toEqual({ ok: true });
+    expect(checkSchema({ ...s })).toEqual({ ok: true });
+    // A $ref to an $id another check saw does not resolve.
+    expect(
+      checkSchema({ type: 'object', properties: { a: { $ref: 'https://example.com/same' } } }),
+    ).toMatchObject({ ok: false, reason: 'compile' });
+  });
+});
+
+describe('createProjectValidators', () => {
+  const withItem = (type: string) => ({
+    $id: 'https://example.com/tool',
+    type: 'object',
+    $defs: { item: { $id: 'https://example.com/item', type } },
+    properties: { x: { $ref: 'https://example.com/item' } },
+  });
+
+  it('validates with a catastrophic pattern in linear time', () => {
+    const v = createProjectValidators();
+    const validate = v.get('p', 't@1', {
+      type: 'object',
+      properties: { q: { type: 'string', pattern: EVIL } },
+      patternProperties: { '^(b+)+$': { type: 'string' } },
+    });
+    const started = performance.now();
+    expect(validate({ q: ATTACK })).toBe(false);
+    expect(validate({ q: 'aaa', [`${'b'.repeat(50_000)}!`]: 1 })).toBe(true);
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it('keeps projects apart: the same $id means what each project says', () => {
+    const v = createProjectValidators();
+    const a = v.get('a', 't@1', withItem('string'));
+    const b = v.get('b', 't@1', withItem('integer'));
+    expect([a({ x: 's' }), a({ x: 1 })]).toEqual([true, false]);
+    expect([b({ x: 's' }), b({ x: 1 })]).toEqual([false, true]);
+    // A project cannot reach another project's $id.
+    expect(() =>
+      v.get('c', 't@1', {
+        type: 'object',
+        properties: { x: { $ref: 'https://example.com/item' } },
+      }),
+    ).toThrow(SchemaCompileError);
+  });
+
+  it('caches per key, remembers a compile failure, and stays bounded', () => {
+    const v = createProjectValidators({ maxProjects: 2, maxPerProject: 3 });
+    const s = { type: 'object' };
+    expect(v.get('p', 'k', s)).toBe(v.get('p', 'k', s));
+    const bad = { type: 'object', properties: { a: { pattern: '(?=x)' } } };
+    expect(() => v.get('p', 'bad', bad)).toThrow(SchemaCompileError);
+    expect(() => v.get('p', 'bad', bad)).toThrow(/RE2/);
+    for (let i = 0; i < 10; i++) v.get('p', `k${i}`, { type: 'object' });
+    expect(v.size()).toEqual({ projects: 1, validators: 3 });
+    v.get('q', 'k', s);
+    v.get('r', 'k', s);
+    expect(v.size()).toEqual({ projects: 2, validators: 2 });
+  });
+});
+
+describe('patterns of one instance', () => {
+  it('each keep their own matcher', () => {
+    const v = createProjectValidators();
+    const validate = v.get('p', 'k', {
+      type: 'object',
+      properties: { a: { pattern: '^a+$' }, b: { pattern: '^b+$' } },
+      patternProperties: { '^x-': { type: 'string' } },
+    });
+    expect(validate({ a: 'aa', b: 'bb', 'x-1': 's' })).toBe(true);
+    expect(validate({ a: 'bb' })).toBe(false);
+    expect(validate({ b: 'aa' })).toBe(false);
+    expect(validate({ 'x-1': 1 })).toBe(false);
+    expect(v.get('p', 'k2', { type: 'string', pattern: '^c$' })('a')).toBe(false);
+  });
+});
