@@ -2,7 +2,14 @@ export { loadConfig } from './load.ts';
 export type { LoadConfigOptions } from './load.ts';
 export { ConfigError } from './errors.ts';
 export type { ConfigIssue } from './errors.ts';
-export { configSchema, LogLevel, ArtifactsKind, SandboxProviderKind, ReuseMode } from './schema.ts';
+export {
+  configSchema,
+  LogLevel,
+  ArtifactsKind,
+  SandboxProviderKind,
+  ReuseMode,
+  MIN_ADMIN_KEY_LENGTH,
+} from './schema.ts';
 export type {
   Config,
   ServiceConfig,

@@ -17,6 +17,7 @@ export const ApiErrorCode = {
   invalid_upload: 400,
   conflict: 409,
   payload_too_large: 413,
+  rate_limited: 429,
   unsupported_media_type: 415,
   unavailable: 503,
   secrets_unconfigured: 503,
@@ -67,7 +68,13 @@ function send(
 }
 
 export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
-  if (err instanceof ApiError) return send(reply, err.status, err.code, err.message, err.details);
+  if (err instanceof ApiError) {
+    const retryAfter = err.details?.['retry_after_sec'];
+    if (err.status === 429 && typeof retryAfter === 'number') {
+      reply.header('retry-after', String(retryAfter));
+    }
+    return send(reply, err.status, err.code, err.message, err.details);
+  }
   if (hasZodFastifySchemaValidationErrors(err)) {
     const issues = err.validation.map((v) => ({
       path: v.instancePath,

@@ -1,0 +1,68 @@
+// Failed authentications per client address, in fixed windows: past the limit, every request of
+// that address that needs a key is answered 429 (with Retry-After) until its window ends, valid
+// key or not; answering a valid key would tell a guesser when it guessed right. A success does
+// not clear the count, or a tenant could interleave its own key with guesses at the admin key.
+// Memory is bounded: expired windows are dropped as new ones open, and past `maxClients` the
+// oldest window goes first.
+
+export interface AuthLimiterOptions {
+  /** Failures allowed per window; 0 disables the limiter. */
+  limit: number;
+  windowMs: number;
+  maxClients: number;
+  now?: () => number;
+}
+
+export interface AuthLimiter {
+  /** Seconds until the address may try again, or undefined when it may try now. */
+  blockedFor(address: string): number | undefined;
+  /** Counts a failure; returns the seconds to wait when this failure reached the limit. */
+  fail(address: string): number | undefined;
+  /** Addresses with an open window. */
+  size(): number;
+}
+
+export function createAuthLimiter(opts: AuthLimiterOptions): AuthLimiter {
+  const now = opts.now ?? Date.now;
+  // Insertion order is opening order: the first entry is the oldest window.
+  const windows = new Map<string, { failures: number; endsAt: number }>();
+  const waitOf = (endsAt: number) => Math.max(1, Math.ceil((endsAt - now()) / 1000));
+
+  function sweep(t: number) {
+    for (const [address, w] of windows) {
+      if (w.endsAt > t) break;
+      windows.delete(address);
+    }
+  }
+
+  function current(address: string) {
+    const w = windows.get(address);
+    if (w && w.endsAt <= now()) {
+      windows.delete(address);
+      return undefined;
+    }
+    return w;
+  }
+
+  return {
+    blockedFor(address) {
+      if (opts.limit === 0) return undefined;
+      const w = current(address);
+      return w && w.failures >= opts.limit ? waitOf(w.endsAt) : undefined;
+    },
+    fail(address) {
+      if (opts.limit === 0) return undefined;
+      const t = now();
+      let w = current(address);
+      if (!w) {
+        sweep(t);
+        w = { failures: 0, endsAt: t + opts.windowMs };
+        windows.set(address, w);
+        if (windows.size > opts.maxClients) windows.delete(windows.keys().next().value!);
+      }
+      w.failures++;
+      return w.failures >= opts.limit ? waitOf(w.endsAt) : undefined;
+    },
+    size: () => windows.size,
+  };
+}
