@@ -27,6 +27,7 @@ export type {
   LlmConfig,
   AgentConfig,
 } from './schema.ts';
-export { redactConfig } from './redact.ts';
+export { redactConfig, redactUrls, secretsOf, createRedactor, MASK } from './redact.ts';
+export type { Redactor } from './redact.ts';
 export { ENV_PREFIX } from './env.ts';
 export type { Env } from './env.ts';

@@ -18,6 +18,7 @@ import {
 } from '@toolmesh/protocol';
 import type { CallCost, ToolDefinition } from './define.ts';
 import { emitResult } from './emit.ts';
+import { sanitizeResult } from './sanitize.ts';
 import { execute } from './execute.ts';
 import {
   bindStatic,
@@ -125,8 +126,10 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     metadata: Record<string, unknown> = {},
     cost?: CallCost,
   ): Promise<Disposition> {
-    const record = (c: ToolResultContent) =>
-      persist(
+    // The one place every result becomes a card: internal errors lose their host details here.
+    const record = (raw: ToolResultContent) => {
+      const c = sanitizeResult(raw);
+      return persist(
         'writing the result card',
         () =>
           store.results.record({
@@ -147,6 +150,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
         lease,
         clog,
       );
+    };
     let recorded;
     try {
       recorded = await record(content);

@@ -108,8 +108,14 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
     return send(reply, 400, 'malformed_json', `request body is not valid JSON: ${err.message}`);
   }
   if (err instanceof MeshError && err.code === 'unavailable') {
+    // The driver's text (hosts, users, sometimes a URL) goes to the logs, not to the caller.
     req.log.warn({ err }, 'dependency unavailable');
-    return send(reply, 503, 'unavailable', err.message);
+    const dependency = /postgres/i.test(err.message)
+      ? 'the database'
+      : /nats|bus/i.test(err.message)
+        ? 'the message bus'
+        : 'a service the api depends on';
+    return send(reply, 503, 'unavailable', `${dependency} is unavailable; retry later`);
   }
   if (err instanceof MeshError && err.code === 'invalid_id') {
     return send(reply, 400, 'invalid_id', err.message, err.details);
