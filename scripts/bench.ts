@@ -7,6 +7,7 @@ const BENCHES: Record<string, string> = {
   api: 'bench/api-load.ts',
   sandbox: 'bench/sandbox.ts',
   agent: 'bench/agent.ts',
+  tools: 'bench/tools.ts',
 };
 
 const wanted = process.argv.slice(2);

@@ -31,7 +31,8 @@ beforeAll(async () => {
     loadConfig({ env: api.env }),
     pino({ level: api.config.log.level }),
   );
-  http = await startMcpHttpServer();
+  // Silent about tool changes: refreshes are asked for explicitly here (see 'announced').
+  http = await startMcpHttpServer({ announce: false });
   const project = await api.createProject();
   const address = await api.app.listen({ host: '127.0.0.1', port: 0 });
   env = {

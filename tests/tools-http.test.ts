@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { createNames, decodeMessage } from '@toolmesh/protocol';
 import { freePort } from '@toolmesh/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '@toolmesh/client';
@@ -142,6 +143,11 @@ describe('request mapping', () => {
     expect(JSON.parse(echoed['body'] as string)).toEqual({ name: 'Näme', count: 2 });
     expect(echoed['headers']['content-type']).toBe('application/json');
     expect(echoed['headers']['x-fixed']).toBe('yes');
+    // A dot segment cannot climb out of the template's path.
+    for (const id of ['..', '.']) {
+      const climb = await call('shop.create_item', { id });
+      expect(climb.content.error?.code, id).toBe('invalid_arguments');
+    }
 
     const exec = await mesh.request('GET', `/v1/projects/${a.id}/executions/${r.tool_call_id}`, {
       key: a.key,
@@ -180,6 +186,17 @@ describe('request mapping', () => {
     expect(echoed['body']).toBe('');
     await register(a, 'shop.text', { method: 'GET', url: `${up.url}/text/hello` });
     expect((await call('shop.text')).content.result).toBe('plain text for /text/hello');
+  });
+
+  it('runs over POST /executions like any tool', async () => {
+    await register(a, 'shop.ping', { method: 'GET', url: `${up.url}/text/ping` });
+    const res = await mesh.request('POST', `/v1/projects/${a.id}/executions`, {
+      key: a.key,
+      body: { tool: 'shop.ping', arguments: {} },
+    });
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.execution).toMatchObject({ tool: 'shop.ping', status: 'succeeded' });
+    expect(res.body.card.content.result).toBe('plain text for /text/ping');
   });
 
   it('refuses templates that do not fit the parameters at registration', async () => {
@@ -312,8 +329,22 @@ describe('upstream failures and retries', () => {
       { method: 'GET', url: `${up.url}/flaky/${key}?fail=1&code=429&retry_after=1` },
       { options: { retries: { max: 3, base_ms: 10, max_ms: 50 } } },
     );
+    const progress: unknown[] = [];
+    const sub = mesh.api.nc.subscribe(
+      mesh.client.subjects.toolProgress({ project: a.id, channel: 'test', target: 'up' }),
+      { callback: (_e, m) => void progress.push(decodeMessage('tool_progress', m.data)) },
+    );
+    await mesh.api.nc.flush();
     const r = await call('up.flaky');
+    sub.unsubscribe();
     expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
+    // The wait for the retry was announced as progress of the call.
+    expect(progress).toEqual([
+      expect.objectContaining({
+        tool_call_id: r.tool_call_id,
+        detail: expect.objectContaining({ retrying: true, attempt: 1, status: 429 }),
+      }),
+    ]);
     expect(r.content.result).toEqual({ ok: true, key });
     const meta = (await card(a.id, r.tool_call_id)).metadata as {
       attempts: { attempt: number; outcome: string; status?: number; retry_in_ms?: number }[];
@@ -450,8 +481,9 @@ describe('the registry on the bus path', () => {
     });
     // Once the service's consumer has acked everything, whatever it did with them is written.
     const jsm = await jetstreamManager(mesh.api.nc);
-    const consumer = `${mesh.api.config.nats.subject_root}_svc_tools`;
-    const stream = `${mesh.api.config.nats.subject_root}_CMD`;
+    const names = createNames(mesh.api.config.nats.subject_root);
+    const consumer = names.toolServiceConsumer('tools');
+    const stream = names.commandStream;
     await untilAsync(async () => {
       const info = await jsm.consumers.info(stream, consumer);
       return info.num_pending === 0 && info.num_ack_pending === 0;

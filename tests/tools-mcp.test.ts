@@ -51,7 +51,8 @@ beforeAll(async () => {
     loadConfig({ env: api.env }),
     pino({ level: api.config.log.level }),
   );
-  http = await startMcpHttpServer();
+  // Silent about tool changes: refreshes are asked for explicitly here (see 'announced').
+  http = await startMcpHttpServer({ announce: false });
   nc = await connect({ servers: api.env['CG__NATS__URL']! });
   client = createClient({ nc, root: api.config.nats.subject_root });
   a = await api.createProject();
@@ -129,9 +130,15 @@ describe('an MCP server over streamable HTTP', () => {
         type: 'object',
         properties: { text: { type: 'string' } },
         required: ['text'],
-        'x-mcp-schema': 'http://json-schema.org/draft-07/schema#',
       },
       enabled: true,
+    });
+    expect(echo.body.parameters.$schema).toBeUndefined();
+    const row = await api.store.tools.get(a.id, 'web.echo');
+    expect(row?.spec).toEqual({
+      server: 'web',
+      tool: 'echo',
+      schema: 'http://json-schema.org/draft-07/schema#',
     });
   });
 
@@ -145,6 +152,14 @@ describe('an MCP server over streamable HTTP', () => {
     // A mapped name calls the server's own name.
     const dotted = await call('web.ns_dotted');
     expect(dotted.content.result).toEqual({ content: [{ type: 'text', text: 'ns.dotted' }] });
+  });
+
+  it('runs over POST /executions too, checked against the same schema', async () => {
+    const ok = await req('POST', '/executions', { tool: 'web.echo', arguments: { text: 'api' } });
+    expect(ok.status, ok.raw).toBe(200);
+    expect(ok.body.card.content.result.content).toEqual([{ type: 'text', text: 'echo: api' }]);
+    const bad = await req('POST', '/executions', { tool: 'web.echo', arguments: {} });
+    expect(bad.status, bad.raw).toBe(400);
   });
 
   it('checks arguments against the discovered schema before calling', async () => {
@@ -253,6 +268,36 @@ describe('an MCP server over streamable HTTP', () => {
     await until(() => Promise.resolve(http.state.canceled > before ? true : undefined));
   });
 
+  it('a server that announces a changed tool set is refreshed without being asked', async () => {
+    const live = await startMcpHttpServer({ tools: ['echo', 'stats'] });
+    try {
+      const res = await req('POST', '/mcp-servers', {
+        name: 'live',
+        transport: 'http',
+        url: live.url,
+      });
+      expect(res.body).toMatchObject({ state: 'connected', tool_count: 2 });
+      // A call opens the tools service's pooled connection, whose stream carries the news.
+      expect((await call('live.echo', { text: 'x' })).status).toBe('succeeded');
+      while (!live.requestHeaders.some((h) => h['accept'] === 'text/event-stream')) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect((await call('live.stats')).status).toBe('succeeded');
+      live.setTools(['echo', 'fail']);
+      await until(async () => {
+        const [stats, fail] = await Promise.all([
+          req('GET', '/tools/live.stats'),
+          req('GET', '/tools/live.fail'),
+        ]);
+        return stats.body.enabled === false && fail.status === 200 ? true : undefined;
+      });
+      expect((await call('live.fail')).content.error?.code).toBe('tool_error');
+    } finally {
+      await req('DELETE', '/mcp-servers/live');
+      await live.stop();
+    }
+  });
+
   it('an unreachable server is registered in state error with the reason', async () => {
     const res = await req('POST', '/mcp-servers', {
       name: 'gone',
@@ -338,6 +383,22 @@ describe('an MCP server over stdio inside a sandbox', () => {
     ).toBe(true);
   });
 
+  it('concurrent calls share one server process and one sandbox', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => call('local.echo', { text: `n${i}` })),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(20).fill('succeeded'));
+    expect(
+      results.map((r) => (r.content.result as { content: { text: string }[] }).content[0]!.text),
+    ).toEqual(Array.from({ length: 20 }, (_, i) => `echo: n${i}`));
+    const sandboxes = (await req('GET', '/sandboxes?state=active')).body as {
+      sandboxes: { session_key: string }[];
+    };
+    expect(sandboxes.sandboxes.filter((s) => s.session_key.startsWith('mcp:local@'))).toHaveLength(
+      1,
+    );
+  });
+
   it('the server dying mid-call fails that call with mcp_unavailable; the next call reconnects', async () => {
     expect((await call('local.echo', { text: 'before' })).status).toBe('succeeded');
     const crashed = await call('local.crash');
@@ -385,6 +446,20 @@ describe('delete', () => {
     expect(left.body.tools.map((t: { name: string }) => t.name)).not.toContain('web.echo');
     expect((await req('GET', '/mcp-servers/web')).status).toBe(404);
     const r = await call('web.echo', { text: 'x' });
+    expect(r.content.error?.code).toBe('unknown_tool');
+  });
+
+  it('deleting a stdio server ends its process and its sandbox at once', async () => {
+    const active = async (): Promise<unknown[]> => {
+      const list = (await req('GET', '/sandboxes?state=active')).body as {
+        sandboxes: { session_key: string }[];
+      };
+      return list.sandboxes.filter((s) => s.session_key.startsWith('mcp:local@'));
+    };
+    expect(await active()).toHaveLength(1);
+    expect((await req('DELETE', '/mcp-servers/local')).status).toBe(204);
+    await until(async () => ((await active()).length === 0 ? true : undefined));
+    const r = await call('local.echo', { text: 'x' });
     expect(r.content.error?.code).toBe('unknown_tool');
   });
 });

@@ -115,6 +115,12 @@ export const toolsSchema = section({
     .default([]),
   // How long a registry entry is trusted without a change event (a missed event heals after this).
   registry_cache_ttl_ms: positiveInt().default(30_000),
+  // MCP servers: how long opening a connection may take (a stdio server's start included), how
+  // long one discovery (connect and list every page) may take, and how long an unused pooled
+  // connection stays open (a stdio server's sandbox goes with it).
+  mcp_connect_timeout_ms: positiveInt().default(30_000),
+  mcp_discovery_timeout_ms: positiveInt().default(50_000),
+  mcp_idle_close_ms: positiveInt().default(600_000),
   // Project-wide policy defaults; a tool's own `options` win. 0 per minute: no rate limit.
   rate_limit_per_minute: intAtLeast(0).default(0),
   rate_limit_burst: positiveInt().default(10),
@@ -195,6 +201,9 @@ export const apiSchema = section({
   execution_wait_default_ms: positiveInt().default(30_000),
   execution_wait_min_ms: positiveInt().default(1_000),
   execution_wait_max_ms: positiveInt().default(300_000),
+  // How long registering or refreshing an MCP server waits for the tools service's discovery
+  // (keep it above tools.mcp_discovery_timeout_ms).
+  mcp_refresh_wait_ms: positiveInt().default(60_000),
 }).superRefine((api, ctx) => {
   const {
     execution_wait_min_ms: min,

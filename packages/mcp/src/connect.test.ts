@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  createE2bSandboxProvider,
   createLocalSandboxProvider,
   type LocalSandboxProvider,
   type Sandbox,
@@ -12,6 +13,7 @@ import {
 import {
   FIXTURE_TOOLS,
   MCP_STDIO_SERVER_PATH,
+  startFakeE2b,
   startMcpHttpServer,
   type McpHttpFixture,
 } from '@toolmesh/testing';
@@ -118,6 +120,43 @@ describe.each(['http', 'stdio'] as const)('%s', (kind) => {
   });
 });
 
+describe('stdio in an e2b sandbox (the fake E2B server, the real e2b SDK)', () => {
+  it('lists and calls tools with progress through envd stdin and stdout', async () => {
+    const fake = await startFakeE2b();
+    const e2b = createE2bSandboxProvider({
+      apiKey: fake.apiKey,
+      apiUrl: fake.url,
+      sandboxUrl: fake.url,
+      domain: 'sandbox.test',
+      template: 'base',
+      workdir: '/home/user/work',
+      requestTimeoutMs: 10_000,
+      sandboxTimeoutSec: 600,
+    });
+    const box = await e2b.create({ key: { project: 'p', agent: '-', session: 'mcp' } });
+    try {
+      const conn = await connectMcp({
+        transport: 'stdio',
+        sandbox: box,
+        command: process.execPath,
+        args: [MCP_STDIO_SERVER_PATH, 'echo', 'progress'],
+      });
+      expect((await conn.listTools()).map((t) => t.name).sort()).toEqual(['echo', 'progress']);
+      expect((await conn.callTool('echo', { text: 'e2b' })).content).toEqual([
+        { type: 'text', text: 'echo: e2b' },
+      ]);
+      const seen: McpProgress[] = [];
+      await conn.callTool('progress', { steps: 2 }, { onProgress: (p) => seen.push(p) });
+      expect(seen).toHaveLength(2);
+      await conn.close();
+    } finally {
+      await box.destroy();
+      await e2b.close();
+      await fake.stop();
+    }
+  });
+});
+
 describe('stdio: the server dying', () => {
   it('fails the call in flight with mcp_unavailable and says how the process ended', async () => {
     const conn = await endpoints.stdio();
@@ -136,6 +175,48 @@ describe('stdio: the server dying', () => {
       { timeoutMs: 10_000 },
     ).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'mcp_unavailable', reason: 'connect_failed' });
+  });
+});
+
+describe('http: a listing in pages', () => {
+  it('follows nextCursor through every page', async () => {
+    const paged = await startMcpHttpServer({ pageSize: 3 });
+    try {
+      const conn = await connectMcp({ transport: 'http', url: paged.url });
+      const tools = await conn.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual([...FIXTURE_TOOLS].sort());
+      expect(paged.methods.filter((m) => m === 'tools/list')).toHaveLength(
+        Math.ceil(FIXTURE_TOOLS.length / 3),
+      );
+      await conn.close();
+    } finally {
+      await paged.stop();
+    }
+  });
+});
+
+describe('http: tools/list_changed', () => {
+  it('calls onToolsChanged when the server says its tool set changed', async () => {
+    const server = await startMcpHttpServer({ tools: ['echo'] });
+    try {
+      let changed!: () => void;
+      const seen = new Promise<void>((resolve) => (changed = resolve));
+      const conn = await connectMcp(
+        { transport: 'http', url: server.url },
+        { onToolsChanged: () => changed() },
+      );
+      // Server notifications travel on the GET stream the client opens after the handshake.
+      while (!server.requestHeaders.some((h) => h['accept'] === 'text/event-stream')) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await conn.listTools(); // a round trip: the server has set the stream up by now
+      server.setTools(['echo', 'stats']);
+      await seen;
+      expect((await conn.listTools()).map((t) => t.name).sort()).toEqual(['echo', 'stats']);
+      await conn.close();
+    } finally {
+      await server.stop();
+    }
   });
 });
 

@@ -10,7 +10,11 @@ import {
   StreamableHTTPError,
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { pino, type Logger } from 'pino';
 import type { Sandbox } from '@toolmesh/sandbox';
 import { McpClientError, mapRequestError } from './errors.ts';
@@ -50,6 +54,8 @@ export interface ConnectOptions {
   readonly signal?: AbortSignal;
   readonly logger?: Logger;
   readonly clientName?: string;
+  /** Called on each notifications/tools/list_changed the server sends. */
+  readonly onToolsChanged?: () => void;
 }
 
 /** A tool as the server lists it (name, description, input schema, annotations...). */
@@ -189,12 +195,16 @@ async function open(
   client.onclose = () =>
     end(brokenBy ? `the ${kind} stream broke: ${brokenBy}` : describeEnd(kind, transport));
   client.onerror = (err) => log.debug({ err }, 'MCP transport reported an error');
+  const onToolsChanged = options.onToolsChanged;
+  if (onToolsChanged) {
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => onToolsChanged());
+  }
+  // Notifications ahead of the responses after them (see ordered.ts).
+  const wire = orderedTransport(transport);
   // The SDK keeps a request waiting forever when the HTTP stream that should carry its response
   // breaks and the server gave no event ids to resume from: it reports the break and moves on.
   // A broken stream is taken as a dead connection instead: closing the client fails every
   // request still waiting (ConnectionClosed), and the pool opens a new connection next time.
-  // Notifications ahead of the responses after them (see ordered.ts).
-  const wire = orderedTransport(transport);
   if (kind !== 'stdio') {
     wire.onerror = (err) => {
       if (closedWhy === undefined && isStreamBreak(kind, err)) {

@@ -105,6 +105,13 @@ describe('names', () => {
   });
 });
 
+describe('queue groups', () => {
+  it('derive the MCP discovery queue from the root', () => {
+    expect(createNames('cg').mcpDiscoveryQueue).toBe('cg_mcp_discovery');
+    expect(createNames('t1').mcpDiscoveryQueue).toBe('t1_mcp_discovery');
+  });
+});
+
 describe('lease keys', () => {
   const names = createNames('cg');
 

@@ -15,6 +15,8 @@ export interface Names {
   agentConsumer(target: string): string;
   /** Lease key of one tool call; project-scoped so projects can never block each other. */
   leaseKey(project: string, toolCallId: string): string;
+  /** The queue group answering MCP refresh requests: one tools-service instance each. */
+  readonly mcpDiscoveryQueue: string;
 }
 
 export function createNames(root: string = DEFAULT_ROOT): Names {
@@ -31,6 +33,7 @@ export function createNames(root: string = DEFAULT_ROOT): Names {
     agentConsumer: (target) => `${root}_agent_${assertId(IdKind.target, target)}`,
     leaseKey: (project, toolCallId) =>
       `${assertId(IdKind.project, project)}.${assertId(IdKind.toolCall, toolCallId)}`,
+    mcpDiscoveryQueue: `${root}_mcp_discovery`,
   };
 }
 

@@ -65,6 +65,8 @@ export interface DiscoveredTool {
   mcpName: string;
   description: string;
   parameters: Record<string, unknown>;
+  /** The `$schema` the server declared for its input schema, kept out of `parameters`. */
+  schemaDialect?: string;
 }
 
 /** What a sync did, by full tool name. */
@@ -82,6 +84,8 @@ export interface McpSyncOutcome {
 export interface McpToolSpec {
   server: string;
   tool: string;
+  /** The JSON Schema dialect the server declared (`$schema`), when it declared one. */
+  schema?: string;
   vanished?: boolean;
 }
 
@@ -210,7 +214,11 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
         for (const t of tools) {
           const full = `${name}.${t.token}`;
           seen.add(full);
-          const spec: McpToolSpec = { server: name, tool: t.mcpName };
+          const spec: McpToolSpec = {
+            server: name,
+            tool: t.mcpName,
+            ...(t.schemaDialect ? { schema: t.schemaDialect } : {}),
+          };
           const old = mine.get(full);
           if (!old) {
             const inserted = await tx.query(

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { McpServer, type RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { FIXTURE_TOOLS, registerFixtureTools, type FixtureState } from './mcp-fixture-tools.ts';
 
 export interface McpHttpFixture {
@@ -15,6 +16,8 @@ export interface McpHttpFixture {
   readonly state: FixtureState;
   /** Headers of every HTTP request received (to check auth). */
   readonly requestHeaders: Record<string, string | string[] | undefined>[];
+  /** The JSON-RPC method of every request POSTed, in order (`tools/list`, `tools/call`...). */
+  readonly methods: string[];
   /** Serves exactly these tools from now on, in every open session too. */
   setTools(names: readonly string[]): void;
   /** Ends every open connection and forgets every session (a crash and restart). */
@@ -34,16 +37,23 @@ export async function startMcpHttpServer(
     port?: number;
     /** Speak only the older HTTP+SSE transport (GET /mcp, POST /messages): no streamable HTTP. */
     sseOnly?: boolean;
+    /** Send notifications/tools/list_changed when setTools changes the set (default true). */
+    announce?: boolean;
+    /** Answer tools/list in pages of this many tools (with `nextCursor`). Default: one page. */
+    pageSize?: number;
   } = {},
 ): Promise<McpHttpFixture> {
   const state: FixtureState = { canceled: 0 };
   let names: readonly string[] = options.tools ?? FIXTURE_TOOLS;
   const sessions = new Map<string, Session>();
   const requestHeaders: McpHttpFixture['requestHeaders'] = [];
+  const methods: string[] = [];
 
   async function newSession(): Promise<Session> {
     const server = new McpServer({ name: 'toolmesh-fixture-http', version: '1.0.0' });
+    if (options.announce === false) server.sendToolListChanged = () => undefined;
     const tools = registerFixtureTools(server, state, names);
+    if (options.pageSize !== undefined) paginate(server, options.pageSize);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
@@ -86,6 +96,9 @@ export async function startMcpHttpServer(
     for await (const c of req) chunks.push(c as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
     const body: unknown = text === '' ? undefined : JSON.parse(text);
+    if (typeof body === 'object' && body !== null && 'method' in body) {
+      methods.push(String(body.method));
+    }
     if (options.sseOnly) return handleSse(req, res, body);
     const id = req.headers['mcp-session-id'];
     const known = typeof id === 'string' ? sessions.get(id) : undefined;
@@ -118,6 +131,7 @@ export async function startMcpHttpServer(
     url: `http://127.0.0.1:${port}/mcp`,
     state,
     requestHeaders,
+    methods,
     setTools(next) {
       names = next;
       for (const s of sessions.values()) {
@@ -148,6 +162,25 @@ export async function startMcpHttpServer(
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },
   };
+}
+
+type RawHandler = (request: unknown, extra: unknown) => Promise<{ tools: unknown[] }>;
+
+/** Replaces McpServer's tools/list (one page) by pages of `size`, the cursor an offset. */
+function paginate(server: McpServer, size: number): void {
+  // McpServer offers no paging; its own handler is taken from the protocol's handler map.
+  const handlers = (server.server as unknown as { _requestHandlers: Map<string, RawHandler> })
+    ._requestHandlers;
+  const all = handlers.get('tools/list')!;
+  server.server.setRequestHandler(ListToolsRequestSchema, async (req, extra) => {
+    const { tools } = await all({ method: 'tools/list', params: {} }, extra);
+    const from = Number(req.params?.cursor ?? 0);
+    const next = from + size;
+    return {
+      tools: tools.slice(from, next) as Tool[],
+      ...(next < tools.length ? { nextCursor: String(next) } : {}),
+    };
+  });
 }
 
 /** Absolute path of the stdio fixture server (run it with `node <path>` inside a sandbox). */

@@ -27,8 +27,13 @@ export interface ToolContext {
    * the outcome, so a failed or timed-out call still shows what it tried. Later keys win.
    */
   annotate(metadata: Record<string, unknown>): void;
-  /** Sets the call's cost estimate (the last one set wins). */
-  charge(cost: CallCost): void;
+  /** Sets the call's cost estimate (the last one set wins; undefined: nothing to charge). */
+  charge(cost: CallCost | undefined): void;
+  /**
+   * Publishes a progress event of the call (`evt.tool.<target>.progress`, core NATS): a sign of
+   * life beside the result, never in its slot. Lossy by design.
+   */
+  progress(detail?: Record<string, unknown>): void;
 }
 
 /** What the runtime needs to run a tool: its handler and its default deadline. */

@@ -1,5 +1,5 @@
-// Publishing what a finished call produced: the result event (always) and, when an agent waits,
-// the wakeup. Both carry deterministic Nats-Msg-Ids, so a re-emit after a redelivery reaches
+// Publishing what a call produced: progress events while it runs (core NATS, lossy), and once
+// it finished the result event (always) and, when an agent waits, the wakeup. Both carry deterministic Nats-Msg-Ids, so a re-emit after a redelivery reaches
 // live listeners while JetStream keeps one copy inside the dedupe window.
 import type { Bus } from '@toolmesh/bus';
 import { Header, MsgId, encodeMessage, type ToolResultContent } from '@toolmesh/protocol';
@@ -50,5 +50,19 @@ export async function emitResult(bus: Bus, ids: CallIds, r: EmittedResult): Prom
         [Header.turnEpoch]: ids.turnEpoch?.toString(),
       },
     },
+  );
+}
+
+/** A progress event of a running call: a sign of life beside the result, never in its slot. */
+export function emitProgress(bus: Bus, ids: CallIds, detail?: Record<string, unknown>): void {
+  bus.publishCore(
+    bus.subjects.toolProgress({ project: ids.project, channel: ids.channel, target: ids.target }),
+    encodeMessage('tool_progress', {
+      v: 1,
+      tool_call_id: ids.toolCallId,
+      tool_name: `${ids.target}.${ids.tool}`,
+      at: new Date().toISOString(),
+      ...(detail ? { detail } : {}),
+    }),
   );
 }

@@ -4,8 +4,15 @@
 // untouched, since on a limits-retention stream every consumer sees every call and another
 // service owns them. `resolve` looks the tool up (cached registry, argument schema) and answers
 // run, reject (a failed result filed under the call's id) or skip (served by another process).
-import type { ErrorCode } from '@toolmesh/protocol';
+import { MeshError, type ErrorCode } from '@toolmesh/protocol';
 import type { RunnableTool } from './define.ts';
+import {
+  deadlineOf,
+  type Bound,
+  type Intake,
+  type IntakeLimits,
+  type Rejection,
+} from './intake.ts';
 
 export interface ResolveRequest {
   readonly project: string;
@@ -32,4 +39,57 @@ export interface ToolResolver {
   serves(target: string): boolean;
   /** May throw a RetryableError (registry unreachable): the call is retried, not failed. */
   resolve(req: ResolveRequest): Promise<Resolution>;
+}
+
+/** A call another service serves: acked without a lease. */
+export interface Skip {
+  skip: string;
+}
+
+/** Binds a well-formed call through the resolver: the tool to run, a rejection, or a skip. */
+export async function bindResolved(
+  accepted: Intake,
+  resolver: ToolResolver,
+  limits: IntakeLimits,
+): Promise<Bound | Rejection | Skip> {
+  const { ids, call } = accepted;
+  const r = await resolver.resolve({
+    project: ids.project,
+    target: ids.target,
+    tool: ids.tool,
+    arguments: call.arguments,
+  });
+  switch (r.kind) {
+    case 'skip':
+      return { skip: r.reason };
+    case 'reject':
+      return {
+        ok: false,
+        ids,
+        code: r.code,
+        message: r.message,
+        ...(r.details ? { details: r.details } : {}),
+      };
+    case 'run':
+      try {
+        return {
+          tool: r.tool,
+          args: r.args,
+          timeoutMs: deadlineOf(call, r.tool.timeoutMs, limits),
+        };
+      } catch (err) {
+        if (!(err instanceof MeshError)) throw err;
+        return {
+          ok: false,
+          ids,
+          code: err.code,
+          message: err.message,
+          ...(err.details ? { details: err.details } : {}),
+        };
+      }
+    default: {
+      const never: never = r;
+      throw new Error(`unknown resolution ${JSON.stringify(never)}`);
+    }
+  }
 }

@@ -11,25 +11,23 @@ import type { Store } from '@toolmesh/store';
 import {
   RetryableError,
   statusForCode,
-  type ProtocolError,
   type ErrorBody,
   type ErrorCode,
   type ToolResultContent,
 } from '@toolmesh/protocol';
 import type { CallCost, ToolDefinition } from './define.ts';
-import { emitResult } from './emit.ts';
+import { emitProgress, emitResult } from './emit.ts';
 import { sanitizeResult } from './sanitize.ts';
 import { execute } from './execute.ts';
 import {
   bindStatic,
-  deadlineOf,
   intake,
   type Bound,
   type CallIds,
   type Intake,
   type Rejection,
 } from './intake.ts';
-import type { ToolResolver } from './resolve.ts';
+import { bindResolved, type Skip, type ToolResolver } from './resolve.ts';
 import { createCancelRegistry, type CancelRegistry } from './cancel.ts';
 
 export interface ToolServiceLimits {
@@ -247,43 +245,8 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   }
 
   /** The tool a well-formed call runs, a rejection, or a skip (another service's tool). */
-  async function bind(accepted: Intake): Promise<Bound | Rejection | { skip: string }> {
-    if (!resolver) return bindStatic(accepted, tools, limits);
-    const { ids, call } = accepted;
-    const r = await resolver.resolve({
-      project: ids.project,
-      target: ids.target,
-      tool: ids.tool,
-      arguments: call.arguments,
-    });
-    switch (r.kind) {
-      case 'skip':
-        return { skip: r.reason };
-      case 'reject':
-        return {
-          ok: false,
-          ids,
-          code: r.code,
-          message: r.message,
-          ...(r.details ? { details: r.details } : {}),
-        };
-      case 'run':
-        try {
-          return {
-            tool: r.tool,
-            args: r.args,
-            timeoutMs: deadlineOf(call, r.tool.timeoutMs, limits),
-          };
-        } catch (err) {
-          const e = err as ProtocolError;
-          return { ok: false, ids, code: e.code, message: e.message, details: e.details ?? {} };
-        }
-      default: {
-        const never: never = r;
-        throw new Error(`unknown resolution ${JSON.stringify(never)}`);
-      }
-    }
-  }
+  const bind = (accepted: Intake): Promise<Bound | Rejection | Skip> | Bound | Rejection =>
+    resolver ? bindResolved(accepted, resolver, limits) : bindStatic(accepted, tools, limits);
 
   async function handleCall(
     d: Delivery,
@@ -376,6 +339,13 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
           annotate: (m) => Object.assign(annotations, m),
           charge: (c) => {
             cost = c;
+          },
+          progress: (detail) => {
+            try {
+              emitProgress(bus, ids, detail);
+            } catch (err) {
+              clog.debug({ err }, 'progress event not published');
+            }
           },
         },
         timeoutMs,

@@ -6,6 +6,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { createSubjects, encodeMessage, type RegistryChange } from '@toolmesh/protocol';
 
+const FLUSH_WAIT_MS = 1_000;
+
 export interface RegistryEvents {
   changed(project: string, change: RegistryChange, tools: string[]): Promise<void>;
 }
@@ -23,7 +25,11 @@ export function createRegistryEvents(
           subjects.registryChanged(project),
           encodeMessage('registry_changed', { v: 1, change, tools }),
         );
-        await nc.flush();
+        // Bounded: with NATS away the answer must not hang; the services' TTL covers the gap.
+        await Promise.race([
+          nc.flush(),
+          new Promise<void>((resolve) => setTimeout(resolve, FLUSH_WAIT_MS).unref()),
+        ]);
       } catch (err) {
         log.warn({ err, project, change, tools }, 'could not publish a registry change');
       }

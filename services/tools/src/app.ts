@@ -18,7 +18,7 @@ import { createToolService, limitsFromConfig } from '@toolmesh/tool-service';
 import { createEgress } from './egress.ts';
 import { startHealthServer } from './health.ts';
 import { createKindExecutors } from './kinds/index.ts';
-import { serveDiscovery } from './mcp/discovery.ts';
+import { createAutoRefresh, serveDiscovery } from './mcp/discovery.ts';
 import { createMcpPool } from './mcp/pool.ts';
 import { createRegistry } from './registry.ts';
 import { createResolver } from './resolver.ts';
@@ -51,7 +51,17 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     provider.catch(() => (provider = undefined));
     return provider;
   };
+  // A server's tools/list_changed refreshes its registry rows (discovery needs the pool: bound late).
+  const discoveryDeps = () => ({
+    bus,
+    store,
+    pool: mcpPool,
+    timeoutMs: config.tools.mcp_discovery_timeout_ms,
+    logger: log,
+  });
+  const autoRefresh = createAutoRefresh(discoveryDeps);
   const mcpPool = createMcpPool({
+    onToolsChanged: autoRefresh,
     store,
     sandboxes,
     egress,
@@ -59,15 +69,17 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     idleTtlSec: config.sandbox.idle_ttl_sec,
     hardTtlSec: config.sandbox.hard_ttl_sec,
     secret: (project, name) => secrets.get(project, name),
+    connectTimeoutMs: config.tools.mcp_connect_timeout_ms,
+    idleCloseMs: config.tools.mcp_idle_close_ms,
     logger: log,
   });
   const executors = createKindExecutors({
     egress,
     maxResultBytes: config.tools.max_result_bytes,
-    bus,
     mcpPool,
   });
-  const discovery = serveDiscovery({ bus, store, pool: mcpPool, logger: log });
+  const discovery = serveDiscovery(discoveryDeps());
+  const mcpWatch = mcpPool.watchRegistry(bus);
   const registry = createRegistry({
     store,
     bus,
@@ -109,6 +121,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     stop: async (graceMs) => {
       stopping = true;
       discovery.unsubscribe();
+      mcpWatch.unsubscribe();
       await service.stop(graceMs);
       registry.close();
       await health.close();

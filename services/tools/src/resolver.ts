@@ -13,14 +13,18 @@ import {
 } from '@toolmesh/json-schema';
 import type { Logger } from 'pino';
 import type { ToolResolver, Resolution } from '@toolmesh/tool-service';
+import { ReservedTarget } from '@toolmesh/skills';
 import { ToolOrigin } from '@toolmesh/store';
 import type { KindExecutors } from './kinds/kind.ts';
 import { policiesOf, type PolicyDefaults } from './policies.ts';
 import type { Registry, RegistryTool } from './registry.ts';
 import { runRegistryCall, type RunDeps } from './run.ts';
 
-/** Targets whose calls other services consume (the skills service's two). */
-export const FOREIGN_TARGETS: ReadonlySet<string> = new Set(['skills', 'builtin']);
+/**
+ * Targets whose calls other services consume (the skills service's two). Exact tokens: a call to
+ * `Skills.x` is nobody else's, so it is answered here (unknown_tool) rather than left to hang.
+ */
+export const FOREIGN_TARGETS: ReadonlySet<string> = new Set(Object.values(ReservedTarget));
 
 export interface ResolverOptions extends RunDeps {
   registry: Registry;

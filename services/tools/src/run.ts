@@ -70,6 +70,17 @@ function redactedError(err: unknown, r: Redactor, toolName: string): MeshError {
   return new MeshError('internal_error', `${toolName} crashed: ${r.redactText(message)}`);
 }
 
+/** Logs what a crash says (redacted): the result only carries its message. */
+function crashed(err: unknown, r: Redactor, ctx: ToolContext): void {
+  if (err instanceof MeshError) return;
+  const message = err instanceof Error ? err.message : String(err);
+  const stack = err instanceof Error ? err.stack : undefined;
+  ctx.logger.error(
+    { error: r.redactText(message), ...(stack ? { stack: r.redactText(stack) } : {}) },
+    'registry tool crashed',
+  );
+}
+
 export async function runRegistryCall(
   deps: RunDeps,
   tool: RegistryTool,
@@ -92,8 +103,10 @@ export async function runRegistryCall(
     if (waited > 0) ctx.annotate({ rate_limit_wait_ms: waited });
   }
   // Charged once the call may go out (a call refused by its rate limit cost nothing), and
-  // again when it ends; a call that times out keeps the first estimate.
+  // again when it ends; a call that times out keeps the first estimate. A call that never
+  // reached the upstream (bad arguments, a missing secret, egress refused) costs nothing.
   charge();
+  let reached = false;
   const secret = async (name: string) => {
     const value = await deps.secrets.get(tool.project, name);
     redactor.add(value);
@@ -103,7 +116,13 @@ export async function runRegistryCall(
     for (let attempt = 1; ; attempt++) {
       const t0 = performance.now();
       try {
-        const result = await executor.attempt(tool, args, { ...ctx, attempt, secret });
+        const result = await executor.attempt(tool, args, {
+          ...ctx,
+          attempt,
+          secret,
+          progress: (detail) => ctx.progress(detail ? redactor.redact(detail) : undefined),
+        });
+        reached = true;
         attempts.push({
           attempt,
           duration_ms: round(performance.now() - t0),
@@ -112,6 +131,7 @@ export async function runRegistryCall(
         return redactor.redact(result);
       } catch (err) {
         if (ctx.signal.aborted) throw ctx.signal.reason as Error;
+        if (err instanceof UpstreamFailure) reached = true;
         const record: AttemptRecord = {
           attempt,
           duration_ms: round(performance.now() - t0),
@@ -126,7 +146,10 @@ export async function runRegistryCall(
           err instanceof UpstreamFailure &&
           err.retryableUpstream &&
           attempt <= policies.retries.max;
-        if (!retryable) throw redactedError(err, redactor, tool.name);
+        if (!retryable) {
+          crashed(err, redactor, ctx);
+          throw redactedError(err, redactor, tool.name);
+        }
         const delay = Math.max(
           backoffMs(attempt, policies.retries.baseMs, policies.retries.maxMs),
           err.retryAfterMs ?? 0,
@@ -135,11 +158,13 @@ export async function runRegistryCall(
         if (Date.now() + delay >= ctx.deadline) throw redactedError(err, redactor, tool.name);
         record.retry_in_ms = delay;
         ctx.annotate({ attempts: [...attempts] });
+        ctx.progress(redactor.redact({ retrying: true, ...record }));
         await sleep(delay, undefined, { signal: ctx.signal });
       }
     }
   } finally {
     ctx.annotate({ attempts });
-    charge();
+    if (reached) charge();
+    else ctx.charge(undefined);
   }
 }

@@ -22,8 +22,6 @@ import { Id, ProjectParams, iso } from '../schemas.ts';
 
 /** Targets no MCP server may take: their tools are served by the skills service, or reserved. */
 const RESERVED = new Set(['skills', 'builtin', 'sys']);
-/** How long a refresh may take: connecting (a sandboxed server's start) plus listing. */
-export const MCP_REFRESH_TIMEOUT_MS = 60_000;
 
 const HeaderName = z
   .string()
@@ -132,13 +130,13 @@ export const mcpServerRoutes =
       const subject = subjects.mcpRefresh({ project, channel: SYSTEM_CHANNEL, server: name });
       try {
         const msg = await nc.request(subject, encodeMessage('mcp_refresh', { v: 1 }), {
-          timeout: MCP_REFRESH_TIMEOUT_MS,
+          timeout: config.api.mcp_refresh_wait_ms,
         });
         return decodeMessage('mcp_refresh_reply', msg.data);
       } catch (err) {
         const timedOut = (err as Error).name === 'TimeoutError';
         const message = timedOut
-          ? `the tools service did not finish the discovery within ${MCP_REFRESH_TIMEOUT_MS} ms`
+          ? `the tools service did not finish the discovery within ${config.api.mcp_refresh_wait_ms} ms`
           : 'no tools service answered the discovery request (is services/tools running?)';
         log.warn({ err, project, server: name }, message);
         await store.mcpServers.recordError(project, name, message);

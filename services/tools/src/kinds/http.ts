@@ -117,7 +117,16 @@ export function createHttpExecutor(o: HttpExecutorOptions): KindExecutor {
               details: { issues: [{ path: `/${name}`, message: 'required by the URL template' }] },
             });
           }
-          return encodeURIComponent(asParam(v));
+          const text = asParam(v);
+          // `.` and `..` survive percent-encoding (and %2E%2E is a dot segment too): as a path
+          // segment they would climb out of the template's path on the upstream's host.
+          if (text === '.' || text === '..') {
+            throw new ToolError(`argument ${name} may not be "${text}": it would change the path`, {
+              code: 'invalid_arguments',
+              details: { issues: [{ path: `/${name}`, message: 'a dot segment' }] },
+            });
+          }
+          return encodeURIComponent(text);
         }),
       );
       for (const name of query) {

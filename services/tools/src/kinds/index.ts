@@ -1,6 +1,5 @@
 // The kinds this service runs, one executor each. The mcp kind adds its executor here
 // (kinds/mcp.ts) next to http; the resolver picks the executor by the tool's origin.
-import type { Bus } from '@toolmesh/bus';
 import type { Egress } from '../egress.ts';
 import type { McpPool } from '../mcp/pool.ts';
 import { createHttpExecutor } from './http.ts';
@@ -10,7 +9,6 @@ import { createMcpExecutor } from './mcp.ts';
 export interface KindDeps {
   egress: Egress;
   maxResultBytes: number;
-  bus: Bus;
   /** The MCP connections of this instance (shared with discovery). */
   mcpPool: McpPool;
 }
@@ -18,7 +16,7 @@ export interface KindDeps {
 export function createKindExecutors(deps: KindDeps): KindExecutors {
   return {
     http: createHttpExecutor({ egress: deps.egress, maxResultBytes: deps.maxResultBytes }),
-    mcp: createMcpExecutor({ pool: deps.mcpPool, bus: deps.bus }),
+    mcp: createMcpExecutor({ pool: deps.mcpPool }),
   };
 }
 

@@ -1,22 +1,20 @@
 // The `mcp` kind: one tools/call on the pooled connection to the tool's server (spec names the
-// server and the tool's MCP name). Progress notifications of the call are published as the
-// call's progress events (`evt.tool.<server>.progress`, the message a skills watch heartbeats
-// with); the call's AbortSignal (deadline or cancel) makes the SDK send notifications/cancelled.
-// A connection that cannot be opened, or dies during the call, fails the attempt with
+// server and the tool's MCP name). Progress notifications of the call become the call's
+// progress events (ctx.progress: `evt.tool.<server>.progress`, the message a skills watch
+// heartbeats with); the call's AbortSignal (deadline or cancel) makes the SDK send
+// notifications/cancelled. A connection that cannot be opened, or dies during the call, fails the attempt with
 // mcp_unavailable (retryable under the tool's retries policy) and is dropped from the pool, so
 // the next attempt or call reconnects; isError is a final tool_error with the content in details.
-import type { Bus } from '@toolmesh/bus';
 import { isMcpClientError, type McpCallResult } from '@toolmesh/mcp';
-import { ToolError, encodeMessage } from '@toolmesh/protocol';
+import { ToolError } from '@toolmesh/protocol';
 import type { McpToolSpec } from '@toolmesh/store';
 import { egressDeniedIn } from '../egress.ts';
-import type { McpPool } from '../mcp/pool.ts';
+import type { McpPool, PooledConnection } from '../mcp/pool.ts';
 import type { RegistryTool } from '../registry.ts';
 import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
 
 export interface McpExecutorOptions {
   pool: McpPool;
-  bus: Bus;
 }
 
 function specOf(tool: RegistryTool): McpToolSpec {
@@ -39,27 +37,13 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
   return {
     async attempt(tool, args, ctx: AttemptContext) {
       const spec = specOf(tool);
-      const progress = o.bus.subjects.toolProgress({
-        project: ctx.project,
-        channel: ctx.channel,
-        target: spec.server,
-      });
+      let pooled: PooledConnection | undefined;
       try {
-        const pooled = await o.pool.get(tool.project, spec.server, ctx.signal);
+        pooled = await o.pool.get(tool.project, spec.server, ctx.signal);
         ctx.annotate({ mcp_transport: pooled.conn.transport });
         const res = await pooled.conn.callTool(spec.tool, args, {
           signal: ctx.signal,
-          onProgress: (p) =>
-            o.bus.publishCore(
-              progress,
-              encodeMessage('tool_progress', {
-                v: 1,
-                tool_call_id: ctx.toolCallId,
-                tool_name: ctx.toolName,
-                at: new Date().toISOString(),
-                detail: { ...p },
-              }),
-            ),
+          onProgress: (p) => ctx.progress({ ...p }),
         });
         return resultOf(res);
       } catch (err) {
@@ -71,7 +55,8 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
         switch (err.reason) {
           case 'connect_failed':
           case 'connection_lost':
-            await o.pool.drop(tool.project, spec.server);
+            // A failed open is forgotten by the pool itself; a lost connection is closed here.
+            if (pooled) await o.pool.drop(tool.project, spec.server, pooled.conn);
             throw new UpstreamFailure(err.message, {
               code: 'mcp_unavailable',
               retryable: true,

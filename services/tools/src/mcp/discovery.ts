@@ -23,13 +23,10 @@ export interface DiscoveryDeps {
   bus: Bus;
   store: Store;
   pool: McpPool;
+  /** Bounds one discovery: connect and list every page ([tools] mcp_discovery_timeout_ms). */
+  timeoutMs: number;
   logger: Logger;
 }
-
-/** The queue group of the refresh responders: one instance answers each request. */
-export const DISCOVERY_QUEUE = 'tools-mcp-discovery';
-/** Bounds one discovery; the api waits a little longer (MCP_REFRESH_TIMEOUT_MS). */
-const DISCOVERY_TIMEOUT_MS = 50_000;
 
 export async function refreshServer(
   deps: DiscoveryDeps,
@@ -48,14 +45,25 @@ export async function refreshServer(
     refused: [],
     error: { code, message },
   });
+  const row = await deps.store.mcpServers.get(project, server);
+  if (!row) {
+    await deps.pool.drop(project, server);
+    return failed('unknown_tool', `MCP server ${server} is not registered`);
+  }
   let listed;
   try {
-    // A refresh must see the server as it is now: a connection that died is re-opened.
-    const pooled = await deps.pool.get(project, server, AbortSignal.timeout(DISCOVERY_TIMEOUT_MS));
+    // A refresh must see the server as it is now: a connection that died is re-opened, and one
+    // opened for an earlier server of the same name (deleted, then registered again) replaced.
+    const signal = AbortSignal.timeout(deps.timeoutMs);
+    let pooled = await deps.pool.get(project, server, signal);
+    if (pooled.serverId !== row.server_id) {
+      await deps.pool.drop(project, server, pooled.conn);
+      pooled = await deps.pool.get(project, server, signal);
+    }
     try {
-      listed = await pooled.conn.listTools({ signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS) });
+      listed = await pooled.conn.listTools({ signal });
     } catch (err) {
-      await deps.pool.drop(project, server);
+      await deps.pool.drop(project, server, pooled.conn);
       throw err;
     }
   } catch (err) {
@@ -78,7 +86,7 @@ export async function refreshServer(
       token: m.id,
       mcpName: t.name,
       description: t.description ?? t.title ?? '',
-      parameters: parametersOf(t.inputSchema),
+      ...schemaOf(t.inputSchema),
     });
   });
   const outcome = await deps.store.mcpServers.sync(project, server, tools);
@@ -121,18 +129,62 @@ export async function refreshServer(
  * The registry's copy of a tool's input schema. Registry schemas are JSON Schema 2020-12 (the
  * dialect MCP names as the default); servers built on zod often declare draft-07 in `$schema`,
  * which a 2020-12 validator cannot load, while the keywords they use mean the same in both. The
- * declaration is dropped and kept aside under `x-mcp-schema` for whoever reads the row.
+ * declaration leaves the parameters (models are shown them as function parameters) and is kept
+ * in the tool's spec.
  */
-function parametersOf(inputSchema: Record<string, unknown>): Record<string, unknown> {
-  const { $schema, ...rest } = inputSchema;
-  return $schema === undefined ? rest : { ...rest, 'x-mcp-schema': $schema };
+function schemaOf(inputSchema: Record<string, unknown>): {
+  parameters: Record<string, unknown>;
+  schemaDialect?: string;
+} {
+  const { $schema, ...parameters } = inputSchema;
+  return typeof $schema === 'string' ? { parameters, schemaDialect: $schema } : { parameters };
+}
+
+/**
+ * Refreshes a server when it says its tool set changed. Notifications arriving while a refresh
+ * of that server runs lead to one more refresh after it, not one each.
+ */
+export function createAutoRefresh(
+  deps: () => DiscoveryDeps,
+): (project: string, server: string) => void {
+  const running = new Map<string, { again: boolean }>();
+  return (project, server) => {
+    const key = `${project}\u0000${server}`;
+    const current = running.get(key);
+    if (current) {
+      current.again = true;
+      return;
+    }
+    const state = { again: false };
+    running.set(key, state);
+    void (async () => {
+      try {
+        do {
+          state.again = false;
+          const d = deps();
+          const reply = await refreshServer(d, project, server).catch((err: unknown) => {
+            d.logger.warn({ err, project, mcp_server: server }, 'automatic MCP refresh failed');
+            return undefined;
+          });
+          if (reply?.ok) {
+            d.logger.info(
+              { project, mcp_server: server, added: reply.added, disabled: reply.disabled },
+              'MCP server changed its tools; registry refreshed',
+            );
+          }
+        } while (state.again);
+      } finally {
+        running.delete(key);
+      }
+    })();
+  };
 }
 
 /** Answers refresh requests until unsubscribed. */
 export function serveDiscovery(deps: DiscoveryDeps): Subscription {
   const log = deps.logger.child({ component: 'mcp-discovery' });
   return deps.bus.nc.subscribe(deps.bus.subjects.mcpRefreshFilter(), {
-    queue: DISCOVERY_QUEUE,
+    queue: deps.bus.names.mcpDiscoveryQueue,
     callback: (err, msg: Msg) => {
       if (err) {
         log.warn({ err }, 'refresh subscription error');

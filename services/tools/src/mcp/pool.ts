@@ -4,8 +4,11 @@
 // http server's auth is read from the project's secrets at connect time; its requests go
 // through the egress guard. A stdio server runs in a sandbox session of its project
 // (session.ts), killed with the connection. Idle connections are closed after a while.
+import type { Subscription } from '@nats-io/transport-node';
 import { fetch as undiciFetch } from 'undici';
+import type { Bus } from '@toolmesh/bus';
 import { connectMcp, McpClientError, type McpConnection, type McpEndpoint } from '@toolmesh/mcp';
+import { decodeMessage } from '@toolmesh/protocol';
 import type { McpServerRecord, Store } from '@toolmesh/store';
 import type { Egress } from '../egress.ts';
 import { egressDeniedIn } from '../egress.ts';
@@ -20,6 +23,8 @@ export interface PoolDeps extends SessionDeps {
   idleCloseMs?: number;
   /** Bounds a connect (and a stdio server's start). */
   connectTimeoutMs?: number;
+  /** A connected server said its tool set changed (notifications/tools/list_changed). */
+  onToolsChanged?: (project: string, server: string) => void;
 }
 
 export interface PooledConnection {
@@ -32,8 +37,17 @@ export interface PooledConnection {
 export interface McpPool {
   /** The live connection to a server, opened when there is none. Throws McpClientError. */
   get(project: string, server: string, signal?: AbortSignal): Promise<PooledConnection>;
-  /** Closes and forgets a server's connection (deleted server, failed call). */
-  drop(project: string, server: string): Promise<void>;
+  /**
+   * Closes and forgets a server's connection (deleted server, failed call). With `only`, just
+   * that connection: a call that saw its connection die must not close the new one another call
+   * has opened meanwhile.
+   */
+  drop(project: string, server: string, only?: McpConnection): Promise<void>;
+  /**
+   * Follows the registry's change events (every instance hears them): when tools of a server
+   * are deleted (the server was), its connection and sandbox go at once, not at the idle sweep.
+   */
+  watchRegistry(bus: Bus): Subscription;
   /** Closes every connection and sandbox. */
   close(): Promise<void>;
 }
@@ -97,7 +111,6 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     server: string,
     key: string,
     entry: Entry,
-    signal: AbortSignal | undefined,
   ): Promise<PooledConnection> {
     const row = await deps.store.mcpServers.get(project, server);
     if (!row) {
@@ -106,10 +119,13 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     let conn: McpConnection;
     try {
       const endpoint = await endpointOf(row, entry);
+      // No call's signal here: the connection is shared, and one caller's cancel must not fail
+      // the others waiting for it (each waits under its own signal in get()).
+      const onToolsChanged = deps.onToolsChanged;
       conn = await connectMcp(endpoint, {
         timeoutMs: deps.connectTimeoutMs ?? DEFAULT_CONNECT_MS,
-        ...(signal ? { signal } : {}),
         logger: log,
+        ...(onToolsChanged ? { onToolsChanged: () => onToolsChanged(project, server) } : {}),
       });
     } catch (err) {
       await entry.session?.destroy();
@@ -146,7 +162,7 @@ export function createMcpPool(deps: PoolDeps): McpPool {
   );
   sweep.unref();
 
-  return {
+  const pool: McpPool = {
     get: async (project, server, signal) => {
       const key = keyOf(project, server);
       let entry = entries.get(key);
@@ -156,7 +172,7 @@ export function createMcpPool(deps: PoolDeps): McpPool {
       }
       if (!entry) {
         const e: Entry = { lastUsed: Date.now(), opening: undefined as never };
-        e.opening = open(project, server, key, e, signal);
+        e.opening = open(project, server, key, e);
         // A failed open is forgotten at once: the next call tries again.
         e.opening.catch(() => {
           if (entries.get(key) === e) entries.delete(key);
@@ -164,17 +180,35 @@ export function createMcpPool(deps: PoolDeps): McpPool {
         entries.set(key, e);
         entry = e;
       }
-      const pooled = await entry.opening;
+      const pooled = await untilAborted(entry.opening, signal);
       pooled.touch();
       return pooled;
     },
-    drop: async (project, server) => {
+    drop: async (project, server, only) => {
       const key = keyOf(project, server);
       const e = entries.get(key);
-      entries.delete(key);
+      if (only && e?.conn !== only) {
+        await only.close();
+        return;
+      }
+      if (entries.get(key) === e) entries.delete(key);
       const pooled = await e?.opening.catch(() => undefined);
       await pooled?.conn.close();
     },
+    watchRegistry: (bus) =>
+      bus.subscribe(bus.subjects.registryChangedFilter(), (subject, data) => {
+        try {
+          const { project } = bus.subjects.parse(subject);
+          const evt = decodeMessage('registry_changed', data);
+          if (evt.change !== 'deleted') return;
+          const servers = new Set(evt.tools.map((t) => t.slice(0, t.indexOf('.'))));
+          for (const server of servers) {
+            if (entries.has(keyOf(project, server))) void pool.drop(project, server);
+          }
+        } catch (err) {
+          log.debug({ err, subject }, 'ignoring a malformed registry event');
+        }
+      }),
     close: async () => {
       clearInterval(sweep);
       const all = [...entries.values()];
@@ -188,4 +222,16 @@ export function createMcpPool(deps: PoolDeps): McpPool {
       );
     },
   };
+  return pool;
+}
+
+/** `p`, or the signal's reason once it fires first (`p` goes on for whoever else awaits it). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
