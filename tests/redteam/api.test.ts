@@ -2,7 +2,8 @@
 // bus path the tools service validates), run as that tenant, and shown refused or contained,
 // with the api still serving afterwards:
 // - a catastrophic regex in a tool's parameters schema, then calls with a long adversarial string
-//   (HTTP executions route and over the bus through the tools service);
+//   (HTTP executions route and over the bus through the tools service), and a quadratic
+//   `uniqueItems` with a long array;
 // - a `$id` collision across two projects;
 // - brute-forcing keys (429 with Retry-After);
 // - a short admin key (refused at start);
@@ -123,6 +124,29 @@ describe('a catastrophic regex in a parameters schema', () => {
       expectError(res, 400, 'invalid_schema');
       expect(res.body.error.message).toMatch(/linear-time engine \(RE2\)/);
     }
+    await stillServing(a);
+  });
+});
+
+describe('a quadratic uniqueItems', () => {
+  it('is checked in linear time over HTTP and over the bus', async () => {
+    const res = await register(a, 'evil.unique', {
+      type: 'object',
+      properties: { items: { type: 'array', uniqueItems: true } },
+    });
+    expect(res.status, res.raw).toBe(201);
+    // Pairwise deep comparison of these would take minutes; duplicates only at the very end.
+    const items = (n: number) => [...Array.from({ length: n }, (_, i) => [i]), [0]];
+    let started = performance.now();
+    const http = await execute(a, 'evil.unique', { items: items(120_000) });
+    expectError(http, 400, 'invalid_arguments');
+    expect(http.body.error.details.issues[0]).toMatchObject({ keyword: 'uniqueItems' });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    started = performance.now();
+    // Pairwise, these 25 000 items take seconds: the bound is under that.
+    const bus = await overBus(a, 'evil.unique', { items: items(25_000) });
+    expect(bus.content.error?.code).toBe('invalid_arguments');
+    expect(performance.now() - started).toBeLessThan(3_000);
     await stillServing(a);
   });
 });

@@ -137,3 +137,41 @@ describe('patterns of one instance', () => {
     expect(v.get('p', 'k2', { type: 'string', pattern: '^c$' })('a')).toBe(false);
   });
 });
+
+describe('uniqueItems', () => {
+  it('is checked in linear time, with JSON Schema equality', () => {
+    const v = createProjectValidators();
+    const validate = v.get('p', 'u', {
+      type: 'object',
+      properties: { q: { type: 'array', uniqueItems: true }, r: { uniqueItems: false } },
+    });
+    const many = Array.from({ length: 100_000 }, (_, i) => [i]);
+    const started = performance.now();
+    expect(validate({ q: many })).toBe(true);
+    expect(validate({ q: [...many, [99_999]] })).toBe(false);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(validate.errors?.[0]).toMatchObject({ instancePath: '/q', keyword: 'uniqueItems' });
+    expect(
+      validate({
+        q: [
+          { a: 1, b: [2] },
+          { b: [2], a: 1.0 },
+        ],
+      }),
+    ).toBe(false);
+    expect(validate({ q: [1, '1', true, null, [1], { a: 1 }] })).toBe(true);
+    expect(validate({ r: [1, 1] })).toBe(true);
+    let deep: unknown = 0;
+    for (let i = 0; i < 1_000; i++) deep = [deep];
+    expect(validate({ q: [deep] })).toBe(true);
+    expect(validate({ q: [deep, 1] })).toBe(false);
+    expect(checkSchema({ type: 'object', properties: { q: { uniqueItems: true } } })).toEqual({
+      ok: true,
+    });
+    expect(
+      checkSchema({ type: 'object', properties: { q: { uniqueItems: 'yes' } } }),
+    ).toMatchObject({
+      ok: false,
+    });
+  });
+});

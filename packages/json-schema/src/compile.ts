@@ -1,6 +1,7 @@
 // Compiling the JSON Schemas tenants write (tool parameters) without letting one tenant stall
 // a process or change another tenant's validation:
-// - every regex runs on RE2 (linear time), see regexp.ts;
+// - every regex runs on RE2 (linear time), see regexp.ts, and `uniqueItems` is checked in
+//   linear time, see unique.ts;
 // - ajv keeps ids it has seen (`$id` of nested subschemas even with `addUsedSchema: false`) in
 //   its instance-wide `refs`, so one ajv instance per project: a `$id` or `$ref` in one project's
 //   schema can never resolve to, or clash with, another project's;
@@ -11,6 +12,7 @@
 import { Ajv2020, type ErrorObject, type Options, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { re2Engine } from './regexp.ts';
+import { useLinearUniqueItems } from './unique.ts';
 
 export interface SchemaIssue {
   path: string;
@@ -30,6 +32,7 @@ function newAjv(strict: boolean, extra: Options = {}): Ajv2020 {
     ...extra,
   });
   addFormats.default(ajv);
+  useLinearUniqueItems(ajv);
   return ajv;
 }
 
