@@ -175,3 +175,22 @@ describe('uniqueItems', () => {
     });
   });
 });
+
+describe('pattern size', () => {
+  it('refuses a pattern, or a schema of patterns, too large to run fast', () => {
+    expect(() => compileRe2('[\\s\\S]{1000}[\\s\\S]{1000}[\\s\\S]{1000}')).toThrow(
+      /states, over the limit of 2500/,
+    );
+    expect(compileRe2('^\\w{1,1000}$').test('abc')).toBe(true);
+    const big = (n: number) => ({
+      type: 'object',
+      properties: Object.fromEntries(
+        Array.from({ length: n }, (_, i) => [`p${i}`, { pattern: `^\\w{1,1000}$x${i}` }]),
+      ),
+    });
+    expect(checkSchema(big(2))).toEqual({ ok: true });
+    const r = checkSchema(big(3));
+    expect(r).toMatchObject({ ok: false, reason: 'compile' });
+    expect(r.ok ? '' : r.message).toMatch(/more than 5000 states in total/);
+  });
+});

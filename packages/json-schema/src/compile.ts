@@ -1,7 +1,8 @@
 // Compiling the JSON Schemas tenants write (tool parameters) without letting one tenant stall
 // a process or change another tenant's validation:
 // - every regex runs on RE2 (linear time), see regexp.ts, and `uniqueItems` is checked in
-//   linear time, see unique.ts;
+//   linear time, see unique.ts; patterns are bounded in compiled size, per pattern and per
+//   schema (at registration), since RE2's time is input length times pattern size;
 // - ajv keeps ids it has seen (`$id` of nested subschemas even with `addUsedSchema: false`) in
 //   its instance-wide `refs`, so one ajv instance per project: a `$id` or `$ref` in one project's
 //   schema can never resolve to, or clash with, another project's;
@@ -11,7 +12,7 @@
 // - no `loadSchema`: a remote `$ref` is a compile error, never a network fetch.
 import { Ajv2020, type ErrorObject, type Options, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { re2Engine } from './regexp.ts';
+import { MAX_SCHEMA_PROGRAM, re2Engine, withPatternBudget } from './regexp.ts';
 import { useLinearUniqueItems } from './unique.ts';
 
 export interface SchemaIssue {
@@ -83,7 +84,7 @@ export function checkSchema(schema: Record<string, unknown>): SchemaCheck {
     };
   }
   try {
-    ajv.compile(schema);
+    withPatternBudget(MAX_SCHEMA_PROGRAM, () => ajv.compile(schema));
   } catch (err) {
     const message = messageOf(err);
     return {

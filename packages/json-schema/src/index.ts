@@ -5,5 +5,12 @@ export type {
   SchemaCheck,
   SchemaIssue,
 } from './compile.ts';
-export { compileRe2, re2Engine, UnsupportedPatternError } from './regexp.ts';
+export {
+  compileRe2,
+  re2Engine,
+  UnsupportedPatternError,
+  PatternTooLargeError,
+  MAX_PATTERN_PROGRAM,
+  MAX_SCHEMA_PROGRAM,
+} from './regexp.ts';
 export type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
