@@ -124,6 +124,13 @@ describe('a catastrophic regex in a parameters schema', () => {
       expectError(res, 400, 'invalid_schema');
       expect(res.body.error.message).toMatch(/linear-time engine \(RE2\)/);
     }
+    // Linear, but with a constant too large to run on every call: refused by its size.
+    const big = await register(a, 'evil.big', {
+      type: 'object',
+      properties: { q: { type: 'string', pattern: '[\\s\\S]{1000}[\\s\\S]{1000}[\\s\\S]{1000}' } },
+    });
+    expectError(big, 400, 'invalid_schema');
+    expect(big.body.error.message).toMatch(/states, over the limit/);
     await stillServing(a);
   });
 });
