@@ -3,6 +3,7 @@
 // cards read back what happened. Another project's key is refused everything with a 404.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
+import { createClient } from '@toolmesh/client';
 import { loadConfig } from '@toolmesh/config';
 import {
   ADMIN_KEY,
@@ -178,6 +179,23 @@ describe('running tools', () => {
       [c.id],
     );
     expectError(await run({ tool: 'builtin.echo' }, c.key, c.id), 400, 'tool_disabled');
+  });
+
+  it('a reserved tool switched off is refused on the bus path too, and runs again once on', async () => {
+    const c = await api.createProject();
+    const client = createClient({ nc: api.nc, root: api.config.nats.subject_root });
+    const echo = () =>
+      client.callTool({ project: c.id, channel: 'bus', tool: 'builtin.echo', arguments: { x: 1 } });
+    try {
+      expect((await echo()).status).toBe('succeeded');
+      const url = `/v1/projects/${c.id}/tools/builtin.echo`;
+      await api.request('PATCH', url, { key: c.key, body: { enabled: false } });
+      expect((await echo()).content.error?.code).toBe('tool_disabled');
+      await api.request('PATCH', url, { key: c.key, body: { enabled: true } });
+      expect((await echo()).status).toBe('succeeded');
+    } finally {
+      await client.close();
+    }
   });
 
   it('unknown executions are 404, bad ids 400', async () => {

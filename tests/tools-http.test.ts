@@ -229,6 +229,35 @@ describe('request mapping', () => {
       400,
       'invalid_request',
     );
+    // Changes are checked against the pair too: the template's placeholder must stay required.
+    const shown = await mesh.request('GET', `/v1/projects/${a.id}/tools/shop.get_item`, {
+      key: a.key,
+    });
+    expect(shown.body).toMatchObject({
+      origin: 'http',
+      reserved: false,
+      http: { method: 'GET', url: `${up.url}/echo/items/{id}` },
+    });
+    expectError(
+      await mesh.request('PATCH', `/v1/projects/${a.id}/tools/shop.get_item`, {
+        key: a.key,
+        body: { parameters: params({ id: { type: 'integer' } }) },
+      }),
+      400,
+      'invalid_request',
+    );
+    await mesh.request('POST', `/v1/projects/${a.id}/tools`, {
+      key: a.key,
+      body: { name: 'plain.ext', description: 'x', parameters: params({}) },
+    });
+    expectError(
+      await mesh.request('PATCH', `/v1/projects/${a.id}/tools/plain.ext`, {
+        key: a.key,
+        body: { http: { method: 'GET', url: `${up.url}/x` } },
+      }),
+      400,
+      'invalid_request',
+    );
   });
 });
 

@@ -11,3 +11,5 @@ export type {
 } from './service.ts';
 export { TimeoutReason, CancelReason } from './execute.ts';
 export { limitsFromConfig } from './limits.ts';
+export { createRegistry } from './registry.ts';
+export type { Registry, RegistryOptions, RegistryTool } from './registry.ts';

@@ -28,6 +28,7 @@ import {
   type Rejection,
 } from './intake.ts';
 import { bindResolved, type Skip, type ToolResolver } from './resolve.ts';
+import type { Registry } from './registry.ts';
 import { createCancelRegistry, type CancelRegistry } from './cancel.ts';
 
 export interface ToolServiceLimits {
@@ -57,6 +58,11 @@ interface CommonOptions {
 export interface StaticToolServiceOptions extends CommonOptions {
   target: string;
   tools: readonly ToolDefinition[];
+  /**
+   * When given, a tool the project has disabled in its registry fails with tool_disabled. A
+   * project without a row for the tool runs it (diagnostic calls need no registry).
+   */
+  registry?: Registry;
 }
 
 /**
@@ -88,7 +94,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   const name = 'resolver' in opts ? opts.service : opts.target;
   const log = opts.logger.child({
     component: 'tool-service',
-    ...('resolver' in opts ? { service: name } : { target: name }),
+    ...('resolver' in opts ? { tool_service: name } : { target: name }),
     instance: instanceId,
   });
   const author = `${name}@${instanceId}`;
@@ -244,9 +250,25 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     }
   }
 
+  const registry = 'registry' in opts ? opts.registry : undefined;
+
   /** The tool a well-formed call runs, a rejection, or a skip (another service's tool). */
-  const bind = (accepted: Intake): Promise<Bound | Rejection | Skip> | Bound | Rejection =>
-    resolver ? bindResolved(accepted, resolver, limits) : bindStatic(accepted, tools, limits);
+  async function bind(accepted: Intake): Promise<Bound | Rejection | Skip> {
+    if (resolver) return bindResolved(accepted, resolver, limits);
+    const bound = bindStatic(accepted, tools, limits);
+    if (!registry || 'ok' in bound) return bound;
+    const { ids } = accepted;
+    const row = await registry.get(ids.project, `${ids.target}.${ids.tool}`);
+    if (row && !row.enabled) {
+      return {
+        ok: false,
+        ids,
+        code: 'tool_disabled',
+        message: `tool ${ids.target}.${ids.tool} is disabled in project ${ids.project}`,
+      };
+    }
+    return bound;
+  }
 
   async function handleCall(
     d: Delivery,

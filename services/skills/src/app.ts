@@ -13,6 +13,7 @@ import {
   streamSettingsOf,
 } from '@toolmesh/service';
 import {
+  createRegistry,
   createToolService,
   limitsFromConfig,
   type ToolServiceLimits,
@@ -72,7 +73,21 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
   await bus.provision(streamSettingsOf(config));
   const store = createStoreFromConfig(config, `skills:${instanceId}`, log);
   const sandboxes = await createSandboxProviderFromConfig(config, log);
-  const common = { bus, store, limits: toolLimits(config.tools), instanceId, logger: log };
+  // A tool the project switched off in its registry fails with tool_disabled on the bus too.
+  const registry = createRegistry({
+    store,
+    bus,
+    ttlMs: config.tools.registry_cache_ttl_ms,
+    logger: log,
+  });
+  const common = {
+    bus,
+    store,
+    limits: toolLimits(config.tools),
+    instanceId,
+    logger: log,
+    registry,
+  };
   const services = [
     createToolService({ ...common, target: BUILTIN_TARGET, tools: builtinTools }),
     createToolService({
@@ -105,6 +120,7 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
     stop: async (graceMs) => {
       await reaper.stop();
       await Promise.all(services.map((s) => s.stop(graceMs)));
+      registry.close();
       await sandboxes.close();
       await bus.close();
       await store.close();

@@ -1,6 +1,7 @@
 // Builds the tools service from its configuration: NATS, JetStream provisioning, the Postgres
-// store, the cached registry, the kind executors (http and mcp, with the MCP connection pool and its discovery responder), the egress guard,
-// and one registry tool service consuming every tool call that is not the skills service's.
+// store, the cached registry, the egress guard, the kind executors (http and mcp), the MCP
+// connection pool with its discovery responder, and one registry tool service consuming every
+// tool call that is not the skills service's.
 // `main.ts` runs it as a process; tests start it the same way.
 import type { Logger } from 'pino';
 import type { SandboxProvider } from '@toolmesh/sandbox';
@@ -14,13 +15,12 @@ import {
   streamSettingsOf,
 } from '@toolmesh/service';
 import { createSecretBox } from '@toolmesh/store';
-import { createToolService, limitsFromConfig } from '@toolmesh/tool-service';
+import { createRegistry, createToolService, limitsFromConfig } from '@toolmesh/tool-service';
 import { createEgress } from './egress.ts';
 import { startHealthServer } from './health.ts';
 import { createKindExecutors } from './kinds/index.ts';
 import { createAutoRefresh, serveDiscovery } from './mcp/discovery.ts';
 import { createMcpPool } from './mcp/pool.ts';
-import { createRegistry } from './registry.ts';
 import { createResolver } from './resolver.ts';
 import { createSecretReader } from './secrets.ts';
 
@@ -76,6 +76,11 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   const executors = createKindExecutors({
     egress,
     maxResultBytes: config.tools.max_result_bytes,
+    store,
+    bus,
+    config,
+    instanceId,
+    logger: log,
     mcpPool,
   });
   const discovery = serveDiscovery(discoveryDeps());

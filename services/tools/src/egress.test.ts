@@ -1,5 +1,9 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { createEgress, isPublicAddress } from './egress.ts';
+import { createEgress, egressDeniedIn, isPublicAddress, type Resolve } from './egress.ts';
 
 describe('isPublicAddress', () => {
   it.each([
@@ -47,6 +51,43 @@ describe('checkUrl', () => {
     } finally {
       await strict.close();
       await open.close();
+    }
+  });
+});
+
+describe('the dispatcher', () => {
+  it('connects to the address its own lookup checked, and refuses a name resolving to loopback', async () => {
+    const server = createServer((_req, res) => res.end('reached'));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
+    // The name exists only in this resolver: a request that reaches the server went to the
+    // address the lookup returned, not to one resolved again elsewhere.
+    const resolve: Resolve = (host) =>
+      host === 'upstream.test'
+        ? Promise.resolve([{ address: '127.0.0.1', family: 4 }])
+        : Promise.reject(Object.assign(new Error(`no such host ${host}`), { code: 'ENOTFOUND' }));
+    const allowed = createEgress(['upstream.test'], { resolve });
+    const strict = createEgress([], { resolve });
+    let hits = 0;
+    server.on('request', () => hits++);
+    try {
+      const url = `http://upstream.test:${port}/`;
+      const res = await request(url, { dispatcher: allowed.dispatcher });
+      expect(await res.body.text()).toBe('reached');
+      const err = await request(url, { dispatcher: strict.dispatcher }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(egressDeniedIn(err)?.details).toEqual({
+        host: 'upstream.test',
+        addresses: ['127.0.0.1'],
+      });
+      expect(hits).toBe(1);
+    } finally {
+      await allowed.close();
+      await strict.close();
+      server.close();
     }
   });
 });

@@ -5,6 +5,7 @@
 // checked, so a name that resolves once to a public and then to a private address (DNS
 // rebinding) cannot slip through. IP literals skip the lookup, so they are checked up front.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { promisify } from 'node:util';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent } from 'undici';
@@ -49,7 +50,22 @@ export interface Egress {
 
 const bare = (host: string) => host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
 
-export function createEgress(allowedPrivateHosts: readonly string[]): Egress {
+/** Every address of a host name, as the system resolver gives them. */
+export type Resolve = (hostname: string, family: number) => Promise<LookupAddress[]>;
+
+const systemResolve: Resolve = (hostname, family) =>
+  promisify(dnsLookup)(hostname, { all: true, family });
+
+export interface EgressOptions {
+  /** The resolver names go through (the system's by default; tests pass their own). */
+  resolve?: Resolve;
+}
+
+export function createEgress(
+  allowedPrivateHosts: readonly string[],
+  opts: EgressOptions = {},
+): Egress {
+  const resolve = opts.resolve ?? systemResolve;
   const allowed = new Set(allowedPrivateHosts.map(bare));
   const addressAllowed = (a: string) => allowed.has(a.toLowerCase()) || isPublicAddress(a);
 
@@ -59,22 +75,26 @@ export function createEgress(allowedPrivateHosts: readonly string[]): Egress {
     options: { family?: number; all?: boolean },
     cb: LookupCallback,
   ): void => {
-    dnsLookup(hostname, { all: true, family: options.family ?? 0 }, (err, addresses) => {
-      if (err) return cb(err, []);
-      const hostOk = allowed.has(bare(hostname));
-      const ok = addresses.filter((a) => hostOk || addressAllowed(a.address));
-      if (ok.length === 0) {
-        return cb(
-          new EgressDenied(
-            hostname,
-            addresses.map((a) => a.address),
-          ),
-          [],
-        );
-      }
-      if (options.all) return cb(null, ok);
-      return cb(null, ok[0]!.address, ok[0]!.family);
-    });
+    resolve(hostname, options.family ?? 0).then(
+      (addresses) => {
+        const hostOk = allowed.has(bare(hostname));
+        const ok = addresses.filter((a) => hostOk || addressAllowed(a.address));
+        if (ok.length === 0) {
+          cb(
+            new EgressDenied(
+              hostname,
+              addresses.map((a) => a.address),
+            ),
+            [],
+          );
+        } else if (options.all) {
+          cb(null, ok);
+        } else {
+          cb(null, ok[0]!.address, ok[0]!.family);
+        }
+      },
+      (err: unknown) => cb(err as NodeJS.ErrnoException, []),
+    );
   };
 
   const dispatcher = new Agent({

@@ -17,7 +17,7 @@ import { ReservedTarget } from '@toolmesh/skills';
 import { ToolOrigin } from '@toolmesh/store';
 import type { KindExecutors } from './kinds/kind.ts';
 import { policiesOf, type PolicyDefaults } from './policies.ts';
-import type { Registry, RegistryTool } from './registry.ts';
+import type { Registry, RegistryTool } from '@toolmesh/tool-service';
 import { runRegistryCall, type RunDeps } from './run.ts';
 
 /**

@@ -11,7 +11,7 @@ import type { ToolContext } from '@toolmesh/tool-service';
 import { backoffMs } from '@toolmesh/bus';
 import { UpstreamFailure, type KindExecutor } from './kinds/kind.ts';
 import type { Policies } from './policies.ts';
-import type { RegistryTool } from './registry.ts';
+import type { RegistryTool } from '@toolmesh/tool-service';
 import { createRedactor, type Redactor } from './redact.ts';
 import type { SecretReader } from './secrets.ts';
 

@@ -10,7 +10,7 @@ import { HttpSpec, ToolError, urlPlaceholders } from '@toolmesh/protocol';
 import { request } from 'undici';
 import type { Egress } from '../egress.ts';
 import { egressDeniedIn } from '../egress.ts';
-import type { RegistryTool } from '../registry.ts';
+import type { RegistryTool } from '@toolmesh/tool-service';
 import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
 
 export interface HttpExecutorOptions {

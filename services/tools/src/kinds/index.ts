@@ -1,14 +1,26 @@
-// The kinds this service runs, one executor each. The mcp kind adds its executor here
-// (kinds/mcp.ts) next to http; the resolver picks the executor by the tool's origin.
+// The kinds this service runs, one executor each (kinds/http.ts, kinds/mcp.ts); the resolver
+// picks the executor by the tool's origin. The mcp kind runs on the service's MCP pool, which
+// discovery shares.
+import type { Logger } from 'pino';
+import type { Bus } from '@toolmesh/bus';
+import type { Config } from '@toolmesh/config';
+import type { Store } from '@toolmesh/store';
 import type { Egress } from '../egress.ts';
 import type { McpPool } from '../mcp/pool.ts';
 import { createHttpExecutor } from './http.ts';
 import type { KindExecutors } from './kind.ts';
 import { createMcpExecutor } from './mcp.ts';
 
+/** What executors are built from: everything the service holds, passed down once. */
 export interface KindDeps {
+  /** Outbound HTTP goes through its dispatcher (private addresses refused after DNS). */
   egress: Egress;
   maxResultBytes: number;
+  store: Store;
+  bus: Bus;
+  config: Config;
+  instanceId: string;
+  logger: Logger;
   /** The MCP connections of this instance (shared with discovery). */
   mcpPool: McpPool;
 }

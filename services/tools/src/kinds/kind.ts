@@ -4,7 +4,7 @@
 // cancel signal, cost, attempt records, and redaction of every secret it read.
 import type { ToolContext } from '@toolmesh/tool-service';
 import { ToolError, type ErrorCode } from '@toolmesh/protocol';
-import type { RegistryTool } from '../registry.ts';
+import type { RegistryTool } from '@toolmesh/tool-service';
 
 /** Kinds the tools service runs: a registry tool's origin. */
 export const ExecutableKind = { http: 'http', mcp: 'mcp' } as const;

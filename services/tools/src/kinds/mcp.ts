@@ -10,7 +10,7 @@ import { ToolError } from '@toolmesh/protocol';
 import type { McpToolSpec } from '@toolmesh/store';
 import { egressDeniedIn } from '../egress.ts';
 import type { McpPool, PooledConnection } from '../mcp/pool.ts';
-import type { RegistryTool } from '../registry.ts';
+import type { RegistryTool } from '@toolmesh/tool-service';
 import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
 
 export interface McpExecutorOptions {

@@ -1,5 +1,6 @@
-// The registry as the tools service sees it: resource.tools rows, cached per project and name
-// (misses too, so a storm of calls to an unknown tool costs one query). A change event from the
+// The registry as tool services see it: resource.tools rows, cached per project and name
+// (misses too, so a storm of calls to an unknown tool costs one query). The tools service
+// resolves every call through it; a static service (skills) asks it whether a tool is disabled. A change event from the
 // api (`evt.sys.registry.changed`) drops the entries it names; a short TTL heals a missed event.
 // A lookup that raced an invalidation is not cached, so a stale row cannot outlive its event.
 import type { Logger } from 'pino';
