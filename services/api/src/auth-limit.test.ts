@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createAuthLimiter } from './auth-limit.ts';
+import { clientKey, createAuthLimiter } from './auth-limit.ts';
 
 function clock() {
   let t = 1_000_000;
@@ -39,5 +39,20 @@ describe('createAuthLimiter', () => {
     for (let i = 0; i < 100; i++) expect(l.fail('a')).toBeUndefined();
     expect(l.blockedFor('a')).toBeUndefined();
     expect(l.size()).toBe(0);
+  });
+});
+
+describe('clientKey', () => {
+  it.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['::ffff:203.0.113.7', '203.0.113.7'],
+    ['2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
+    ['2001:db8:1:2::9', '2001:db8:1:2::/64'],
+    ['2001:0db8:0001:0002:ffff::1', '2001:db8:1:2::/64'],
+    ['2001:db8::1', '2001:db8:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['64:ff9b::192.0.2.1', '64:ff9b:0:0::/64'],
+  ])('%s is counted as %s', (address, key) => {
+    expect(clientKey(address)).toBe(key);
   });
 });

@@ -3,7 +3,27 @@
 // key or not; answering a valid key would tell a guesser when it guessed right. A success does
 // not clear the count, or a tenant could interleave its own key with guesses at the admin key.
 // Memory is bounded: expired windows are dropped as new ones open, and past `maxClients` the
-// oldest window goes first.
+// oldest window goes first. An IPv6 client is counted by its /64: one host usually holds a
+// whole /64 and could otherwise try from a fresh address each time.
+import { isIPv6 } from 'node:net';
+
+/** The address failures are counted under: an IPv4 address as it is, an IPv6 one by its /64. */
+export function clientKey(address: string): string {
+  if (!isIPv6(address)) return address;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  const groups = (part: string | undefined) =>
+    part ? part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])) : [];
+  const [head, tail] = address.split('::');
+  const h = groups(head);
+  const t = groups(tail);
+  const all =
+    tail === undefined ? h : [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
+  return `${all
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
+}
 
 export interface AuthLimiterOptions {
   /** Failures allowed per window; 0 disables the limiter. */

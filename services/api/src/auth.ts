@@ -1,14 +1,14 @@
 // Authentication: an admin key from the configuration, or a project API key (only its hash is
 // stored). A project key reaches its own project only: anything of another project answers 404,
 // exactly as if it did not exist. Failed authentications are rate limited per client address
-// (auth-limit.ts): the address is the peer of the TCP connection (no proxy headers are trusted),
-// so clients behind one proxy share a budget.
+// (auth-limit.ts; IPv6 by /64): the address is the peer of the TCP connection (no proxy headers
+// are trusted), so clients behind one proxy share a budget.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ID_PATTERN } from '@toolmesh/protocol';
 import type { Store } from '@toolmesh/store';
 import type { ApiConfig } from '@toolmesh/config';
-import { createAuthLimiter, type AuthLimiter } from './auth-limit.ts';
+import { clientKey, createAuthLimiter, type AuthLimiter } from './auth-limit.ts';
 import { ApiError, notFound } from './errors.ts';
 
 export type Principal = { kind: 'admin' } | { kind: 'project'; projectId: string; keyId: string };
@@ -45,7 +45,7 @@ export function createAuth(
   const admin = config.admin_key ? digest(config.admin_key) : undefined;
 
   function failed(req: FastifyRequest, message: string): ApiError {
-    const wait = limiter.fail(req.ip);
+    const wait = limiter.fail(clientKey(req.ip));
     if (wait !== undefined) {
       req.log.warn({ client: req.ip }, 'failed authentications over the limit; refusing');
     }
@@ -53,7 +53,7 @@ export function createAuth(
   }
 
   async function authenticate(req: FastifyRequest): Promise<Principal> {
-    const blocked = limiter.blockedFor(req.ip);
+    const blocked = limiter.blockedFor(clientKey(req.ip));
     if (blocked !== undefined) throw tooMany(blocked);
     const header = req.headers.authorization;
     const key = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
