@@ -207,4 +207,16 @@ describe('loadConfig errors', () => {
     expect(api.auth_failure_limit).toBe(20);
     expect(api.auth_failure_window_sec).toBe(60);
   });
+
+  it('never echoes a secret or a URL password in its messages', () => {
+    const key = failure('', { CG__SECRETS__KEY: 'not-base64-32-bytes-s3cret' });
+    expect(key.message).toContain('env CG__SECRETS__KEY: secrets.key');
+    expect(key.message).not.toContain('s3cret');
+    const url = failure('', { CG__POSTGRES__URL: 'mysql://app:pw-s3cret@db/x' });
+    expect(url.message).toContain('mysql://app:***@db/x');
+    const broken = failure('', { CG__POSTGRES__URL: 'postgres:/app:pw-s3cret@db/x' });
+    expect(broken.message).toContain('postgres.url');
+    expect(`${url.message}${broken.message}`).not.toContain('s3cret');
+    expect(failure('[tools]\nconcurrency = "x"\n').message).toContain('got "x"');
+  });
 });
