@@ -3,7 +3,7 @@
 // with the api still serving afterwards:
 // - a catastrophic regex in a tool's parameters schema, then calls with a long adversarial string
 //   (HTTP executions route and over the bus through the tools service), and a quadratic
-//   `uniqueItems` with a long array;
+//   `uniqueItems` with a long array, and `$ref`s that multiply;
 // - a `$id` collision across two projects;
 // - brute-forcing keys (429 with Retry-After);
 // - a short admin key (refused at start);
@@ -154,6 +154,23 @@ describe('a quadratic uniqueItems', () => {
     const bus = await overBus(a, 'evil.unique', { items: items(25_000) });
     expect(bus.content.error?.code).toBe('invalid_arguments');
     expect(performance.now() - started).toBeLessThan(3_000);
+    await stillServing(a);
+  });
+});
+
+describe('a schema whose $refs multiply', () => {
+  it('is refused at registration: 2^40 evaluations per value would stall every call', async () => {
+    const defs: Record<string, unknown> = { a0: { type: 'string' } };
+    for (let i = 1; i <= 40; i++) {
+      defs[`a${i}`] = { allOf: [{ $ref: `#/$defs/a${i - 1}` }, { $ref: `#/$defs/a${i - 1}` }] };
+    }
+    const res = await register(a, 'evil.refs', {
+      type: 'object',
+      $defs: defs,
+      properties: { x: { $ref: '#/$defs/a40' } },
+    });
+    expectError(res, 400, 'invalid_schema');
+    expect(res.body.error.message).toMatch(/expands to more than/);
     await stillServing(a);
   });
 });

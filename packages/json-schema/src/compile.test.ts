@@ -5,6 +5,7 @@ import {
   createProjectValidators,
   SchemaCompileError,
   UnsupportedPatternError,
+  schemaExpansion,
 } from './index.ts';
 
 const EVIL = '^(a+)+$';
@@ -192,5 +193,45 @@ describe('pattern size', () => {
     const r = checkSchema(big(3));
     expect(r).toMatchObject({ ok: false, reason: 'compile' });
     expect(r.ok ? '' : r.message).toMatch(/more than 5000 states in total/);
+  });
+});
+
+describe('schemaExpansion', () => {
+  const chain = (n: number, ref = (i: number) => `#/$defs/a${i}`) => {
+    const defs: Record<string, unknown> = { a0: { type: 'string' } };
+    for (let i = 1; i <= n; i++)
+      defs[`a${i}`] = { allOf: [{ $ref: ref(i - 1) }, { $ref: ref(i - 1) }] };
+    return { type: 'object', $defs: defs, properties: { x: { $ref: ref(n) } } };
+  };
+
+  it('counts schema paths through $ref and applicators', () => {
+    expect(schemaExpansion({ type: 'object', properties: { a: {}, b: { items: {} } } })).toBe(4);
+    expect(schemaExpansion(chain(3))).toBe(31);
+    // Recursion counts once.
+    const tree = {
+      $defs: { n: { properties: { kids: { items: { $ref: '#/$defs/n' } } } } },
+      $ref: '#/$defs/n',
+    };
+    expect(schemaExpansion(tree)).toBeLessThan(10);
+  });
+
+  it('refuses a doubling $ref chain, also through $id and $anchor refs', () => {
+    const byPointer = checkSchema(chain(40));
+    expect(byPointer).toMatchObject({ ok: false, reason: 'compile' });
+    expect(byPointer.ok ? '' : byPointer.message).toMatch(/expands to more than 20000/);
+    const byId = chain(40);
+    for (const [k, d] of Object.entries(byId.$defs))
+      (d as Record<string, unknown>)['$id'] = `https://x.example/${k}`;
+    const ided = JSON.parse(
+      JSON.stringify(byId).replace(/#\/\$defs\/(a\d+)/g, 'https://x.example/$1'),
+    );
+    expect(schemaExpansion(ided)).toBeGreaterThan(20_000);
+    const anchored = JSON.parse(JSON.stringify(chain(40)).replace(/#\/\$defs\/(a\d+)/g, '#$1'));
+    for (const [k, d] of Object.entries(anchored.$defs))
+      (d as Record<string, unknown>)['$anchor'] = k;
+    expect(schemaExpansion(anchored)).toBeGreaterThan(20_000);
+    const v = createProjectValidators();
+    expect(() => v.get('p', 'k', chain(40))).toThrow(/expands to more than/);
+    expect(checkSchema(chain(10))).toEqual({ ok: true });
   });
 });

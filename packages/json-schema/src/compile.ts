@@ -3,6 +3,7 @@
 // - every regex runs on RE2 (linear time), see regexp.ts, and `uniqueItems` is checked in
 //   linear time, see unique.ts; patterns are bounded in compiled size, per pattern and per
 //   schema (at registration), since RE2's time is input length times pattern size;
+// - a schema whose `$ref`s multiply (2^n evaluations per value) is refused, see expansion.ts;
 // - ajv keeps ids it has seen (`$id` of nested subschemas even with `addUsedSchema: false`) in
 //   its instance-wide `refs`, so one ajv instance per project: a `$id` or `$ref` in one project's
 //   schema can never resolve to, or clash with, another project's;
@@ -14,6 +15,7 @@ import { Ajv2020, type ErrorObject, type Options, type ValidateFunction } from '
 import addFormats from 'ajv-formats';
 import { MAX_SCHEMA_PROGRAM, re2Engine, withPatternBudget } from './regexp.ts';
 import { useLinearUniqueItems } from './unique.ts';
+import { MAX_EXPANSION, schemaExpansion } from './expansion.ts';
 
 export interface SchemaIssue {
   path: string;
@@ -83,6 +85,15 @@ export function checkSchema(schema: Record<string, unknown>): SchemaCheck {
       issues: (ajv.errors ?? []).map(schemaIssue),
     };
   }
+  const expansion = expansionError(schema);
+  if (expansion) {
+    return {
+      ok: false,
+      reason: 'compile',
+      message: expansion,
+      issues: [{ path: '/', keyword: 'compile', message: expansion }],
+    };
+  }
   try {
     withPatternBudget(MAX_SCHEMA_PROGRAM, () => ajv.compile(schema));
   } catch (err) {
@@ -95,6 +106,13 @@ export function checkSchema(schema: Record<string, unknown>): SchemaCheck {
     };
   }
   return { ok: true };
+}
+
+/** Why a schema is too costly to evaluate, or undefined. */
+function expansionError(schema: Record<string, unknown>): string | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined;
+  if (schemaExpansion(schema) <= MAX_EXPANSION) return undefined;
+  return `the schema expands to more than ${MAX_EXPANSION} subschema evaluations per value (its $refs multiply): use each definition fewer times`;
 }
 
 /** A stored schema that does not compile here (it was accepted by an older check, say). */
@@ -171,10 +189,15 @@ export function createProjectValidators(opts: ProjectValidatorsOptions = {}): Pr
       let hit = touch(entry.cache, key);
       if (!hit) {
         let validate: ValidateFunction | SchemaCompileError;
-        try {
-          validate = entry.ajv.compile(schema);
-        } catch (err) {
-          validate = new SchemaCompileError(messageOf(err), err);
+        const expansion = expansionError(schema as Record<string, unknown>);
+        if (expansion) {
+          validate = new SchemaCompileError(expansion, undefined);
+        } else {
+          try {
+            validate = entry.ajv.compile(schema);
+          } catch (err) {
+            validate = new SchemaCompileError(messageOf(err), err);
+          }
         }
         hit = { schema, validate };
         entry.cache.set(key, hit);
