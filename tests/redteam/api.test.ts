@@ -173,6 +173,19 @@ describe('a schema whose $refs multiply', () => {
     expect(res.body.error.message).toMatch(/expands to more than/);
     await stillServing(a);
   });
+
+  it('is refused when recursive and branching: each level of the data would double the work', async () => {
+    const res = await register(a, 'evil.recurse', {
+      type: 'object',
+      anyOf: [
+        { properties: { a: { $ref: '#' } }, required: ['b'] },
+        { properties: { a: { $ref: '#' } }, required: ['c'] },
+      ],
+    });
+    expectError(res, 400, 'invalid_schema');
+    expect(res.body.error.message).toMatch(/refers back to itself twice/);
+    await stillServing(a);
+  });
 });
 
 describe('a $id collision across projects', () => {

@@ -6,6 +6,7 @@ import {
   SchemaCompileError,
   UnsupportedPatternError,
   schemaExpansion,
+  branchingRecursion,
 } from './index.ts';
 
 const EVIL = '^(a+)+$';
@@ -233,5 +234,57 @@ describe('schemaExpansion', () => {
     const v = createProjectValidators();
     expect(() => v.get('p', 'k', chain(40))).toThrow(/expands to more than/);
     expect(checkSchema(chain(10))).toEqual({ ok: true });
+  });
+});
+
+describe('branchingRecursion', () => {
+  it('refuses recursion that reaches one value twice, keeps trees and JSON-value schemas', () => {
+    const evil = {
+      type: 'object',
+      anyOf: [
+        { properties: { a: { $ref: '#' } }, required: ['b'] },
+        { properties: { a: { $ref: '#' } }, required: ['c'] },
+      ],
+    };
+    expect(branchingRecursion(evil)).toMatch(/refers back to itself twice.*\.a/);
+    expect(checkSchema(evil)).toMatchObject({ ok: false, reason: 'compile' });
+    const viaItems = { anyOf: [{ items: { $ref: '#' } }, { prefixItems: [{ $ref: '#' }] }] };
+    expect(branchingRecursion(viaItems)).toBeDefined();
+    const tree = {
+      $defs: {
+        n: {
+          type: 'object',
+          properties: { left: { $ref: '#/$defs/n' }, right: { $ref: '#/$defs/n' } },
+        },
+      },
+      type: 'object',
+      properties: { root: { $ref: '#/$defs/n' } },
+    };
+    expect(branchingRecursion(tree)).toBeUndefined();
+    const json = {
+      $defs: {
+        v: {
+          anyOf: [
+            { type: ['null', 'boolean', 'number', 'string'] },
+            { type: 'array', items: { $ref: '#/$defs/v' } },
+            { type: 'object', additionalProperties: { $ref: '#/$defs/v' } },
+          ],
+        },
+      },
+      type: 'object',
+      properties: { value: { $ref: '#/$defs/v' } },
+    };
+    expect(branchingRecursion(json)).toBeUndefined();
+    expect(checkSchema(json)).toEqual({ ok: true });
+    expect(checkSchema(tree)).toEqual({ ok: true });
+  });
+
+  it('is refused on the validation path too', () => {
+    const v = createProjectValidators();
+    expect(() =>
+      v.get('p', 'k', {
+        anyOf: [{ properties: { a: { $ref: '#' } } }, { properties: { a: { $ref: '#' } } }],
+      }),
+    ).toThrow(/twice/);
   });
 });

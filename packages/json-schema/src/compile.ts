@@ -15,7 +15,7 @@ import { Ajv2020, type ErrorObject, type Options, type ValidateFunction } from '
 import addFormats from 'ajv-formats';
 import { MAX_SCHEMA_PROGRAM, re2Engine, withPatternBudget } from './regexp.ts';
 import { useLinearUniqueItems } from './unique.ts';
-import { MAX_EXPANSION, schemaExpansion } from './expansion.ts';
+import { branchingRecursion, MAX_EXPANSION, schemaExpansion } from './expansion.ts';
 
 export interface SchemaIssue {
   path: string;
@@ -111,8 +111,10 @@ export function checkSchema(schema: Record<string, unknown>): SchemaCheck {
 /** Why a schema is too costly to evaluate, or undefined. */
 function expansionError(schema: Record<string, unknown>): string | undefined {
   if (typeof schema !== 'object' || schema === null) return undefined;
-  if (schemaExpansion(schema) <= MAX_EXPANSION) return undefined;
-  return `the schema expands to more than ${MAX_EXPANSION} subschema evaluations per value (its $refs multiply): use each definition fewer times`;
+  if (schemaExpansion(schema) > MAX_EXPANSION) {
+    return `the schema expands to more than ${MAX_EXPANSION} subschema evaluations per value (its $refs multiply): use each definition fewer times`;
+  }
+  return branchingRecursion(schema);
 }
 
 /** A stored schema that does not compile here (it was accepted by an older check, say). */

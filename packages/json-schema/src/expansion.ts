@@ -4,7 +4,8 @@
 // 4 KB schema that blocks the event loop for hours. Here the schema paths from the root are
 // counted through every applicator and resolved `$ref` (memoized, so the count itself is
 // linear), and a schema over the limit is refused. A reference back into a schema being
-// expanded (recursion over nested data) counts once: its cost depends on the data's depth.
+// expanded (recursion over nested data) counts once: its cost depends on the data's depth, and
+// branchingRecursion (below) refuses the recursions whose cost doubles with each level.
 export const MAX_EXPANSION = 20_000;
 
 const SCHEMA_VALUED = [
@@ -134,4 +135,117 @@ export function schemaExpansion(root: Obj, limit = MAX_EXPANSION): number {
     return capped;
   };
   return cost(root);
+}
+
+/**
+ * One step of a schema path and where it moves in the value: `''` stays on the same value,
+ * `.name` goes to a property, `.*` to some property, `#3` to an item, `#*` to some item.
+ */
+function edges(s: Obj, ref: (r: string) => Obj | undefined): { to: unknown; step: string }[] {
+  const out: { to: unknown; step: string }[] = [];
+  for (const r of [s['$ref'], s['$dynamicRef']]) {
+    if (typeof r === 'string') out.push({ to: ref(r), step: '' });
+  }
+  for (const k of ['not', 'if', 'then', 'else'] as const) {
+    if (s[k] !== undefined) out.push({ to: s[k], step: '' });
+  }
+  for (const k of ['allOf', 'anyOf', 'oneOf'] as const) {
+    if (Array.isArray(s[k])) for (const c of s[k] as unknown[]) out.push({ to: c, step: '' });
+  }
+  if (isObj(s['dependentSchemas'])) {
+    for (const c of Object.values(s['dependentSchemas'])) out.push({ to: c, step: '' });
+  }
+  if (isObj(s['properties'])) {
+    for (const [k, c] of Object.entries(s['properties'])) out.push({ to: c, step: `.${k}` });
+  }
+  if (isObj(s['patternProperties'])) {
+    for (const c of Object.values(s['patternProperties'])) out.push({ to: c, step: '.*' });
+  }
+  for (const k of ['additionalProperties', 'unevaluatedProperties'] as const) {
+    if (s[k] !== undefined) out.push({ to: s[k], step: '.*' });
+  }
+  if (Array.isArray(s['prefixItems'])) {
+    (s['prefixItems'] as unknown[]).forEach((c, i) => out.push({ to: c, step: `#${i}` }));
+  }
+  if (Array.isArray(s['items'])) {
+    (s['items'] as unknown[]).forEach((c, i) => out.push({ to: c, step: `#${i}` }));
+  } else if (s['items'] !== undefined) out.push({ to: s['items'], step: '#*' });
+  for (const k of ['contains', 'unevaluatedItems', 'additionalItems'] as const) {
+    if (s[k] !== undefined) out.push({ to: s[k], step: '#*' });
+  }
+  return out;
+}
+
+/** Whether two relative value paths may name the same value (`*` matches any of its kind). */
+function overlap(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  return a.every((x, i) => {
+    const y = b[i]!;
+    if (x === y) return true;
+    if (x[0] !== y[0]) return false;
+    return x.slice(1) === '*' || y.slice(1) === '*';
+  });
+}
+
+/** Steps explored in total before a schema counts as too complex to check. */
+const MAX_RECURSION_STEPS = 100_000;
+
+/**
+ * Why a recursive schema costs time exponential in the depth of the data, or undefined: a
+ * schema that refers back to itself along two paths that may reach the same value
+ * (`{anyOf: [{properties: {a: {$ref: "#"}}}, {properties: {a: {$ref: "#"}}}]}` against
+ * `{"a": {"a": ...}}` doubles the work at every level). A tree whose children are different
+ * values (`left`, `right`; `items` and `additionalProperties`) is fine.
+ */
+export function branchingRecursion(root: Obj): string | undefined {
+  const { bases, byUrl } = index(root);
+  const resolver = (from: Obj) => (ref: string) => {
+    const url = resolveUrl(ref, bases.get(from) ?? DEFAULT_BASE);
+    if (!url) return undefined;
+    const hash = url.indexOf('#');
+    const fragment = hash < 0 ? '' : url.slice(hash + 1);
+    if (fragment !== '' && !fragment.startsWith('/')) return byUrl.get(url);
+    const doc = byUrl.get(stripFragment(url));
+    const t = doc ? pointer(doc, decodeURIComponent(fragment)) : undefined;
+    return isObj(t) ? t : undefined;
+  };
+  // Only schemas a $ref leads to can recur.
+  const targets = new Set<Obj>();
+  for (const s of bases.keys()) {
+    for (const r of [s['$ref'], s['$dynamicRef']]) {
+      const t = typeof r === 'string' ? resolver(s)(r) : undefined;
+      if (t) targets.add(t);
+    }
+  }
+  let steps = 0;
+  for (const start of targets) {
+    const returns: string[][] = [];
+    const onPath = new Set<Obj>();
+    const walk = (s: Obj, path: string[]): boolean => {
+      if (++steps > MAX_RECURSION_STEPS) return false;
+      onPath.add(s);
+      for (const e of edges(s, resolver(s))) {
+        if (!isObj(e.to)) continue;
+        const next = e.step === '' ? path : [...path, e.step];
+        if (e.to === start) {
+          returns.push(next);
+          continue;
+        }
+        if (onPath.has(e.to)) continue;
+        if (!walk(e.to, next)) return false;
+      }
+      onPath.delete(s);
+      return true;
+    };
+    if (!walk(start, [])) return 'the schema is too complex to check for recursion that branches';
+    for (let i = 0; i < returns.length; i++) {
+      for (let j = i + 1; j < returns.length; j++) {
+        if (overlap(returns[i]!, returns[j]!)) {
+          const at = returns[i]!.join('') || '(the same value)';
+          return `a recursive part of the schema refers back to itself twice for one value (at ${at}): its cost doubles with every level of the data`;
+        }
+      }
+    }
+  }
+  return undefined;
 }

@@ -14,4 +14,4 @@ export {
   MAX_SCHEMA_PROGRAM,
 } from './regexp.ts';
 export type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
-export { schemaExpansion, MAX_EXPANSION } from './expansion.ts';
+export { branchingRecursion, schemaExpansion, MAX_EXPANSION } from './expansion.ts';
