@@ -279,6 +279,25 @@ describe('branchingRecursion', () => {
     expect(checkSchema(tree)).toEqual({ ok: true });
   });
 
+  it('does not count non-recursive shared definitions against its budget', () => {
+    const defs: Record<string, unknown> = {};
+    for (let i = 0; i < 60; i++) {
+      defs[`d${i}`] = {
+        type: 'object',
+        properties: Object.fromEntries(
+          Array.from({ length: 40 }, (_, j) => [`f${j}`, { type: 'string', maxLength: j + 1 }]),
+        ),
+      };
+    }
+    const schema = {
+      type: 'object',
+      $defs: defs,
+      properties: Object.fromEntries(Object.keys(defs).map((k) => [k, { $ref: `#/$defs/${k}` }])),
+    };
+    expect(branchingRecursion(schema)).toBeUndefined();
+    expect(checkSchema(schema)).toEqual({ ok: true });
+  });
+
   it('is refused on the validation path too', () => {
     const v = createProjectValidators();
     expect(() =>

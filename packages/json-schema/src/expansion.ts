@@ -217,8 +217,26 @@ export function branchingRecursion(root: Obj): string | undefined {
       if (t) targets.add(t);
     }
   }
+  /** Whether `start` can reach itself (plain reachability, linear). */
+  const recurs = (start: Obj): boolean => {
+    const seen = new Set<Obj>();
+    const stack: Obj[] = [start];
+    while (stack.length > 0) {
+      const s = stack.pop()!;
+      for (const e of edges(s, resolver(s))) {
+        if (!isObj(e.to)) continue;
+        if (e.to === start) return true;
+        if (!seen.has(e.to)) {
+          seen.add(e.to);
+          stack.push(e.to);
+        }
+      }
+    }
+    return false;
+  };
   let steps = 0;
   for (const start of targets) {
+    if (!recurs(start)) continue;
     const returns: string[][] = [];
     const onPath = new Set<Obj>();
     const walk = (s: Obj, path: string[]): boolean => {
