@@ -140,7 +140,11 @@ describe('createRedactor', () => {
       'password authentication failed (pg-p@ss); key sk-live-abc123 refused; see http://u:x1@h',
     );
     expect(line).toBe('password authentication failed (***); key *** refused; see http://u:***@h');
-    const obj = r.value({ a: ['e2b_s3cret_key'], b: { c: 'nats://nats-token-123@h' }, n: 3 });
-    expect(obj).toEqual({ a: ['***'], b: { c: 'nats://***@h' }, n: 3 });
+    expect(createRedactor(['pa"ss\\word']).text(JSON.stringify({ m: 'x pa"ss\\word y' }))).toBe(
+      '{"m":"x *** y"}',
+    );
+    expect(r.text('{"a":["e2b_s3cret_key"],"b":{"c":"nats://nats-token-123@h"}}')).toBe(
+      '{"a":["***"],"b":{"c":"nats://***@h"}}',
+    );
   });
 });

@@ -135,27 +135,19 @@ export function secretsOf(config: unknown): string[] {
 export interface Redactor {
   /** The text with URL credentials and every known secret masked. */
   text(text: string): string;
-  /** A deep copy with every string redacted as by `text`; Errors and Dates kept as they are. */
-  value<T>(value: T): T;
 }
 
 /** A redactor of URL credentials and of the given secret values (the config's, say). */
 export function createRedactor(secrets: readonly string[] = []): Redactor {
+  // Log lines are JSON: a secret holding a quote or a backslash appears escaped there.
+  const forms = secrets.flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]);
   // Longest first, so a secret containing another is masked whole.
-  const known = [...new Set(secrets)].filter((s) => s !== '').sort((a, b) => b.length - a.length);
-  const text = (t: string) => {
-    let out = redactUrls(t);
-    for (const s of known) if (out.includes(s)) out = out.split(s).join(MASK);
-    return out;
+  const known = [...new Set(forms)].filter((s) => s !== '').sort((a, b) => b.length - a.length);
+  return {
+    text: (t) => {
+      let out = redactUrls(t);
+      for (const s of known) if (out.includes(s)) out = out.split(s).join(MASK);
+      return out;
+    },
   };
-  const value = (v: unknown, depth: number): unknown => {
-    if (typeof v === 'string') return text(v);
-    if (depth > 8 || typeof v !== 'object' || v === null) return v;
-    if (v instanceof Error || v instanceof Date || Buffer.isBuffer(v)) return v;
-    if (Array.isArray(v)) return v.map((item: unknown) => value(item, depth + 1));
-    // Instances that know how to print themselves (or hold no own fields: a Map) stay as they are.
-    if (typeof (v as { toJSON?: unknown }).toJSON === 'function' || v instanceof Map) return v;
-    return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, value(item, depth + 1)]));
-  };
-  return { text, value: <T>(v: T) => value(v, 0) as T };
 }
