@@ -12,7 +12,7 @@ if ! command -v docker-compose >/dev/null 2>&1; then
 fi
 
 # The required secrets only need values for the file to be interpolated; these are not used.
-export POSTGRES_PASSWORD=check-deploy TOOLMESH_ADMIN_KEY=check-deploy
+export POSTGRES_PASSWORD=check-deploy TOOLMESH_ADMIN_KEY=check-deploy-admin-key-0123456789
 docker-compose -f docker-compose.yml config -q
 docker-compose -f docker-compose.yml --profile gcs config -q
 echo "check-deploy: docker-compose.yml ok"

@@ -1,8 +1,9 @@
 // `pnpm migrate`: creates the configured database when it does not exist yet, then applies the
 // SQL migrations of packages/store. Logs pino JSON; exits 0 on success and 1 with the reason on
 // failure, so deploy scripts and CI can run it before starting the services.
-import { loadConfig } from '@toolmesh/config';
+import { createRedactor, loadConfig, secretsOf } from '@toolmesh/config';
 import type { Config } from '@toolmesh/config';
+import { redactingLoggerOptions } from '@toolmesh/service';
 import { createPool, ensureDatabase, migrate } from '@toolmesh/store';
 import { pino } from 'pino';
 
@@ -15,9 +16,14 @@ async function main(): Promise<number> {
     return 1;
   }
   const { url, pool_max, statement_timeout_ms, connect_timeout_ms } = config.postgres;
-  // Every line names the target; never the URL itself, which may carry a password.
+  // Every line names the target; never the URL itself, which may carry a password (and every
+  // line is redacted besides, as the services' are: a driver error may quote it).
   const target = describeTarget(url);
-  const logger = pino({ level: config.log.level, name: 'toolmesh-migrate' }).child({ target });
+  const logger = pino({
+    level: config.log.level,
+    name: 'toolmesh-migrate',
+    ...redactingLoggerOptions(createRedactor(secretsOf(config))),
+  }).child({ target });
   try {
     await ensureDatabase({ url, connectTimeoutMs: connect_timeout_ms, logger });
     const pool = createPool({

@@ -44,7 +44,8 @@ function envOf(name: string, vars: Record<string, string>): Record<string, strin
   return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, interpolate(String(v), vars)]));
 }
 
-const secrets = { POSTGRES_PASSWORD: 'pw', TOOLMESH_ADMIN_KEY: 'admin-key' };
+const ADMIN = 'admin-key-0123456789abcdefghij';
+const secrets = { POSTGRES_PASSWORD: 'pw', TOOLMESH_ADMIN_KEY: ADMIN };
 
 describe('docker-compose.yml', () => {
   it('runs every process of services/ from the one image, by name', () => {
@@ -135,7 +136,7 @@ describe('docker-compose.yml', () => {
     }
     const api = loadConfig({ env: envOf('api', secrets) });
     expect(api.api.host).toBe('0.0.0.0');
-    expect(api.api.admin_key).toBe('admin-key');
+    expect(api.api.admin_key).toBe(ADMIN);
     expect(services['api'].ports).toEqual([`\${TOOLMESH_API_PORT:-8080}:${api.api.port}`]);
   });
 

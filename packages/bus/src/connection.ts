@@ -3,6 +3,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { RetryableError } from '@toolmesh/protocol';
+import { redactUrls } from '@toolmesh/config';
 
 export interface ConnectOptions {
   url: string;
@@ -32,9 +33,11 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
       noAsyncTraces: true,
     });
   } catch (cause) {
-    throw new RetryableError(`cannot connect to NATS at ${opts.url}: ${(cause as Error).message}`, {
-      cause,
-    });
+    // The URL may carry a user's password or a token: the message shows it masked.
+    throw new RetryableError(
+      `cannot connect to NATS at ${redactUrls(opts.url)}: ${(cause as Error).message}`,
+      { cause },
+    );
   }
   log.info({ server: nc.getServer() }, 'connected to NATS');
   void (async () => {

@@ -2,7 +2,14 @@ export { loadConfig } from './load.ts';
 export type { LoadConfigOptions } from './load.ts';
 export { ConfigError } from './errors.ts';
 export type { ConfigIssue } from './errors.ts';
-export { configSchema, LogLevel, ArtifactsKind, SandboxProviderKind, ReuseMode } from './schema.ts';
+export {
+  configSchema,
+  LogLevel,
+  ArtifactsKind,
+  SandboxProviderKind,
+  ReuseMode,
+  MIN_ADMIN_KEY_LENGTH,
+} from './schema.ts';
 export type {
   Config,
   ServiceConfig,
@@ -20,6 +27,7 @@ export type {
   LlmConfig,
   AgentConfig,
 } from './schema.ts';
-export { redactConfig } from './redact.ts';
+export { redactConfig, redactUrls, secretsOf, createRedactor, MASK } from './redact.ts';
+export type { Redactor } from './redact.ts';
 export { ENV_PREFIX } from './env.ts';
 export type { Env } from './env.ts';

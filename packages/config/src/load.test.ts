@@ -186,4 +186,37 @@ describe('loadConfig errors', () => {
       'env CG__TOOLS__CONCURRENCY tools.concurrency',
     ]);
   });
+
+  it('refuses a short admin key by its key and length, never echoing it', () => {
+    const err = failure('[api]\nadmin_key = "short-secret"\n');
+    expect(err.issues).toEqual([
+      expect.objectContaining({ source: 'config.toml:2', key: 'api.admin_key' }),
+    ]);
+    expect(err.message).toMatch(/at least 24 characters long.*got 12 characters/);
+    expect(err.message).not.toContain('short-secret');
+    const env = failure('', { CG__API__ADMIN_KEY: 'x'.repeat(23) });
+    expect(env.message).toContain('env CG__API__ADMIN_KEY: api.admin_key');
+    expect(
+      loadConfig({ source: '', env: { CG__API__ADMIN_KEY: 'x'.repeat(24) } }).api.admin_key,
+    ).toHaveLength(24);
+    expect(loadConfig({ source: '', env: {} }).api.admin_key).toBe('');
+  });
+
+  it('limits failed authentications by default', () => {
+    const api = loadConfig({ source: '', env: {} }).api;
+    expect(api.auth_failure_limit).toBe(20);
+    expect(api.auth_failure_window_sec).toBe(60);
+  });
+
+  it('never echoes a secret or a URL password in its messages', () => {
+    const key = failure('', { CG__SECRETS__KEY: 'not-base64-32-bytes-s3cret' });
+    expect(key.message).toContain('env CG__SECRETS__KEY: secrets.key');
+    expect(key.message).not.toContain('s3cret');
+    const url = failure('', { CG__POSTGRES__URL: 'mysql://app:pw-s3cret@db/x' });
+    expect(url.message).toContain('mysql://app:***@db/x');
+    const broken = failure('', { CG__POSTGRES__URL: 'postgres:/app:pw-s3cret@db/x' });
+    expect(broken.message).toContain('postgres.url');
+    expect(`${url.message}${broken.message}`).not.toContain('s3cret');
+    expect(failure('[tools]\nconcurrency = "x"\n').message).toContain('got "x"');
+  });
 });

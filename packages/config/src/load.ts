@@ -11,6 +11,7 @@ import { applyEnvOverrides, type Env } from './env.ts';
 import { ConfigError, type ConfigIssue } from './errors.ts';
 import { locateKeys, type KeyLines } from './locate.ts';
 import { configDefaults, configSchema, type Config } from './schema.ts';
+import { redactUrls } from './redact.ts';
 
 export interface LoadConfigOptions {
   /** The TOML file; defaults to `CG_CONFIG` from `env`, then `config.toml` at the repo root. */
@@ -97,8 +98,9 @@ function describe(
           message: base.length === 0 ? 'unknown section' : 'unknown key',
         }))
       : [{ path: base, message: issue.message }];
-  return found.map(({ path, message }) => {
+  return found.map(({ path, message: raw }) => {
     const key = path.join('.');
+    const message = withoutSecrets(key, raw);
     const variable = origins.get(key);
     if (variable !== undefined) {
       return { issue: { source: `env ${variable}`, key, message }, order: Number.MAX_SAFE_INTEGER };
@@ -107,6 +109,33 @@ function describe(
     const source = line === undefined ? name : `${name}:${line}`;
     return { issue: { source, key, message }, order: line ?? 0 };
   });
+}
+
+const SECRET_NAME = /key|secret|token|password/i;
+
+/**
+ * A message about a secret key never shows the value (`got "..."` becomes its length); one about
+ * a URL shows it with its credentials masked, or not at all when it holds an `@` but is too
+ * malformed to tell where its password is.
+ */
+function withoutSecrets(key: string, message: string): string {
+  const name = key.slice(key.lastIndexOf('.') + 1);
+  const got = /, got (.*)$/s.exec(message);
+  if (!got) return message;
+  const shown = got[1]!;
+  // Only a quoted string can hold a secret; `""` says what is wrong and nothing more.
+  if (!shown.startsWith('"') || shown === '""') return message;
+  const head = message.slice(0, got.index);
+  if (SECRET_NAME.test(name)) {
+    return `${head}, got a string that is not shown (a secret)`;
+  }
+  if (/url/i.test(name)) {
+    const masked = redactUrls(shown);
+    if (masked === shown && shown.includes('@'))
+      return `${head}, got a value not shown (it may hold a password)`;
+    return `${head}, got ${masked}`;
+  }
+  return message;
 }
 
 /** `host-1234`, reduced to the id alphabet: a hostname may hold dots, which NATS names reject. */

@@ -168,6 +168,9 @@ export const secretsSchema = section({
     .default(''),
 });
 
+/** An admin key shorter than this is refused at start: it would be guessable. */
+export const MIN_ADMIN_KEY_LENGTH = 24;
+
 export const apiSchema = section({
   host: z
     .string(expected('a host name or address'))
@@ -178,8 +181,21 @@ export const apiSchema = section({
     .min(0, expected('a port number'))
     .max(65_535, expected('a port number'))
     .default(8080),
-  // Empty disables the admin key: projects can then not be created over HTTP.
-  admin_key: z.string(expected('a string')).default(''),
+  // Empty disables the admin key: projects can then not be created over HTTP. A secret: the
+  // message of a refused key gives its length, never the key.
+  admin_key: z
+    .string(expected('a string'))
+    .refine((k) => k === '' || k.length >= MIN_ADMIN_KEY_LENGTH, {
+      error: (issue) =>
+        `must be empty or at least ${MIN_ADMIN_KEY_LENGTH} characters long (e.g. \`openssl rand -hex 24\`), got ${String(issue.input).length} characters`,
+    })
+    .default(''),
+  // Failed authentications (a missing, unknown or revoked key) a client address may make per
+  // window before it is answered 429 with Retry-After until the window ends; 0 disables.
+  auth_failure_limit: intAtLeast(0).default(20),
+  auth_failure_window_sec: positiveInt().default(60),
+  // Client addresses whose failures are counted at once; past it, the oldest windows are dropped.
+  auth_failure_max_clients: positiveInt().default(100_000),
   body_limit_bytes: positiveInt().default(1_048_576),
   upload_limit_bytes: positiveInt().default(20_971_520),
   execution_wait_default_ms: positiveInt().default(30_000),

@@ -1,4 +1,4 @@
-export { runService } from './run.ts';
+export { runService, createServiceLogger, redactingLoggerOptions } from './run.ts';
 export type { Running, RunOptions } from './run.ts';
 export {
   instanceIdOf,

@@ -1,8 +1,20 @@
 // What every process's main.ts does the same way: parse the configuration once (a bad one exits
 // 2 with the file, line and key), build a pino logger with buffered writes, start the service,
-// and stop it cleanly on SIGTERM or SIGINT (exit 0 once stopped, 1 if stopping failed).
-import { ConfigError, loadConfig, redactConfig, type Config, type Env } from '@toolmesh/config';
-import { pino, type Logger } from 'pino';
+// and stop it cleanly on SIGTERM or SIGINT (exit 0 once stopped, 1 if stopping failed). Every
+// line the logger writes is redacted: URL credentials and the configuration's secrets (keys,
+// passwords) are masked wherever they appear, in messages, fields, bindings and errors, since a
+// driver or a library may quote them in an error message.
+import {
+  ConfigError,
+  createRedactor,
+  loadConfig,
+  redactConfig,
+  secretsOf,
+  type Config,
+  type Env,
+  type Redactor,
+} from '@toolmesh/config';
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 
 export interface Running {
   stop(): Promise<void>;
@@ -26,8 +38,9 @@ export async function runService(opts: RunOptions): Promise<void> {
   }
   // Buffered asynchronous writes: one log line per call must not cost one write syscall each;
   // the buffer is flushed at least once a second so a quiet service's lines are not held back.
-  const logger = pino(
-    { level: config.log.level, base: { service: opts.name } },
+  const logger = createServiceLogger(
+    opts.name,
+    config,
     pino.destination({ sync: false, minLength: 4096 }),
   );
   setInterval(() => logger.flush(), 1_000).unref();
@@ -63,4 +76,30 @@ export async function runService(opts: RunOptions): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+/**
+ * The pino options that redact every line: the serialized JSON is redacted just before it is
+ * written, so messages, fields, child bindings and errors (with their causes) are all covered,
+ * whatever path they took into the line. A URL ends at a quote, so JSON stays JSON.
+ */
+export function redactingLoggerOptions(redactor: Redactor): LoggerOptions {
+  return { hooks: { streamWrite: (line) => redactor.text(line) } };
+}
+
+/** The logger of a service: its level and name from the configuration, every line redacted. */
+export function createServiceLogger(
+  name: string,
+  config: Config,
+  destination: DestinationStream,
+): Logger {
+  const redactor = createRedactor(secretsOf(config));
+  return pino(
+    {
+      level: config.log.level,
+      base: { service: name },
+      ...redactingLoggerOptions(redactor),
+    },
+    destination,
+  );
 }

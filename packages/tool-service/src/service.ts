@@ -17,6 +17,7 @@ import {
 } from '@toolmesh/protocol';
 import type { CallCost, ToolDefinition } from './define.ts';
 import { emitProgress, emitResult } from './emit.ts';
+import { sanitizeResult } from './sanitize.ts';
 import { execute } from './execute.ts';
 import {
   bindStatic,
@@ -129,8 +130,10 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     metadata: Record<string, unknown> = {},
     cost?: CallCost,
   ): Promise<Disposition> {
-    const record = (c: ToolResultContent) =>
-      persist(
+    // The one place every result becomes a card: internal errors lose their host details here.
+    const record = (raw: ToolResultContent) => {
+      const c = sanitizeResult(raw);
+      return persist(
         'writing the result card',
         () =>
           store.results.record({
@@ -151,6 +154,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
         lease,
         clog,
       );
+    };
     let recorded;
     try {
       recorded = await record(content);

@@ -77,7 +77,7 @@ export async function buildApp(deps: ApiDeps) {
 
   const routeDeps: RouteDeps = {
     ...deps,
-    auth: createAuth(deps.store, deps.config.api.admin_key),
+    auth: createAuth(deps.store, deps.config.api),
     registryEvents: createRegistryEvents(deps.nc, deps.config.nats.subject_root, deps.logger),
   };
   await app.register(healthRoutes(routeDeps, metrics));

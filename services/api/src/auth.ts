@@ -1,10 +1,14 @@
 // Authentication: an admin key from the configuration, or a project API key (only its hash is
 // stored). A project key reaches its own project only: anything of another project answers 404,
-// exactly as if it did not exist.
+// exactly as if it did not exist. Failed authentications are rate limited per client address
+// (auth-limit.ts; IPv6 by /64): the address is the peer of the TCP connection (no proxy headers
+// are trusted), so clients behind one proxy share a budget.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ID_PATTERN } from '@toolmesh/protocol';
 import type { Store } from '@toolmesh/store';
+import type { ApiConfig } from '@toolmesh/config';
+import { clientKey, createAuthLimiter, type AuthLimiter } from './auth-limit.ts';
 import { ApiError, notFound } from './errors.ts';
 
 export type Principal = { kind: 'admin' } | { kind: 'project'; projectId: string; keyId: string };
@@ -17,17 +21,46 @@ declare module 'fastify' {
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
-export function createAuth(store: Store, adminKey: string) {
-  const admin = adminKey ? digest(adminKey) : undefined;
+type AuthConfig = Pick<
+  ApiConfig,
+  'admin_key' | 'auth_failure_limit' | 'auth_failure_window_sec' | 'auth_failure_max_clients'
+>;
+
+const tooMany = (retryAfterSec: number) =>
+  new ApiError(
+    'rate_limited',
+    `too many failed authentications from this address; retry in ${retryAfterSec} s`,
+    { retry_after_sec: retryAfterSec },
+  );
+
+export function createAuth(
+  store: Store,
+  config: AuthConfig,
+  limiter: AuthLimiter = createAuthLimiter({
+    limit: config.auth_failure_limit,
+    windowMs: config.auth_failure_window_sec * 1000,
+    maxClients: config.auth_failure_max_clients,
+  }),
+) {
+  const admin = config.admin_key ? digest(config.admin_key) : undefined;
+
+  function failed(req: FastifyRequest, message: string): ApiError {
+    const wait = limiter.fail(clientKey(req.ip));
+    if (wait !== undefined) {
+      req.log.warn({ client: req.ip }, 'failed authentications over the limit; refusing');
+    }
+    return new ApiError('unauthorized', message);
+  }
 
   async function authenticate(req: FastifyRequest): Promise<Principal> {
+    const blocked = limiter.blockedFor(clientKey(req.ip));
+    if (blocked !== undefined) throw tooMany(blocked);
     const header = req.headers.authorization;
     const key = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
-    if (!key)
-      throw new ApiError('unauthorized', 'missing API key: send Authorization: Bearer <key>');
+    if (!key) throw failed(req, 'missing API key: send Authorization: Bearer <key>');
     if (admin && timingSafeEqual(digest(key), admin)) return { kind: 'admin' };
     const found = await store.projects.resolveKey(key);
-    if (!found) throw new ApiError('unauthorized', 'unknown or revoked API key');
+    if (!found) throw failed(req, 'unknown or revoked API key');
     return { kind: 'project', ...found };
   }
 

@@ -17,6 +17,7 @@ export const ApiErrorCode = {
   invalid_upload: 400,
   conflict: 409,
   payload_too_large: 413,
+  rate_limited: 429,
   unsupported_media_type: 415,
   unavailable: 503,
   secrets_unconfigured: 503,
@@ -67,7 +68,13 @@ function send(
 }
 
 export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
-  if (err instanceof ApiError) return send(reply, err.status, err.code, err.message, err.details);
+  if (err instanceof ApiError) {
+    const retryAfter = err.details?.['retry_after_sec'];
+    if (err.status === 429 && typeof retryAfter === 'number') {
+      reply.header('retry-after', String(retryAfter));
+    }
+    return send(reply, err.status, err.code, err.message, err.details);
+  }
   if (hasZodFastifySchemaValidationErrors(err)) {
     const issues = err.validation.map((v) => ({
       path: v.instancePath,
@@ -101,8 +108,14 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
     return send(reply, 400, 'malformed_json', `request body is not valid JSON: ${err.message}`);
   }
   if (err instanceof MeshError && err.code === 'unavailable') {
+    // The driver's text (hosts, users, sometimes a URL) goes to the logs, not to the caller.
     req.log.warn({ err }, 'dependency unavailable');
-    return send(reply, 503, 'unavailable', err.message);
+    const dependency = /postgres/i.test(err.message)
+      ? 'the database'
+      : /nats|bus/i.test(err.message)
+        ? 'the message bus'
+        : 'a service the api depends on';
+    return send(reply, 503, 'unavailable', `${dependency} is unavailable; retry later`);
   }
   if (err instanceof MeshError && err.code === 'invalid_id') {
     return send(reply, 400, 'invalid_id', err.message, err.details);

@@ -2,10 +2,15 @@
 // (skills, builtin: exact subject tokens) are not its business; every other call is looked up in
 // the registry. Unknown or deleted: unknown_tool. Disabled: tool_disabled. External (served by
 // a process of its own): skipped. http/mcp: the arguments are checked against the stored JSON
-// Schema (ajv, draft 2020-12, compiled once per tool version) and the call runs through its
+// Schema (ajv, draft 2020-12, compiled once per tool version, one ajv instance per project,
+// regexes on RE2 so a tenant's pattern cannot stall the service) and the call runs through its
 // kind's executor under the tool's policies.
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
+import {
+  createProjectValidators,
+  SchemaCompileError,
+  type ErrorObject,
+  type ValidateFunction,
+} from '@toolmesh/json-schema';
 import type { Logger } from 'pino';
 import type { ToolResolver, Resolution } from '@toolmesh/tool-service';
 import { asDraft2020 } from '@toolmesh/protocol';
@@ -27,8 +32,10 @@ export interface ResolverOptions extends RunDeps {
   executors: KindExecutors;
   defaults: PolicyDefaults;
   logger: Logger;
-  /** Most compiled schemas kept; the oldest go first. */
+  /** Most compiled schemas kept per project; the least recently used go first. */
   maxSchemas?: number;
+  /** Projects whose ajv instance is kept; the least recently used goes first. */
+  maxProjects?: number;
 }
 
 const issueOf = (e: ErrorObject) => ({
@@ -38,31 +45,24 @@ const issueOf = (e: ErrorObject) => ({
 });
 
 export function createResolver(o: ResolverOptions): ToolResolver {
-  // strict off: the api checks schemas strictly at registration, but MCP servers' schemas come
+  // Not strict: the api checks schemas strictly at registration, but MCP servers' schemas come
   // as the servers wrote them; an unknown keyword there must not refuse every call.
-  // `addUsedSchema: false`: two tools (or two versions of one) may share a `$id`.
-  const ajv = new Ajv2020({ allErrors: true, strict: false, addUsedSchema: false, logger: false });
-  addFormats.default(ajv);
-  const compiled = new Map<string, ValidateFunction | Error>();
-  const maxSchemas = o.maxSchemas ?? 5_000;
+  const validators = createProjectValidators({
+    maxPerProject: o.maxSchemas ?? 1_000,
+    maxProjects: o.maxProjects ?? 256,
+  });
 
-  const validatorOf = (tool: RegistryTool): ValidateFunction | Error => {
-    const key = `${tool.toolId}@${tool.version}`;
-    let v = compiled.get(key);
-    if (!v) {
-      try {
-        v = ajv.compile(asDraft2020(tool.parameters));
-      } catch (err) {
-        v = err as Error;
-      }
-      compiled.set(key, v);
-      if (compiled.size > maxSchemas) {
-        const [oldKey, old] = compiled.entries().next().value!;
-        compiled.delete(oldKey);
-        if (!(old instanceof Error)) ajv.removeSchema(old.schema);
-      }
+  const validatorOf = (project: string, tool: RegistryTool): ValidateFunction | Error => {
+    try {
+      return validators.get(
+        project,
+        `${tool.toolId}@${tool.version}`,
+        asDraft2020(tool.parameters),
+      );
+    } catch (err) {
+      if (err instanceof SchemaCompileError) return err;
+      throw err;
     }
-    return v;
   };
 
   const reject = (
@@ -92,7 +92,7 @@ export function createResolver(o: ResolverOptions): ToolResolver {
           `tool ${name} is of kind ${tool.origin}, which no executor here runs`,
         );
       }
-      const validate = validatorOf(tool);
+      const validate = validatorOf(project, tool);
       if (validate instanceof Error) {
         return reject(
           'internal_error',

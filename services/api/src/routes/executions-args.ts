@@ -1,11 +1,17 @@
 // Checks a call's arguments against the tool's JSON Schema (draft 2020-12) before anything is
 // published, as the tool service itself would: bad input is answered here with its ajv errors
-// and never reaches the bus. Compiled validators are cached per project, tool and updated_at, so
-// an edited schema is compiled afresh and the old one ages out.
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
+// and never reaches the bus. Validators come from @toolmesh/json-schema: one ajv instance per
+// project (a `$id` of one project never meets another's), regexes on RE2 (linear time),
+// compiled once per tool and updated_at (an edited schema is compiled afresh), bounded caches.
+import {
+  createProjectValidators,
+  SchemaCompileError,
+  type ErrorObject,
+  type ProjectValidatorsOptions,
+} from '@toolmesh/json-schema';
 import { asDraft2020 } from '@toolmesh/protocol';
 import type { ToolRecord } from '@toolmesh/store';
+import { ApiError } from '../errors.ts';
 
 export interface ArgumentIssue {
   path: string;
@@ -29,42 +35,28 @@ const issue = (e: ErrorObject): ArgumentIssue => {
 };
 
 export function createArgumentsChecker(
-  opts: { maxEntries?: number; maxIssues?: number } = {},
+  opts: ProjectValidatorsOptions & { maxIssues?: number } = {},
 ): ArgumentsChecker {
-  const maxEntries = opts.maxEntries ?? 1_000;
   const maxIssues = opts.maxIssues ?? 20;
-  // One instance for every project. `addUsedSchema: false` keeps a schema's `$id` out of the
-  // instance's registry, so two tools (of any projects) with the same `$id` cannot collide.
-  // Not strict: the schema was checked strictly when the tool was registered, and a call must
-  // not fail over a keyword a later ajv release grew stricter about.
-  const ajv = new Ajv2020({ allErrors: true, strict: false, addUsedSchema: false, logger: false });
-  addFormats.default(ajv);
-  // Insertion-ordered: re-inserting on a hit makes the first key the least recently used.
-  const cache = new Map<string, { schema: object; validate: ValidateFunction }>();
-
-  function validator(tool: ToolRecord): ValidateFunction {
-    const key = `${tool.project_id}\u0000${tool.name}\u0000${tool.updated_at.getTime()}`;
-    const hit = cache.get(key);
-    if (hit) {
-      cache.delete(key);
-      cache.set(key, hit);
-      return hit.validate;
-    }
-    const schema = asDraft2020(tool.parameters);
-    const validate = ajv.compile(schema);
-    cache.set(key, { schema, validate });
-    if (cache.size > maxEntries) {
-      const [oldKey, old] = cache.entries().next().value!;
-      cache.delete(oldKey);
-      // ajv also caches compiled schemas by object; drop it or the instance grows for ever.
-      ajv.removeSchema(old.schema);
-    }
-    return validate;
-  }
+  const validators = createProjectValidators(opts);
 
   return {
     check: (tool, args) => {
-      const validate = validator(tool);
+      let validate;
+      try {
+        validate = validators.get(
+          tool.project_id,
+          `${tool.name}\u0000${tool.updated_at.getTime()}`,
+          asDraft2020(tool.parameters),
+        );
+      } catch (err) {
+        // Stored before a check that refuses it now (a lookahead RE2 cannot run, say).
+        if (!(err instanceof SchemaCompileError)) throw err;
+        throw new ApiError(
+          'invalid_schema',
+          `the stored parameters schema of ${tool.name} does not compile: ${err.message}; update the tool`,
+        );
+      }
       if (validate(args)) return undefined;
       return (validate.errors ?? []).slice(0, maxIssues).map(issue);
     },

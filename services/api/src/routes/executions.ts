@@ -70,10 +70,7 @@ export const executionRoutes =
       if (err instanceof ApiError) throw err;
       if (err instanceof MeshError && err.code !== 'unavailable') throw err;
       app.log.warn({ err, tool_call_id: id }, 'publishing a tool call failed');
-      throw new ApiError(
-        'unavailable',
-        `the message bus is unavailable: ${(err as Error).message}`,
-      );
+      throw new ApiError('unavailable', 'the message bus is unavailable; retry later');
     }
 
     app.post(
@@ -248,10 +245,7 @@ export const executionRoutes =
           });
         } catch (err) {
           app.log.warn({ err, tool_call_id: id }, 'publishing a cancel failed');
-          throw new ApiError(
-            'unavailable',
-            `the message bus is unavailable: ${(err as Error).message}`,
-          );
+          throw new ApiError('unavailable', 'the message bus is unavailable; retry later');
         }
         return reply.status(202).send(await detail(project, e));
       },

@@ -1,8 +1,7 @@
 // What a registered tool is checked against before it enters the registry: its name (reserved
-// targets), the JSON Schema of its parameters (compiled with ajv, draft 2020-12), its options.
-import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
+// targets), the JSON Schema of its parameters (compiled with ajv, draft 2020-12, regexes on RE2), its options.
 import { z } from 'zod';
+import { checkSchema } from '@toolmesh/json-schema';
 import { HttpSpec, ToolOptions as ToolOptionsShape, urlPlaceholders } from '@toolmesh/protocol';
 import { isReservedToolName } from '@toolmesh/skills';
 import { ApiError } from '../errors.ts';
@@ -107,53 +106,24 @@ export const ParametersSchema = z
   })
   .describe('JSON Schema (draft 2020-12) of the arguments; must be `type: "object"`');
 
-const issue = (e: ErrorObject) => ({
-  path: e.instancePath || '/',
-  keyword: e.keyword,
-  message: e.message ?? 'invalid',
-});
-
 /**
- * Compiles a parameters schema the way callers will validate arguments with it. Strict mode
- * turns unknown keywords (a misspelt `requried`) and unknown formats into errors instead of
- * silently ignored constraints; `strictTypes` stays off because nested schemas without a
- * `type` are common and valid. A fresh ajv per check: schemas with the same `$id` in two tools
- * must not collide in a shared cache. No `loadSchema`, so a remote `$ref` is an error, never a
- * network fetch.
+ * Compiles a parameters schema the way callers will validate arguments with it (strict mode:
+ * unknown keywords and formats are errors; regexes on RE2, so a pattern with lookaround or a
+ * backreference is refused here rather than run on a backtracking engine later). See
+ * @toolmesh/json-schema for why each check uses its own ajv instance. No `loadSchema`, so a
+ * remote `$ref` is an error, never a network fetch.
  */
 export function checkParametersSchema(schema: Record<string, unknown>): void {
-  const ajv = new Ajv2020({
-    allErrors: true,
-    strict: true,
-    strictTypes: false,
-    strictTuples: false,
-    strictRequired: false,
-    logger: false,
-  });
-  addFormats.default(ajv);
-  const refuse = (
-    what: string,
-    message: string,
-    issues = [{ path: '/', keyword: 'compile', message }],
-  ) => new ApiError('invalid_schema', `parameters ${what}: ${message}`, { issues });
-  let valid: boolean;
-  try {
-    valid = ajv.validateSchema(schema) as boolean;
-  } catch (err) {
-    // A `$schema` other than draft 2020-12 (draft-07, say) has no meta-schema here.
-    throw refuse(
-      'names an unsupported meta-schema',
-      err instanceof Error ? err.message : String(err),
-    );
-  }
-  if (!valid) {
-    const text = ajv.errorsText(ajv.errors, { dataVar: 'parameters' });
-    throw refuse('is not a valid JSON Schema', text, (ajv.errors ?? []).map(issue));
-  }
-  try {
-    ajv.compile(schema);
-  } catch (err) {
-    throw refuse('does not compile', err instanceof Error ? err.message : String(err));
+  const checked = checkSchema(schema);
+  if (!checked.ok) {
+    const what = {
+      meta_schema: 'names an unsupported meta-schema',
+      invalid: 'is not a valid JSON Schema',
+      compile: 'does not compile',
+    }[checked.reason];
+    throw new ApiError('invalid_schema', `parameters ${what}: ${checked.message}`, {
+      issues: checked.issues,
+    });
   }
   if (schema['type'] !== 'object') {
     throw new ApiError(
