@@ -188,6 +188,10 @@ export const apiSchema = section({
   // How long registering or refreshing an MCP server waits for the tools service's discovery
   // (keep it above tools.mcp_discovery_timeout_ms).
   mcp_refresh_wait_ms: positiveInt().default(60_000),
+  // The MCP facade (/v1/projects/:p/mcp): a session nobody used for this long is closed, and an
+  // instance keeps at most this many sessions (a new one beyond is refused with 503).
+  mcp_session_idle_ms: positiveInt().default(1_800_000),
+  mcp_max_sessions: positiveInt().default(1_000),
 }).superRefine((api, ctx) => {
   const {
     execution_wait_min_ms: min,

@@ -1,0 +1,169 @@
+// The MCP facade: one translation module from MCP to the mesh, behind both transports (the
+// api's streamable HTTP route and, through it, `toolmesh mcp serve` on stdio). A facade server
+// is built per session for one project (and optionally one agent): `tools/list` is the
+// project's enabled tools, or the agent's tool set as its worker sees it; `tools/call` is a tool
+// call on the bus, answered from its card (calls.ts). Built on the 1.x SDK's low-level Server:
+// the tools are registry rows with JSON Schemas, not zod shapes known at compile time.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Store, ToolRecord } from '@toolmesh/store';
+import { createArgumentsChecker } from '../routes/executions-args.ts';
+import { IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
+import { buildNameTable, type NameTable } from './names.ts';
+
+export const FACADE_NAME = 'toolmesh';
+export const FACADE_VERSION = '1.0.0';
+
+export interface FacadeScope {
+  project: string;
+  /** Limits the tools to this agent's tool set. */
+  agent?: string | undefined;
+}
+
+/** Does a profile's `allowed_tools` (a name, or `<target>.*`) admit a tool? As the agent worker. */
+function allows(patterns: readonly string[], name: string): boolean {
+  return patterns.some((p) =>
+    p.endsWith('.*') ? name.startsWith(p.slice(0, -1)) && name.length > p.length - 1 : p === name,
+  );
+}
+
+export class UnknownAgentError extends Error {
+  readonly code = 'not_found';
+  constructor(agent: string) {
+    super(`agent ${JSON.stringify(agent)} not found`);
+    this.name = 'UnknownAgentError';
+  }
+}
+
+export function createFacade(deps: { store: Store; calls: MeshCalls }) {
+  const { store, calls } = deps;
+  const checker = createArgumentsChecker();
+
+  /**
+   * The tools a scope may see. For an agent, the same rule as the agent worker's toolset
+   * (services/agent-worker/src/toolset.ts): enabled tools its profile admits and, when tools
+   * are attached to it, only those; an agent without a profile sees none.
+   */
+  async function visibleTools(scope: FacadeScope): Promise<NameTable<ToolRecord>> {
+    const all = (await store.tools.list(scope.project, {})).filter((t) => t.enabled);
+    if (scope.agent === undefined) return buildNameTable(all);
+    const agent = await store.agents.get(scope.project, scope.agent);
+    if (!agent) throw new UnknownAgentError(scope.agent);
+    const profile = agent.profile
+      ? await store.profiles.get(scope.project, agent.profile)
+      : undefined;
+    const attached = new Set(
+      ((await store.agents.listTools(scope.project, scope.agent)) ?? []).map((t) => t.name),
+    );
+    const allowed = profile?.allowed_tools ?? [];
+    return buildNameTable(
+      all.filter((t) => allows(allowed, t.name) && (attached.size === 0 || attached.has(t.name))),
+    );
+  }
+
+  function toMcpTool(mcpName: string, t: ToolRecord): Tool {
+    return {
+      name: mcpName,
+      title: t.name,
+      description: t.description,
+      inputSchema: t.parameters as Tool['inputSchema'],
+      _meta: { 'io.toolmesh/tool': t.name },
+    };
+  }
+
+  /** An SDK server for one scope; the transport is connected by the caller. */
+  function newServer(scope: FacadeScope): Server {
+    const server = new Server(
+      { name: FACADE_NAME, version: FACADE_VERSION },
+      {
+        capabilities: { tools: { listChanged: true } },
+        instructions:
+          'Tools of a toolmesh project. Each call runs on the mesh and is recorded as an execution; ' +
+          `set _meta["${IDEMPOTENCY_META_KEY}"] to make a re-sent call the same call.`,
+      },
+    );
+
+    server.setRequestHandler(ListToolsRequestSchema, async () => {
+      const table = await visible(scope);
+      return { tools: table.entries.map((e) => toMcpTool(e.mcpName, e.tool)) };
+    });
+
+    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+      const table = await visible(scope);
+      const tool = table.resolve(req.params.name);
+      if (!tool) {
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `unknown tool ${JSON.stringify(req.params.name)}`,
+        );
+      }
+      const args = req.params.arguments ?? {};
+      const issues = checker.check(tool, args);
+      if (issues) {
+        const first = issues[0];
+        return errorResult(
+          'invalid_arguments',
+          `invalid arguments for ${tool.name}: ${first ? `${first.path}: ${first.message}` : 'schema mismatch'}`,
+          { issues },
+        );
+      }
+      const meta = req.params._meta;
+      const key = meta?.[IDEMPOTENCY_META_KEY];
+      if (key !== undefined && (typeof key !== 'string' || key.length === 0 || key.length > 255)) {
+        throw new McpError(
+          ErrorCode.InvalidParams,
+          `_meta["${IDEMPOTENCY_META_KEY}"] must be a string of 1-255 characters`,
+        );
+      }
+      const traceparent = meta?.['traceparent'];
+      const progressToken = meta?.progressToken;
+      let progress = 0;
+      return calls.run({
+        project: scope.project,
+        tool,
+        arguments: args,
+        idempotencyKey: key,
+        traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+        signal: extra.signal,
+        onProgress:
+          progressToken === undefined
+            ? undefined
+            : (ev) => {
+                progress += 1;
+                const detail = ev.detail ? JSON.stringify(ev.detail) : undefined;
+                extra
+                  .sendNotification({
+                    method: 'notifications/progress',
+                    params: {
+                      progressToken,
+                      progress,
+                      ...(detail ? { message: detail } : {}),
+                    },
+                  })
+                  .catch(() => undefined);
+              },
+      });
+    });
+    return server;
+  }
+
+  /** An unknown agent is the client's mistake: an invalid-params error, not an internal one. */
+  async function visible(scope: FacadeScope): Promise<NameTable<ToolRecord>> {
+    try {
+      return await visibleTools(scope);
+    } catch (err) {
+      if (err instanceof UnknownAgentError)
+        throw new McpError(ErrorCode.InvalidParams, err.message);
+      throw err;
+    }
+  }
+
+  return { newServer, visibleTools };
+}
+export type Facade = ReturnType<typeof createFacade>;

@@ -1,0 +1,160 @@
+// The mesh as an MCP server over streamable HTTP: POST, GET (the server's notification stream)
+// and DELETE on /v1/projects/:project/mcp, with the project's keys as bearer tokens like every
+// other route. 2025-era sessions (initialize, Mcp-Session-Id) live in this instance's memory;
+// what they refer to (executions, cards) is durable, so a client that lost its session starts
+// a new one and, with its idempotency key, gets the same call back. A session belongs to the
+// project it was opened for: another project's key gets 404 as for anything of another project.
+// `?agent=<id>` at initialize limits the session's tools to that agent's tool set.
+import { randomUUID } from 'node:crypto';
+import type { Subscription } from '@nats-io/transport-node';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { createSubjects } from '@toolmesh/protocol';
+import type { RouteDeps } from '../deps.ts';
+import { ApiError, ErrorResponse, notFound } from '../errors.ts';
+import { Id, ProjectParams } from '../schemas.ts';
+import { createMeshCalls } from '../mcp/calls.ts';
+import { createFacade } from '../mcp/facade.ts';
+
+interface Session {
+  id: string;
+  project: string;
+  server: Server;
+  transport: StreamableHTTPServerTransport;
+  registry: Subscription;
+  lastSeen: number;
+}
+
+const SWEEP_EVERY_MS = 60_000;
+
+const JsonRpcError = z
+  .object({
+    jsonrpc: z.literal('2.0'),
+    error: z.object({ code: z.number(), message: z.string() }),
+    id: z.null(),
+  })
+  .describe('a JSON-RPC error: no such session, or no session id where one is needed');
+const errors = {
+  400: z.union([ErrorResponse, JsonRpcError]),
+  401: ErrorResponse,
+  404: z.union([ErrorResponse, JsonRpcError]),
+  503: ErrorResponse,
+};
+
+/** A JSON-RPC error answered before any session exists (the SDK's own shape for these). */
+const rpcError = (code: number, message: string) => ({
+  jsonrpc: '2.0' as const,
+  error: { code, message },
+  id: null,
+});
+
+export const mcpRoutes =
+  (deps: RouteDeps): FastifyPluginAsyncZod =>
+  async (app) => {
+    const { store, auth, nc, config } = deps;
+    const log = deps.logger.child({ component: 'mcp' });
+    const facade = createFacade({ store, calls: createMeshCalls(deps) });
+    const subjects = createSubjects(config.nats.subject_root);
+    const sessions = new Map<string, Session>();
+    const { mcp_session_idle_ms: idleMs, mcp_max_sessions: maxSessions } = config.api;
+
+    async function close(s: Session, why: string) {
+      if (!sessions.delete(s.id)) return;
+      s.registry.unsubscribe();
+      log.debug({ session: s.id, project: s.project, why }, 'MCP session closed');
+      await s.server.close().catch(() => undefined);
+    }
+
+    const sweep = setInterval(() => {
+      const cutoff = Date.now() - idleMs;
+      for (const s of sessions.values()) {
+        if (s.lastSeen < cutoff) void close(s, 'idle');
+      }
+    }, SWEEP_EVERY_MS).unref();
+    app.addHook('onClose', async () => {
+      clearInterval(sweep);
+      await Promise.all([...sessions.values()].map((s) => close(s, 'shutdown')));
+    });
+
+    /** A transport and server for an initialize request; the session exists once it succeeded. */
+    async function open(project: string, agent: string | undefined) {
+      if (sessions.size >= maxSessions) {
+        throw new ApiError(
+          'unavailable',
+          `this instance holds ${maxSessions} MCP sessions already`,
+        );
+      }
+      if (agent !== undefined && !(await store.agents.get(project, agent))) {
+        throw notFound('agent', agent);
+      }
+      const server = facade.newServer({ project, agent });
+      let session: Session | undefined;
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          // Registry changes of the project become notifications/tools/list_changed.
+          const registry = nc.subscribe(subjects.registryChanged(project), {
+            callback: () => {
+              server.sendToolListChanged().catch(() => undefined);
+            },
+          });
+          session = { id, project, server, transport, registry, lastSeen: Date.now() };
+          sessions.set(id, session);
+          log.debug({ session: id, project, agent }, 'MCP session opened');
+        },
+      });
+      transport.onclose = () => {
+        if (session) void close(session, 'closed');
+      };
+      await server.connect(transport);
+      return { transport, server, opened: () => session !== undefined };
+    }
+
+    app.route({
+      method: ['GET', 'POST', 'DELETE'],
+      url: '/projects/:project/mcp',
+      onRequest: auth.requireProject,
+      schema: {
+        tags: ['mcp'],
+        summary: 'The project as an MCP server (streamable HTTP)',
+        description:
+          "JSON-RPC per the Model Context Protocol (revisions 2025-03-26 to 2025-11-25): POST messages, GET the server's notification stream, DELETE to end a session. Tools are the project's enabled tools; `?agent=` at initialize limits them to that agent's tool set. See docs/protocol.md, \"The MCP facade\".",
+        params: ProjectParams,
+        querystring: z.object({ agent: Id.optional() }),
+        response: {
+          200: z.unknown().describe('a JSON-RPC response, or a text/event-stream of messages'),
+          ...errors,
+        },
+      },
+      handler: async (req, reply) => {
+        const { project } = req.params;
+        const header = req.headers['mcp-session-id'];
+        const sessionId = Array.isArray(header) ? header[0] : header;
+        let transport: StreamableHTTPServerTransport;
+        let fresh: Awaited<ReturnType<typeof open>> | undefined;
+        if (sessionId) {
+          const s = sessions.get(sessionId);
+          if (!s || s.project !== project) {
+            return reply.status(404).send(rpcError(-32001, 'Session not found'));
+          }
+          s.lastSeen = Date.now();
+          transport = s.transport;
+        } else if (req.method === 'POST' && isInitializeRequest(req.body)) {
+          fresh = await open(project, req.query.agent);
+          transport = fresh.transport;
+        } else {
+          return reply
+            .status(400)
+            .send(rpcError(-32000, 'Bad Request: no valid Mcp-Session-Id; send initialize first'));
+        }
+        // The SDK writes the response itself (JSON or an SSE stream).
+        reply.hijack();
+        await transport.handleRequest(req.raw, reply.raw, req.body);
+        // An initialize the SDK refused opened no session: nothing else will close its server.
+        if (fresh && !fresh.opened()) await fresh.server.close().catch(() => undefined);
+      },
+    });
+  };
