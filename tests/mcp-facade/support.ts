@@ -3,6 +3,10 @@
 // HTTP with a project's key.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { pino } from 'pino';
+import { loadConfig } from '@toolmesh/config';
+import { startMcpHttpServer, type McpHttpFixture } from '@toolmesh/testing';
+import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
 import { startSkillsMesh, type SkillsMesh } from '../support/skills-mesh.ts';
 
 export interface FacadeMesh extends SkillsMesh {
@@ -41,6 +45,35 @@ export async function startFacadeMesh(
     close: async () => {
       for (const c of clients) await c.close().catch(() => undefined);
       await mesh.close();
+    },
+  };
+}
+
+/**
+ * The tools service beside the mesh and the SDK fixture server registered as the project's MCP
+ * server `web` (its tools: web.progress reports progress, web.hang waits for its cancel).
+ */
+export async function addMcpFixture(mesh: FacadeMesh): Promise<{
+  fixture: McpHttpFixture;
+  tools: ToolsService;
+  stop(): Promise<void>;
+}> {
+  const tools = await startToolsService(
+    loadConfig({ env: mesh.api.env }),
+    pino({ level: mesh.api.config.log.level }),
+  );
+  const fixture = await startMcpHttpServer({ announce: false });
+  const res = await mesh.api.request('POST', `/v1/projects/${mesh.project.id}/mcp-servers`, {
+    key: mesh.project.key,
+    body: { name: 'web', transport: 'http', url: fixture.url },
+  });
+  if (res.status !== 201) throw new Error(`registering the fixture failed: ${res.raw}`);
+  return {
+    fixture,
+    tools,
+    stop: async () => {
+      await tools.stop(1_000);
+      await fixture.stop();
     },
   };
 }

@@ -135,8 +135,16 @@ export function createFacade(deps: { store: Store; calls: MeshCalls }) {
           progressToken === undefined
             ? undefined
             : (ev) => {
+                // Our own count keeps progress increasing whatever the tool reports; a message
+                // the tool gave (an MCP server's, a watch's) is passed on, else the detail.
                 progress += 1;
-                const detail = ev.detail ? JSON.stringify(ev.detail) : undefined;
+                const said = ev.detail?.['message'];
+                const detail =
+                  typeof said === 'string'
+                    ? said
+                    : ev.detail
+                      ? JSON.stringify(ev.detail)
+                      : undefined;
                 extra
                   .sendNotification({
                     method: 'notifications/progress',
