@@ -141,7 +141,17 @@ export function createMeshCalls(deps: CallDeps) {
     });
   }
 
-  async function run(call: MeshCall): Promise<CallToolResult> {
+  /**
+   * Writes the queued row (or finds the row of a re-sent keyed call) and builds the bus request.
+   * A re-send whose call finished comes back with its answer; one for another tool is refused.
+   */
+  async function prepare(call: Omit<MeshCall, 'signal' | 'onProgress'>): Promise<{
+    id: string;
+    queued: boolean;
+    req: ToolCallRequest;
+    answer?: CallToolResult;
+    conflict?: CallToolResult;
+  }> {
     const { project, tool } = call;
     const id = call.idempotencyKey ? idempotentCallId(project, call.idempotencyKey) : randomUUID();
     const registered = (tool.options as { timeout_ms?: unknown }).timeout_ms;
@@ -149,27 +159,6 @@ export function createMeshCalls(deps: CallDeps) {
       typeof registered === 'number'
         ? Math.min(registered, config.tools.max_timeout_ms)
         : undefined;
-    const queued = await store.executions.enqueue({
-      projectId: project,
-      toolCallId: id,
-      channel: MCP_CHANNEL,
-      toolName: tool.name,
-      target: splitToolName(tool.name).target,
-      instanceId: QUEUED_BY,
-    });
-    if (!queued) {
-      // A re-send of a keyed call: answer from its card when it has one, else wait for it below
-      // (the publish is deduplicated; the tool service never runs a known id twice).
-      const e = await store.executions.get(project, id);
-      if (e && e.tool_name !== tool.name) {
-        return errorResult(
-          'idempotency_conflict',
-          `idempotency key already used for a call of ${e.tool_name}`,
-        );
-      }
-      const done = await answered(project, id);
-      if (done) return done;
-    }
     const req: ToolCallRequest = {
       project,
       channel: MCP_CHANNEL,
@@ -179,6 +168,59 @@ export function createMeshCalls(deps: CallDeps) {
       ...(deadline !== undefined ? { timeoutMs: deadline } : {}),
       ...(call.traceparent ? { traceparent: call.traceparent } : {}),
     };
+    const queued = await store.executions.enqueue({
+      projectId: project,
+      toolCallId: id,
+      channel: MCP_CHANNEL,
+      toolName: tool.name,
+      target: splitToolName(tool.name).target,
+      instanceId: QUEUED_BY,
+    });
+    if (queued) return { id, queued: true, req };
+    // A re-send of a keyed call: answer from its card when it has one, else wait for it (the
+    // publish is deduplicated; the tool service never runs a known id twice).
+    const e = await store.executions.get(project, id);
+    if (e && e.tool_name !== tool.name) {
+      const conflict = errorResult(
+        'idempotency_conflict',
+        `idempotency key already used for a call of ${e.tool_name}`,
+      );
+      return { id, queued: false, req, answer: conflict, conflict };
+    }
+    const done = await answered(project, id);
+    return { id, queued: false, req, ...(done ? { answer: done } : {}) };
+  }
+
+  /** Publishes a call and returns at once (an MCP task); the card answers it later. */
+  async function start(
+    call: Omit<MeshCall, 'signal' | 'onProgress'>,
+    /** Runs once the id is known and before anything is published (records the task). */
+    beforePublish: (id: string) => Promise<void>,
+  ): Promise<{ id: string; refused?: CallToolResult }> {
+    const { id, queued, req, conflict } = await prepare(call);
+    if (conflict) return { id, refused: conflict };
+    await beforePublish(id);
+    if (!queued) return { id };
+    try {
+      await client.publishToolCall(req);
+      return { id };
+    } catch (err) {
+      await store.executions.dropQueued(call.project, id);
+      log.warn({ err, tool_call_id: id }, 'publishing an MCP task failed');
+      return {
+        id,
+        refused: errorResult(
+          'unavailable',
+          `the message bus is unavailable: ${(err as Error).message}`,
+        ),
+      };
+    }
+  }
+
+  async function run(call: MeshCall): Promise<CallToolResult> {
+    const { project } = call;
+    const { id, queued, req, answer } = await prepare(call);
+    if (answer) return answer;
     const progress = listenProgress(call, id);
     const onAbort = () => {
       client
@@ -210,6 +252,6 @@ export function createMeshCalls(deps: CallDeps) {
     }
   }
 
-  return { run };
+  return { run, start, answered };
 }
 export type MeshCalls = ReturnType<typeof createMeshCalls>;

@@ -12,10 +12,12 @@ import {
   McpError,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@toolmesh/client';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
 import { IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
 import { buildNameTable, type NameTable } from './names.ts';
+import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
 
 export const FACADE_NAME = 'toolmesh';
 export const FACADE_VERSION = '1.0.0';
@@ -41,8 +43,8 @@ export class UnknownAgentError extends Error {
   }
 }
 
-export function createFacade(deps: { store: Store; calls: MeshCalls }) {
-  const { store, calls } = deps;
+export function createFacade(deps: { store: Store; client: Client; calls: MeshCalls }) {
+  const { store, client, calls } = deps;
   const checker = createArgumentsChecker();
 
   /**
@@ -73,6 +75,8 @@ export function createFacade(deps: { store: Store; calls: MeshCalls }) {
       title: t.name,
       description: t.description,
       inputSchema: t.parameters as Tool['inputSchema'],
+      // Any call may run as a task: it is a tool call on the mesh either way.
+      execution: { taskSupport: 'optional' },
       _meta: { 'io.toolmesh/tool': t.name },
     };
   }
@@ -82,7 +86,11 @@ export function createFacade(deps: { store: Store; calls: MeshCalls }) {
     const server = new Server(
       { name: FACADE_NAME, version: FACADE_VERSION },
       {
-        capabilities: { tools: { listChanged: true } },
+        capabilities: {
+          tools: { listChanged: true },
+          tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+        },
+        taskStore: createProjectTaskStore({ store, client, calls, project: scope.project }),
         instructions:
           'Tools of a toolmesh project. Each call runs on the mesh and is recorded as an execution; ' +
           `set _meta["${IDEMPOTENCY_META_KEY}"] to make a re-sent call the same call.`,
@@ -122,6 +130,36 @@ export function createFacade(deps: { store: Store; calls: MeshCalls }) {
         );
       }
       const traceparent = meta?.['traceparent'];
+      const task = req.params.task;
+      if (task) {
+        // A task: recorded before the call is published and before it is returned; its id is
+        // the tool_call_id, so any instance answers tasks/get, tasks/result and tasks/cancel.
+        const ttlMs = task.ttl ?? null;
+        const started = await calls.start(
+          {
+            project: scope.project,
+            tool,
+            arguments: args,
+            idempotencyKey: key,
+            traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+          },
+          async (id) => {
+            await store.mcpTasks.create({
+              projectId: scope.project,
+              taskId: id,
+              ttlMs,
+              pollIntervalMs: TASK_POLL_INTERVAL_MS,
+            });
+          },
+        );
+        if (started.refused) {
+          const error = started.refused.structuredContent?.['error'] as { message?: string };
+          throw new McpError(ErrorCode.InvalidParams, error.message ?? 'the task was refused');
+        }
+        const row = await store.mcpTasks.get(scope.project, started.id);
+        if (!row) throw new McpError(ErrorCode.InternalError, 'the task expired at once');
+        return { task: toTask(row) };
+      }
       const progressToken = meta?.progressToken;
       let progress = 0;
       return calls.run({
