@@ -192,6 +192,8 @@ export const apiSchema = section({
   // instance keeps at most this many sessions (a new one beyond is refused with 503).
   mcp_session_idle_ms: positiveInt().default(1_800_000),
   mcp_max_sessions: positiveInt().default(1_000),
+  // More visible tools than this and the facade lists only search_tools and call_tool.
+  mcp_search_threshold: positiveInt().default(100),
 }).superRefine((api, ctx) => {
   const {
     execution_wait_min_ms: min,

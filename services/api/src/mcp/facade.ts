@@ -17,6 +17,7 @@ import type { Store, ToolRecord } from '@toolmesh/store';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
 import { IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
 import { buildNameTable, type NameTable } from './names.ts';
+import { CALL_TOOL, SEARCH_TOOLS, search, searchTools } from './search.ts';
 import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
 
 export const FACADE_NAME = 'toolmesh';
@@ -43,8 +44,14 @@ export class UnknownAgentError extends Error {
   }
 }
 
-export function createFacade(deps: { store: Store; client: Client; calls: MeshCalls }) {
-  const { store, client, calls } = deps;
+export function createFacade(deps: {
+  store: Store;
+  client: Client;
+  calls: MeshCalls;
+  /** More visible tools than this: tools/list offers search_tools and call_tool only. */
+  searchThreshold: number;
+}) {
+  const { store, client, calls, searchThreshold } = deps;
   const checker = createArgumentsChecker();
 
   /**
@@ -99,19 +106,43 @@ export function createFacade(deps: { store: Store; client: Client; calls: MeshCa
 
     server.setRequestHandler(ListToolsRequestSchema, async () => {
       const table = await visible(scope);
+      if (table.entries.length > searchThreshold) return { tools: searchTools };
       return { tools: table.entries.map((e) => toMcpTool(e.mcpName, e.tool)) };
     });
 
     server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
       const table = await visible(scope);
-      const tool = table.resolve(req.params.name);
-      if (!tool) {
-        throw new McpError(
-          ErrorCode.InvalidParams,
-          `unknown tool ${JSON.stringify(req.params.name)}`,
-        );
+      let name = req.params.name;
+      let args = req.params.arguments ?? {};
+      if (table.entries.length > searchThreshold) {
+        if (name === SEARCH_TOOLS) {
+          const { query, limit } = args;
+          if (typeof query !== 'string' || query.trim() === '') {
+            throw new McpError(ErrorCode.InvalidParams, 'search_tools needs a query');
+          }
+          const found = search(table, query, typeof limit === 'number' ? limit : undefined);
+          const tools = found.map((e) => toMcpTool(e.mcpName, e.tool));
+          return {
+            content: [{ type: 'text', text: JSON.stringify(tools) }],
+            structuredContent: { tools },
+          };
+        }
+        if (name === CALL_TOOL) {
+          const inner = args['arguments'] ?? {};
+          if (typeof args['name'] !== 'string' || typeof inner !== 'object' || inner === null) {
+            throw new McpError(
+              ErrorCode.InvalidParams,
+              'call_tool needs a name (a string) and arguments (an object)',
+            );
+          }
+          name = args['name'];
+          args = inner as Record<string, unknown>;
+        }
       }
-      const args = req.params.arguments ?? {};
+      const tool = table.resolve(name);
+      if (!tool) {
+        throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}`);
+      }
       const issues = checker.check(tool, args);
       if (issues) {
         const first = issues[0];

@@ -56,7 +56,12 @@ export const mcpRoutes =
   async (app) => {
     const { store, auth, nc, config } = deps;
     const log = deps.logger.child({ component: 'mcp' });
-    const facade = createFacade({ store, client: deps.client, calls: createMeshCalls(deps) });
+    const facade = createFacade({
+      store,
+      client: deps.client,
+      calls: createMeshCalls(deps),
+      searchThreshold: config.api.mcp_search_threshold,
+    });
     const subjects = createSubjects(config.nats.subject_root);
     const sessions = new Map<string, Session>();
     const { mcp_session_idle_ms: idleMs, mcp_max_sessions: maxSessions } = config.api;
