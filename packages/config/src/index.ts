@@ -19,6 +19,7 @@ export type {
   ReaperConfig,
   LlmConfig,
   AgentConfig,
+  McpOauthConfig,
 } from './schema.ts';
 export { redactConfig } from './redact.ts';
 export { ENV_PREFIX } from './env.ts';

@@ -395,6 +395,32 @@ export const agentSchema = section({
   tool_result_max_chars: positiveInt().default(32_000),
 });
 
+// The MCP facade as an OAuth 2.1 resource server (project keys keep working beside it). A
+// section of its own, [mcp_oauth], not [mcp.oauth]: env overrides are two levels deep.
+export const mcpOauthSchema = section({
+  // The authorization server whose JWT access tokens are accepted; empty turns OAuth off.
+  issuer: z.string(expected('a URL or ""')).default(''),
+  // Where the issuer's signing keys are (its JWKS document).
+  jwks_url: z.string(expected('a URL or ""')).default(''),
+  // The api's public URL: a project's resource is <resource_base_url>/v1/projects/<p>/mcp.
+  resource_base_url: z.string(expected('a URL or ""')).default(''),
+  // The token claim that names the project.
+  project_claim: z.string(expected('a claim name')).min(1).default('toolmesh_project'),
+  // The scope a token needs (in its space-separated `scope` claim).
+  scope: z.string(expected('a scope')).min(1).default('mcp'),
+}).superRefine((o, ctx) => {
+  if (o.issuer === '') return;
+  for (const key of ['issuer', 'jwks_url', 'resource_base_url'] as const) {
+    if (!URL.canParse(o[key])) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: `must be a URL when mcp_oauth.issuer is set, got ${JSON.stringify(o[key])}`,
+      });
+    }
+  }
+});
+
 // prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.
 export const configSchema = z
   .strictObject(
@@ -413,6 +439,7 @@ export const configSchema = z
       reaper: reaperSchema.prefault({}),
       llm: llmSchema.prefault({}),
       agent: agentSchema.prefault({}),
+      mcp_oauth: mcpOauthSchema.prefault({}),
     },
     expected('a table'),
   )
@@ -441,6 +468,7 @@ export type E2bConfig = z.infer<typeof e2bSchema>;
 export type ReaperConfig = z.infer<typeof reaperSchema>;
 export type LlmConfig = z.infer<typeof llmSchema>;
 export type AgentConfig = z.infer<typeof agentSchema>;
+export type McpOauthConfig = z.infer<typeof mcpOauthSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

@@ -18,6 +18,7 @@ import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
 import { createMeshCalls } from '../mcp/calls.ts';
 import { createFacade } from '../mcp/facade.ts';
+import { createMcpAuth } from '../mcp/oauth.ts';
 
 interface Session {
   id: string;
@@ -65,6 +66,7 @@ export const mcpRoutes =
     const subjects = createSubjects(config.nats.subject_root);
     const sessions = new Map<string, Session>();
     const { mcp_session_idle_ms: idleMs, mcp_max_sessions: maxSessions } = config.api;
+    const mcpAuth = createMcpAuth(config.mcp_oauth, auth);
 
     async function close(s: Session, why: string) {
       if (!sessions.delete(s.id)) return;
@@ -121,7 +123,7 @@ export const mcpRoutes =
     app.route({
       method: ['GET', 'POST', 'DELETE'],
       url: '/projects/:project/mcp',
-      onRequest: auth.requireProject,
+      onRequest: mcpAuth.authenticate,
       schema: {
         tags: ['mcp'],
         summary: 'The project as an MCP server (streamable HTTP)',
@@ -131,6 +133,7 @@ export const mcpRoutes =
         querystring: z.object({ agent: Id.optional() }),
         response: {
           200: z.unknown().describe('a JSON-RPC response, or a text/event-stream of messages'),
+          403: ErrorResponse.describe('an OAuth token without the scope'),
           ...errors,
         },
       },
@@ -162,4 +165,36 @@ export const mcpRoutes =
         if (fresh && !fresh.opened()) await fresh.server.close().catch(() => undefined);
       },
     });
+  };
+
+/** RFC 9728 Protected Resource Metadata of each project's facade (no prefix, no auth). */
+export const mcpMetadataRoutes =
+  (deps: RouteDeps): FastifyPluginAsyncZod =>
+  async (app) => {
+    const mcpAuth = createMcpAuth(deps.config.mcp_oauth, deps.auth);
+    app.get(
+      '/.well-known/oauth-protected-resource/v1/projects/:project/mcp',
+      {
+        schema: {
+          tags: ['mcp'],
+          summary: "OAuth Protected Resource Metadata of a project's MCP endpoint (RFC 9728)",
+          description: '404 unless [mcp_oauth] names an issuer.',
+          params: ProjectParams,
+          response: {
+            200: z.object({
+              resource: z.string(),
+              authorization_servers: z.array(z.string()),
+              scopes_supported: z.array(z.string()),
+              bearer_methods_supported: z.array(z.string()),
+            }),
+            404: ErrorResponse,
+          },
+        },
+      },
+      async (req) => {
+        const metadata = mcpAuth.metadata(req.params.project);
+        if (!metadata) throw new ApiError('not_found', 'OAuth is not configured');
+        return metadata;
+      },
+    );
   };
