@@ -16,7 +16,7 @@ import type { Client } from '@toolmesh/client';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
 import { IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
-import { buildNameTable, type NameTable } from './names.ts';
+import { buildNameTable, mcpToolName, type NameTable } from './names.ts';
 import { CALL_TOOL, SEARCH_TOOLS, search, searchTools } from './search.ts';
 import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
 
@@ -111,10 +111,11 @@ export function createFacade(deps: {
     });
 
     server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-      const table = await visible(scope);
       let name = req.params.name;
       let args = req.params.arguments ?? {};
-      if (table.entries.length > searchThreshold) {
+      const searching = name === SEARCH_TOOLS || name === CALL_TOOL;
+      const table = searching ? await visible(scope) : undefined;
+      if (table && table.entries.length > searchThreshold) {
         if (name === SEARCH_TOOLS) {
           const { query, limit } = args;
           if (typeof query !== 'string' || query.trim() === '') {
@@ -139,7 +140,7 @@ export function createFacade(deps: {
           args = inner as Record<string, unknown>;
         }
       }
-      const tool = table.resolve(name);
+      const tool = await resolve(scope, name, table);
       if (!tool) {
         throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}`);
       }
@@ -228,6 +229,30 @@ export function createFacade(deps: {
       });
     });
     return server;
+  }
+
+  /**
+   * The tool an MCP name stands for, if the scope may see it. Without an agent, a plain name
+   * (`target__tool`) is looked up directly, one row instead of the project's list, and accepted
+   * only if the tool's own MCP name is that name (plain names map one to one); every other name
+   * goes through the table.
+   */
+  async function resolve(
+    scope: FacadeScope,
+    name: string,
+    table?: NameTable<ToolRecord>,
+  ): Promise<ToolRecord | undefined> {
+    if (!table && scope.agent === undefined) {
+      const sep = name.indexOf('__');
+      if (sep > 0) {
+        const t = await store.tools.get(
+          scope.project,
+          `${name.slice(0, sep)}.${name.slice(sep + 2)}`,
+        );
+        if (t?.enabled && mcpToolName(t.name) === name) return t;
+      }
+    }
+    return (table ?? (await visible(scope))).resolve(name);
   }
 
   /** An unknown agent is the client's mistake: an invalid-params error, not an internal one. */
