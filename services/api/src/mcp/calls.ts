@@ -22,6 +22,7 @@ import {
 } from '@toolmesh/protocol';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { artifactLinks } from './resources.ts';
 
 /** The `_meta` key a client sets to make a re-sent call the same call. */
 export const IDEMPOTENCY_META_KEY = 'io.toolmesh/idempotency-key';
@@ -49,7 +50,11 @@ export function toCallToolResult(content: ToolResultContent, toolCallId: string)
       typeof result === 'object' && result !== null && !Array.isArray(result)
         ? (result as Record<string, unknown>)
         : { result: result ?? null };
-    return { content: [{ type: 'text', text }], structuredContent: structured, _meta: meta };
+    return {
+      content: [{ type: 'text', text }, ...artifactLinks(result)],
+      structuredContent: structured,
+      _meta: meta,
+    };
   }
   const error = content.error ?? { code: content.status, message: `the call ${content.status}` };
   return {

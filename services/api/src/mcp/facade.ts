@@ -8,15 +8,19 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
+  ListResourcesRequestSchema,
   ListToolsRequestSchema,
+  ReadResourceRequestSchema,
   McpError,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { ArtifactStore } from '@toolmesh/artifacts';
 import type { Client } from '@toolmesh/client';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
 import { IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
 import { buildNameTable, mcpToolName, type NameTable } from './names.ts';
+import { readArtifact } from './resources.ts';
 import { CALL_TOOL, SEARCH_TOOLS, search, searchTools } from './search.ts';
 import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
 
@@ -47,11 +51,12 @@ export class UnknownAgentError extends Error {
 export function createFacade(deps: {
   store: Store;
   client: Client;
+  artifacts: ArtifactStore;
   calls: MeshCalls;
   /** More visible tools than this: tools/list offers search_tools and call_tool only. */
   searchThreshold: number;
 }) {
-  const { store, client, calls, searchThreshold } = deps;
+  const { store, client, artifacts, calls, searchThreshold } = deps;
   const checker = createArgumentsChecker();
 
   /**
@@ -95,6 +100,8 @@ export function createFacade(deps: {
       {
         capabilities: {
           tools: { listChanged: true },
+          // Artifacts are reached through the resource links of results, not listed.
+          resources: {},
           tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
         },
         taskStore: createProjectTaskStore({ store, client, calls, project: scope.project }),
@@ -109,6 +116,11 @@ export function createFacade(deps: {
       if (table.entries.length > searchThreshold) return { tools: searchTools };
       return { tools: table.entries.map((e) => toMcpTool(e.mcpName, e.tool)) };
     });
+
+    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [] }));
+    server.setRequestHandler(ReadResourceRequestSchema, (req) =>
+      readArtifact({ store, artifacts }, scope.project, req.params.uri),
+    );
 
     server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
       let name = req.params.name;

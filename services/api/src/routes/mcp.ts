@@ -60,6 +60,7 @@ export const mcpRoutes =
     const facade = createFacade({
       store,
       client: deps.client,
+      artifacts: deps.artifacts,
       calls: createMeshCalls(deps),
       searchThreshold: config.api.mcp_search_threshold,
     });
