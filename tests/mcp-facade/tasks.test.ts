@@ -1,14 +1,16 @@
 // MCP Tasks (2025-11-25 experimental form, the 1.x SDK's client): a tools/call with `task` returns
 // a task whose id is the call's tool_call_id, recorded before it is returned. tasks/get, the
 // blocking tasks/result, tasks/list and tasks/cancel read the execution and its card, so another
-// api instance answers them after the one that created the task is gone.
+// api instance answers them after the one that created the task was killed (SIGKILL).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { pino } from 'pino';
-import { createClient } from '@toolmesh/client';
-import { buildApp, type ApiApp } from '../../services/api/src/app.ts';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { freePort } from '@toolmesh/testing';
+import { spawnReady } from '../support/procs.ts';
 import { startFacadeMesh, type FacadeMesh } from './support.ts';
 
 let mesh: FacadeMesh;
@@ -23,19 +25,16 @@ const createTask = (client: Client, name: string, args: Record<string, unknown>,
     CreateTaskResultSchema,
   );
 
-/** A second api instance on the same NATS root and database. */
-async function secondApi(): Promise<{ app: ApiApp; url: string }> {
-  const { config, store, nc, artifacts } = mesh.api;
-  const app = await buildApp({
-    config,
-    store,
-    nc,
-    client: createClient({ nc, root: config.nats.subject_root }),
-    artifacts,
-    logger: pino({ level: config.log.level }),
-  });
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, url };
+/** A second api as its own process on the same NATS root and database (SIGKILL-able). */
+async function spawnApi(): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child = await spawnReady(
+    join(import.meta.dirname, '..', '..', 'services/api/src/main.ts'),
+    { ...mesh.api.env, CG__API__PORT: String(port), CG__LOG__LEVEL: 'info' },
+    'api listening',
+    'api',
+  );
+  return { child, url: `http://127.0.0.1:${port}` };
 }
 
 async function connectTo(base: string): Promise<Client> {
@@ -63,15 +62,17 @@ describe('MCP tasks', () => {
   });
 
   it('creates a task that outlives the instance that created it', async () => {
-    const other = await secondApi();
+    const other = await spawnApi();
     const creator = await connectTo(other.url);
     const { task } = await createTask(creator, 'builtin__sleep', { ms: 1_500 });
     expect(task).toMatchObject({ status: 'working', ttl: 60_000, pollInterval: 500 });
     // The task id is the execution's id, recorded before the answer.
     const row = await mesh.api.store.executions.get(mesh.project.id, task.taskId);
     expect(row?.tool_name).toBe('builtin.sleep');
-    await creator.close();
-    await other.app.close();
+    // The creating instance dies without a word.
+    other.child.kill('SIGKILL');
+    await once(other.child, 'exit');
+    await creator.close().catch(() => undefined);
 
     const reader = await mesh.connect();
     const got = await reader.experimental.tasks.getTask(task.taskId);
