@@ -12,6 +12,10 @@ import {
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
   McpError,
+  type CallToolRequest,
+  type CallToolResult,
+  type CreateTaskResult,
+  type ProgressNotification,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ArtifactStore } from '@toolmesh/artifacts';
@@ -93,6 +97,139 @@ export function createFacade(deps: {
     };
   }
 
+  /**
+   * tools/call of a scope, whichever SDK line carries it: a tool call on the mesh (or a task of
+   * one, or the search tools' answer).
+   */
+  async function handleCall(
+    scope: FacadeScope,
+    params: CallToolRequest['params'],
+    extra: {
+      signal: AbortSignal;
+      sendNotification: (n: ProgressNotification) => Promise<void>;
+    },
+  ): Promise<CallToolResult | CreateTaskResult> {
+    let name = params.name;
+    let args = params.arguments ?? {};
+    const searching = name === SEARCH_TOOLS || name === CALL_TOOL;
+    const table = searching ? await visible(scope) : undefined;
+    if (table && table.entries.length > searchThreshold) {
+      if (name === SEARCH_TOOLS) {
+        const { query, limit } = args;
+        if (typeof query !== 'string' || query.trim() === '') {
+          throw new McpError(ErrorCode.InvalidParams, 'search_tools needs a query');
+        }
+        const found = search(table, query, typeof limit === 'number' ? limit : undefined);
+        const tools = found.map((e) => toMcpTool(e.mcpName, e.tool));
+        return {
+          content: [{ type: 'text', text: JSON.stringify(tools) }],
+          structuredContent: { tools },
+        };
+      }
+      if (name === CALL_TOOL) {
+        const inner = args['arguments'] ?? {};
+        if (typeof args['name'] !== 'string' || typeof inner !== 'object' || inner === null) {
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            'call_tool needs a name (a string) and arguments (an object)',
+          );
+        }
+        name = args['name'];
+        args = inner as Record<string, unknown>;
+      }
+    }
+    const tool = await resolve(scope, name, table);
+    if (!tool) {
+      throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}`);
+    }
+    const issues = checker.check(tool, args);
+    if (issues) {
+      const first = issues[0];
+      return errorResult(
+        'invalid_arguments',
+        `invalid arguments for ${tool.name}: ${first ? `${first.path}: ${first.message}` : 'schema mismatch'}`,
+        { issues },
+      );
+    }
+    const meta = params._meta;
+    const key = meta?.[IDEMPOTENCY_META_KEY];
+    if (key !== undefined && (typeof key !== 'string' || key.length === 0 || key.length > 255)) {
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `_meta["${IDEMPOTENCY_META_KEY}"] must be a string of 1-255 characters`,
+      );
+    }
+    const traceparent = meta?.['traceparent'];
+    const task = params.task;
+    if (task) {
+      // A task: recorded before the call is published and before it is returned; its id is
+      // the tool_call_id, so any instance answers tasks/get, tasks/result and tasks/cancel.
+      const ttlMs = task.ttl ?? null;
+      const started = await calls.start(
+        {
+          project: scope.project,
+          tool,
+          arguments: args,
+          idempotencyKey: key,
+          traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+        },
+        async (id) => {
+          await store.mcpTasks.create({
+            projectId: scope.project,
+            taskId: id,
+            ttlMs,
+            pollIntervalMs: TASK_POLL_INTERVAL_MS,
+          });
+        },
+      );
+      if (started.refused) {
+        const error = started.refused.structuredContent?.['error'] as { message?: string };
+        throw new McpError(ErrorCode.InvalidParams, error.message ?? 'the task was refused');
+      }
+      const row = await store.mcpTasks.get(scope.project, started.id);
+      if (!row) throw new McpError(ErrorCode.InternalError, 'the task expired at once');
+      return { task: toTask(row) };
+    }
+    const progressToken = meta?.progressToken;
+    let progress = 0;
+    return calls.run({
+      project: scope.project,
+      tool,
+      arguments: args,
+      idempotencyKey: key,
+      traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+      signal: extra.signal,
+      onProgress:
+        progressToken === undefined
+          ? undefined
+          : (ev) => {
+              // Our own count keeps progress increasing whatever the tool reports; a message
+              // the tool gave (an MCP server's, a watch's) is passed on, else the detail.
+              progress += 1;
+              const said = ev.detail?.['message'];
+              const detail =
+                typeof said === 'string' ? said : ev.detail ? JSON.stringify(ev.detail) : undefined;
+              extra
+                .sendNotification({
+                  method: 'notifications/progress',
+                  params: {
+                    progressToken,
+                    progress,
+                    ...(detail ? { message: detail } : {}),
+                  },
+                })
+                .catch(() => undefined);
+            },
+    });
+  }
+
+  /** tools/list of a scope. */
+  async function handleList(scope: FacadeScope): Promise<{ tools: Tool[] }> {
+    const table = await visible(scope);
+    if (table.entries.length > searchThreshold) return { tools: searchTools };
+    return { tools: table.entries.map((e) => toMcpTool(e.mcpName, e.tool)) };
+  }
+
   /** An SDK server for one scope; the transport is connected by the caller. */
   function newServer(scope: FacadeScope): Server {
     const server = new Server(
@@ -111,135 +248,16 @@ export function createFacade(deps: {
       },
     );
 
-    server.setRequestHandler(ListToolsRequestSchema, async () => {
-      const table = await visible(scope);
-      if (table.entries.length > searchThreshold) return { tools: searchTools };
-      return { tools: table.entries.map((e) => toMcpTool(e.mcpName, e.tool)) };
-    });
+    server.setRequestHandler(ListToolsRequestSchema, () => handleList(scope));
 
     server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [] }));
     server.setRequestHandler(ReadResourceRequestSchema, (req) =>
       readArtifact({ store, artifacts }, scope.project, req.params.uri),
     );
 
-    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-      let name = req.params.name;
-      let args = req.params.arguments ?? {};
-      const searching = name === SEARCH_TOOLS || name === CALL_TOOL;
-      const table = searching ? await visible(scope) : undefined;
-      if (table && table.entries.length > searchThreshold) {
-        if (name === SEARCH_TOOLS) {
-          const { query, limit } = args;
-          if (typeof query !== 'string' || query.trim() === '') {
-            throw new McpError(ErrorCode.InvalidParams, 'search_tools needs a query');
-          }
-          const found = search(table, query, typeof limit === 'number' ? limit : undefined);
-          const tools = found.map((e) => toMcpTool(e.mcpName, e.tool));
-          return {
-            content: [{ type: 'text', text: JSON.stringify(tools) }],
-            structuredContent: { tools },
-          };
-        }
-        if (name === CALL_TOOL) {
-          const inner = args['arguments'] ?? {};
-          if (typeof args['name'] !== 'string' || typeof inner !== 'object' || inner === null) {
-            throw new McpError(
-              ErrorCode.InvalidParams,
-              'call_tool needs a name (a string) and arguments (an object)',
-            );
-          }
-          name = args['name'];
-          args = inner as Record<string, unknown>;
-        }
-      }
-      const tool = await resolve(scope, name, table);
-      if (!tool) {
-        throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}`);
-      }
-      const issues = checker.check(tool, args);
-      if (issues) {
-        const first = issues[0];
-        return errorResult(
-          'invalid_arguments',
-          `invalid arguments for ${tool.name}: ${first ? `${first.path}: ${first.message}` : 'schema mismatch'}`,
-          { issues },
-        );
-      }
-      const meta = req.params._meta;
-      const key = meta?.[IDEMPOTENCY_META_KEY];
-      if (key !== undefined && (typeof key !== 'string' || key.length === 0 || key.length > 255)) {
-        throw new McpError(
-          ErrorCode.InvalidParams,
-          `_meta["${IDEMPOTENCY_META_KEY}"] must be a string of 1-255 characters`,
-        );
-      }
-      const traceparent = meta?.['traceparent'];
-      const task = req.params.task;
-      if (task) {
-        // A task: recorded before the call is published and before it is returned; its id is
-        // the tool_call_id, so any instance answers tasks/get, tasks/result and tasks/cancel.
-        const ttlMs = task.ttl ?? null;
-        const started = await calls.start(
-          {
-            project: scope.project,
-            tool,
-            arguments: args,
-            idempotencyKey: key,
-            traceparent: typeof traceparent === 'string' ? traceparent : undefined,
-          },
-          async (id) => {
-            await store.mcpTasks.create({
-              projectId: scope.project,
-              taskId: id,
-              ttlMs,
-              pollIntervalMs: TASK_POLL_INTERVAL_MS,
-            });
-          },
-        );
-        if (started.refused) {
-          const error = started.refused.structuredContent?.['error'] as { message?: string };
-          throw new McpError(ErrorCode.InvalidParams, error.message ?? 'the task was refused');
-        }
-        const row = await store.mcpTasks.get(scope.project, started.id);
-        if (!row) throw new McpError(ErrorCode.InternalError, 'the task expired at once');
-        return { task: toTask(row) };
-      }
-      const progressToken = meta?.progressToken;
-      let progress = 0;
-      return calls.run({
-        project: scope.project,
-        tool,
-        arguments: args,
-        idempotencyKey: key,
-        traceparent: typeof traceparent === 'string' ? traceparent : undefined,
-        signal: extra.signal,
-        onProgress:
-          progressToken === undefined
-            ? undefined
-            : (ev) => {
-                // Our own count keeps progress increasing whatever the tool reports; a message
-                // the tool gave (an MCP server's, a watch's) is passed on, else the detail.
-                progress += 1;
-                const said = ev.detail?.['message'];
-                const detail =
-                  typeof said === 'string'
-                    ? said
-                    : ev.detail
-                      ? JSON.stringify(ev.detail)
-                      : undefined;
-                extra
-                  .sendNotification({
-                    method: 'notifications/progress',
-                    params: {
-                      progressToken,
-                      progress,
-                      ...(detail ? { message: detail } : {}),
-                    },
-                  })
-                  .catch(() => undefined);
-              },
-      });
-    });
+    server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
+      handleCall(scope, req.params, extra),
+    );
     return server;
   }
 
@@ -278,6 +296,6 @@ export function createFacade(deps: {
     }
   }
 
-  return { newServer, visibleTools };
+  return { newServer, visibleTools, handleList, handleCall };
 }
 export type Facade = ReturnType<typeof createFacade>;
