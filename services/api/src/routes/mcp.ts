@@ -19,6 +19,12 @@ import { Id, ProjectParams } from '../schemas.ts';
 import { createMeshCalls } from '../mcp/calls.ts';
 import { createFacade } from '../mcp/facade.ts';
 import { createMcpAuth } from '../mcp/oauth.ts';
+import { createModernHandler } from '../mcp/modern.ts';
+import { readArtifact } from '../mcp/resources.ts';
+import { isLegacyRequest } from '@modelcontextprotocol/server';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 interface Session {
   id: string;
@@ -64,6 +70,11 @@ export const mcpRoutes =
       calls: createMeshCalls(deps),
       searchThreshold: config.api.mcp_search_threshold,
     });
+    const modern = createModernHandler({
+      facade,
+      readResource: (project, uri) => readArtifact(deps, project, uri),
+    });
+    app.addHook('onClose', () => modern.close());
     const subjects = createSubjects(config.nats.subject_root);
     const sessions = new Map<string, Session>();
     const { mcp_session_idle_ms: idleMs, mcp_max_sessions: maxSessions } = config.api;
@@ -140,6 +151,22 @@ export const mcpRoutes =
       },
       handler: async (req, reply) => {
         const { project } = req.params;
+        if (req.method === 'POST' && req.headers['mcp-session-id'] === undefined) {
+          const web = toWebRequest(req);
+          if (!(await isLegacyRequest(web, req.body))) {
+            // 2026-07-28: stateless, one server per request (modern.ts).
+            const res = await modern.fetch(web, {
+              parsedBody: req.body,
+              authInfo: {
+                token: '',
+                clientId: project,
+                scopes: [],
+                extra: { project, agent: req.query.agent },
+              },
+            });
+            return sendWebResponse(reply, res);
+          }
+        }
         const header = req.headers['mcp-session-id'];
         const sessionId = Array.isArray(header) ? header[0] : header;
         let transport: StreamableHTTPServerTransport;
@@ -199,3 +226,35 @@ export const mcpMetadataRoutes =
       },
     );
   };
+
+/** The request as the 2.x SDK's fetch-shaped handler reads it (the body goes as parsedBody). */
+function toWebRequest(req: FastifyRequest): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return new Request(`http://${req.headers.host ?? 'localhost'}${req.url}`, {
+    method: req.method,
+    headers,
+  });
+}
+
+/** Writes a web Response (JSON or an SSE stream) to the raw reply; a gone client ends it. */
+async function sendWebResponse(reply: FastifyReply, res: Response): Promise<void> {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(res.status, Object.fromEntries(res.headers));
+  if (!res.body) {
+    raw.end();
+    return;
+  }
+  const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+  raw.once('close', () => body.destroy());
+  await new Promise<void>((resolve) => {
+    body.once('end', resolve);
+    body.once('error', () => resolve());
+    body.once('close', resolve);
+    body.pipe(raw);
+  });
+}
