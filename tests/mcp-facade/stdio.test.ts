@@ -1,11 +1,13 @@
 // `toolmesh mcp serve` on stdio, driven by the SDK's stdio client the way an MCP client starts
 // it: the CLI as a child process with its key in the environment, relaying to the api. Covered:
 // initialize and list, builtin.echo answered from its card, an idempotent re-send, the agent
-// flag, and a key of another project refused.
+// flag, a 2.x client negotiating 2026-07-28 through the relay, and another project's key refused.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client as ModernClient } from '@modelcontextprotocol/client';
+import { StdioClientTransport as ModernStdio } from '@modelcontextprotocol/client/stdio';
 import { startFacadeMesh, type FacadeMesh } from './support.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'packages/cli/src/main.ts');
@@ -62,6 +64,32 @@ describe('toolmesh mcp serve', () => {
     expect((await post('/agents', { id: 'stdio-bot', profile: 'echoer' })).status).toBe(201);
     const client = await serve(mesh.project.key, '--agent', 'stdio-bot');
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['builtin__echo']);
+  });
+
+  it('relays 2026-07-28 too: a 2.x client negotiates it through the command', async () => {
+    const client = new ModernClient(
+      { name: 'stdio-modern', version: '1.0.0' },
+      { versionNegotiation: { mode: 'auto' } },
+    );
+    await client.connect(
+      new ModernStdio({
+        command: process.execPath,
+        args: [MAIN, 'mcp', 'serve', '--project', mesh.project.id],
+        env: {
+          PATH: process.env['PATH'] ?? '',
+          TOOLMESH_API_URL: mesh.baseUrl,
+          TOOLMESH_API_KEY: mesh.project.key,
+        },
+        stderr: 'pipe',
+      }),
+    );
+    try {
+      expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+      const res = await client.callTool({ name: 'builtin__echo', arguments: { via: 'modern' } });
+      expect(res.structuredContent).toEqual({ via: 'modern' });
+    } finally {
+      await client.close();
+    }
   });
 
   it("refuses another project's key: initialize fails", async () => {

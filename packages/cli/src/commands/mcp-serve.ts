@@ -5,7 +5,8 @@
 // tool sets; the CLI holds no database or NATS connection of its own. stdout carries only
 // protocol messages; diagnostics go to stderr.
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+// The 2.x client transport: it also frames 2026-07-28 requests (headers derived from the body).
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import {
   ErrorCode,
   isJSONRPCRequest,
@@ -46,7 +47,7 @@ export async function mcpServe(ctx: Context, f: McpServeFlags): Promise<number> 
 
   local.onmessage = (msg: JSONRPCMessage) => {
     if (isJSONRPCRequest(msg) && msg.method === 'initialize') initializing.add(msg.id);
-    upstream.send(msg).catch((err: unknown) => {
+    upstream.send(msg as never).catch((err: unknown) => {
       // A request must be answered even when the api could not be reached or refused the key.
       if (isJSONRPCRequest(msg)) {
         const message = `toolmesh api: ${(err as Error).message ?? String(err)}`;
@@ -58,7 +59,8 @@ export async function mcpServe(ctx: Context, f: McpServeFlags): Promise<number> 
       }
     });
   };
-  upstream.onmessage = (msg: JSONRPCMessage) => {
+  upstream.onmessage = (m) => {
+    const msg = m;
     if (isJSONRPCResultResponse(msg) && initializing.delete(msg.id)) {
       const version = (msg.result as { protocolVersion?: unknown }).protocolVersion;
       if (typeof version === 'string') upstream.setProtocolVersion(version);
