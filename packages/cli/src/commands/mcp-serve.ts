@@ -59,8 +59,7 @@ export async function mcpServe(ctx: Context, f: McpServeFlags): Promise<number> 
       }
     });
   };
-  upstream.onmessage = (m) => {
-    const msg = m;
+  upstream.onmessage = (msg) => {
     if (isJSONRPCResultResponse(msg) && initializing.delete(msg.id)) {
       const version = (msg.result as { protocolVersion?: unknown }).protocolVersion;
       if (typeof version === 'string') upstream.setProtocolVersion(version);
