@@ -8,6 +8,7 @@ const BENCHES: Record<string, string> = {
   sandbox: 'bench/sandbox.ts',
   agent: 'bench/agent.ts',
   tools: 'bench/tools.ts',
+  mcp: 'bench/mcp.ts',
 };
 
 const wanted = process.argv.slice(2);

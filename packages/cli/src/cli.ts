@@ -19,6 +19,7 @@ import {
   mcpRemove,
   type McpAddFlags,
 } from './commands/mcp.ts';
+import { mcpServe, type McpServeFlags } from './commands/mcp-serve.ts';
 import {
   secretsDelete,
   secretsList,
@@ -205,7 +206,16 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .argument('<task_id>')
     .action(run((ctx, id: string) => taskShow(ctx, id)));
 
-  const mcp = program.command('mcp').description("the project's MCP servers");
+  const mcp = program
+    .command('mcp')
+    .description("the project's MCP servers, and the project served as one (serve)");
+  mcp
+    .command('serve')
+    .description(
+      "serve the project's tools as an MCP server on stdio (for MCP clients that start a command); relays to the api's /v1/projects/<p>/mcp with the api key",
+    )
+    .option('--agent <id>', "only this agent's tool set")
+    .action(run((ctx, f: McpServeFlags) => mcpServe(ctx, f)));
   mcp
     .command('add')
     .description(

@@ -10,6 +10,6 @@ process.once('SIGINT', () => {
 
 process.exitCode = await runCli(process.argv.slice(2), {
   env: process.env,
-  io: { stdout: process.stdout, stderr: process.stderr },
+  io: { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin },
   signal: controller.signal,
 });

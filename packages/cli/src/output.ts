@@ -1,10 +1,12 @@
 // Printing: JSON for scripts (--json), short aligned text for people. Results go to stdout;
 // progress and errors to stderr, so `toolmesh ... --json | jq` always sees clean JSON.
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 
 export interface Io {
   stdout: Writable;
   stderr: Writable;
+  /** Only `mcp serve` reads it (the MCP client's messages). */
+  stdin?: Readable;
 }
 
 export function printJson(io: Io, value: unknown): void {

@@ -26,6 +26,7 @@ export type {
   ReaperConfig,
   LlmConfig,
   AgentConfig,
+  McpOauthConfig,
 } from './schema.ts';
 export { redactConfig, redactUrls, secretsOf, createRedactor, MASK } from './redact.ts';
 export type { Redactor } from './redact.ts';

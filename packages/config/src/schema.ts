@@ -204,6 +204,12 @@ export const apiSchema = section({
   // How long registering or refreshing an MCP server waits for the tools service's discovery
   // (keep it above tools.mcp_discovery_timeout_ms).
   mcp_refresh_wait_ms: positiveInt().default(60_000),
+  // The MCP facade (/v1/projects/:p/mcp): a session nobody used for this long is closed, and an
+  // instance keeps at most this many sessions (a new one beyond is refused with 503).
+  mcp_session_idle_ms: positiveInt().default(1_800_000),
+  mcp_max_sessions: positiveInt().default(1_000),
+  // More visible tools than this and the facade lists only search_tools and call_tool.
+  mcp_search_threshold: positiveInt().default(100),
 }).superRefine((api, ctx) => {
   const {
     execution_wait_min_ms: min,
@@ -419,6 +425,32 @@ export const agentSchema = section({
   tool_result_max_chars: positiveInt().default(32_000),
 });
 
+// The MCP facade as an OAuth 2.1 resource server (project keys keep working beside it). A
+// section of its own, [mcp_oauth], not [mcp.oauth]: env overrides are two levels deep.
+export const mcpOauthSchema = section({
+  // The authorization server whose JWT access tokens are accepted; empty turns OAuth off.
+  issuer: z.string(expected('a URL or ""')).default(''),
+  // Where the issuer's signing keys are (its JWKS document).
+  jwks_url: z.string(expected('a URL or ""')).default(''),
+  // The api's public URL: a project's resource is <resource_base_url>/v1/projects/<p>/mcp.
+  resource_base_url: z.string(expected('a URL or ""')).default(''),
+  // The token claim that names the project.
+  project_claim: z.string(expected('a claim name')).min(1).default('toolmesh_project'),
+  // The scope a token needs (in its space-separated `scope` claim).
+  scope: z.string(expected('a scope')).min(1).default('mcp'),
+}).superRefine((o, ctx) => {
+  if (o.issuer === '') return;
+  for (const key of ['issuer', 'jwks_url', 'resource_base_url'] as const) {
+    if (!URL.canParse(o[key])) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: `must be a URL when mcp_oauth.issuer is set, got ${JSON.stringify(o[key])}`,
+      });
+    }
+  }
+});
+
 // prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.
 export const configSchema = z
   .strictObject(
@@ -437,6 +469,7 @@ export const configSchema = z
       reaper: reaperSchema.prefault({}),
       llm: llmSchema.prefault({}),
       agent: agentSchema.prefault({}),
+      mcp_oauth: mcpOauthSchema.prefault({}),
     },
     expected('a table'),
   )
@@ -465,6 +498,7 @@ export type E2bConfig = z.infer<typeof e2bSchema>;
 export type ReaperConfig = z.infer<typeof reaperSchema>;
 export type LlmConfig = z.infer<typeof llmSchema>;
 export type AgentConfig = z.infer<typeof agentSchema>;
+export type McpOauthConfig = z.infer<typeof mcpOauthSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

@@ -102,6 +102,7 @@ export type {
   McpToolSpec,
   NewMcpServer,
 } from './mcp-servers.ts';
+export type { McpTaskRecord, McpTasksRepo } from './mcp-tasks.ts';
 export { createSecretBox, SecretsKeyError } from './secrets.ts';
 export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
 export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';

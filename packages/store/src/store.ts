@@ -20,6 +20,7 @@ import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
 import { createMcpServersRepo, type McpServersRepo } from './mcp-servers.ts';
+import { createMcpTasksRepo, type McpTasksRepo } from './mcp-tasks.ts';
 import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
 import { createRateBucketsRepo, type RateBucketsRepo } from './rate-buckets.ts';
 
@@ -43,6 +44,7 @@ export interface Store {
   readonly skillJobs: SkillJobsRepo;
   readonly turns: TurnsRepo;
   readonly mcpServers: McpServersRepo;
+  readonly mcpTasks: McpTasksRepo;
   readonly secrets: SecretsRepo;
   readonly rateBuckets: RateBucketsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
@@ -87,6 +89,7 @@ export function createStore(pool: pg.Pool): Store {
     skillJobs: createSkillJobsRepo(db),
     turns: createTurnsRepo(db),
     mcpServers: createMcpServersRepo(db),
+    mcpTasks: createMcpTasksRepo(db),
     secrets: createSecretsRepo(db),
     rateBuckets: createRateBucketsRepo(db),
     close: () => pool.end(),

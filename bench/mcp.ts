@@ -1,0 +1,93 @@
+// `pnpm bench mcp`: builtin.echo over the MCP facade (the 1.x SDK's client, streamable HTTP, a
+// session of a listening api) against the same call over the toolmesh SDK (@toolmesh/client,
+// straight onto the bus), sequentially, in the same run, with the skills service as its own
+// process. The goal of issue 19: the facade within 2 ms p50 of the SDK path.
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createClient } from '@toolmesh/client';
+import { startTestApi } from '../services/api/src/test/support.ts';
+import { summarize, table } from './stats.ts';
+import { drive, spawnReady, ROOT_DIR, writeResult, stopChildren } from './support.ts';
+
+const CALLS = Number(process.env['BENCH_CALLS'] ?? 1_000);
+const WARMUP = 200;
+const GOAL_P50_OVERHEAD_MS = 2;
+
+const api = await startTestApi({ CG__LOG__LEVEL: 'warn' });
+const children: ChildProcess[] = [];
+const nc = await connect({ servers: api.env['CG__NATS__URL']!, noAsyncTraces: true });
+const mcp = new Client({ name: 'bench', version: '1.0.0' });
+try {
+  children.push(
+    await spawnReady(
+      [join(ROOT_DIR, 'services/skills/src/main.ts')],
+      { ...api.env, CG__LOG__LEVEL: 'info' },
+      'tool service started',
+    ),
+  );
+  const address = await api.app.listen({ host: '127.0.0.1', port: 0 });
+  const project = await api.createProject('bench');
+  const client = createClient({ nc, root: api.config.nats.subject_root });
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL(`${address}/v1/projects/${project.id}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${project.key}` } },
+    }),
+  );
+
+  const viaSdk = async (i: number) => {
+    const r = await client.callTool({
+      project: project.id,
+      channel: 'bench',
+      tool: 'builtin.echo',
+      arguments: { i },
+    });
+    if (r.status !== 'succeeded') throw new Error(`sdk call ${i} ended ${r.status}`);
+  };
+  const viaFacade = async (i: number) => {
+    const r = await mcp.callTool({ name: 'builtin__echo', arguments: { i } });
+    if (r.isError) throw new Error(`facade call ${i} failed: ${JSON.stringify(r.content)}`);
+  };
+
+  await drive(WARMUP, 1, viaSdk);
+  await drive(WARMUP, 1, viaFacade);
+  // Alternating halves, so drift in the machine's load falls on both paths alike.
+  const half = Math.floor(CALLS / 2);
+  const sdk = [...(await drive(half, 1, viaSdk)).latencies];
+  const facade = [...(await drive(half, 1, viaFacade)).latencies];
+  sdk.push(...(await drive(half, 1, viaSdk)).latencies);
+  facade.push(...(await drive(half, 1, viaFacade)).latencies);
+
+  const s = summarize(sdk);
+  const f = summarize(facade);
+  const overhead = Math.round((f.p50_ms - s.p50_ms) * 1000) / 1000;
+  console.log(
+    table([
+      { path: 'toolmesh SDK (bus)', 'p50 ms': s.p50_ms, 'p99 ms': s.p99_ms, calls: s.n },
+      { path: 'MCP facade (HTTP)', 'p50 ms': f.p50_ms, 'p99 ms': f.p99_ms, calls: f.n },
+    ]),
+  );
+  console.log(
+    `facade overhead p50: ${overhead} ms (goal: at most ${GOAL_P50_OVERHEAD_MS} ms) ${overhead <= GOAL_P50_OVERHEAD_MS ? 'met' : 'NOT met'}`,
+  );
+  await writeResult('mcp', {
+    sdk: { p50_ms: s.p50_ms, p99_ms: s.p99_ms, mean_ms: s.mean_ms },
+    facade: { p50_ms: f.p50_ms, p99_ms: f.p99_ms, mean_ms: f.mean_ms },
+    overhead_p50_ms: overhead,
+    goal_p50_overhead_ms: GOAL_P50_OVERHEAD_MS,
+    goal_met: overhead <= GOAL_P50_OVERHEAD_MS,
+    calls_per_path: s.n,
+    sdk_line: '@modelcontextprotocol/sdk 1.x, streamable HTTP, protocol 2025-11-25',
+    node: process.version,
+    cpus: (await import('node:os')).cpus().length,
+    measured_at: new Date().toISOString(),
+  });
+  await client.close();
+} finally {
+  await mcp.close().catch(() => undefined);
+  await stopChildren(children);
+  await nc.close();
+  await api.close();
+}

@@ -1,0 +1,262 @@
+// A `tools/call` of the MCP facade as a tool call on the mesh: the execution row is written
+// `queued` first (as POST /executions does), the call is published and its result awaited;
+// progress events of the call become `notifications/progress`, a cancelled request cancels the
+// call on the mesh. With an idempotency key in `_meta`, the tool_call_id is a hash of the project
+// and the key: a re-sent request finds the same row and answers from the same card, never a
+// second run.
+import { createHash, randomUUID } from 'node:crypto';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import {
+  ResultWaitTimeoutError,
+  type Client,
+  type ToolCallRequest,
+  type ToolResult,
+} from '@toolmesh/client';
+import type { Config } from '@toolmesh/config';
+import {
+  decodeMessage,
+  splitToolName,
+  type ToolProgressEvent,
+  type ToolResultContent,
+} from '@toolmesh/protocol';
+import type { Store, ToolRecord } from '@toolmesh/store';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { artifactLinks } from './resources.ts';
+
+/** The `_meta` key a client sets to make a re-sent call the same call. */
+export const IDEMPOTENCY_META_KEY = 'io.toolmesh/idempotency-key';
+/** The channel MCP calls travel on (executions list it as their channel). */
+export const MCP_CHANNEL = 'mcp';
+/** Written as the instance of a queued row; the tool service overwrites it when it starts. */
+const QUEUED_BY = 'api';
+
+/**
+ * The tool_call_id of a keyed call: the project and the key hashed into a UUID-shaped id, so a
+ * key of one project never names a call of another, and the id reveals neither.
+ */
+export function idempotentCallId(project: string, key: string): string {
+  const h = createHash('sha256').update(`mcp\u0000${project}\u0000${key}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** A result card as MCP content: the result as JSON text, and as structuredContent. */
+export function toCallToolResult(content: ToolResultContent, toolCallId: string): CallToolResult {
+  const meta = { 'io.toolmesh/tool-call-id': toolCallId };
+  if (content.status === 'succeeded') {
+    const result = content.result;
+    const text = typeof result === 'string' ? result : JSON.stringify(result ?? null);
+    const structured =
+      typeof result === 'object' && result !== null && !Array.isArray(result)
+        ? (result as Record<string, unknown>)
+        : { result: result ?? null };
+    return {
+      content: [{ type: 'text', text }, ...artifactLinks(result)],
+      structuredContent: structured,
+      _meta: meta,
+    };
+  }
+  const error = content.error ?? { code: content.status, message: `the call ${content.status}` };
+  return {
+    isError: true,
+    content: [{ type: 'text', text: `${error.code}: ${error.message}` }],
+    structuredContent: { status: content.status, error },
+    _meta: meta,
+  };
+}
+
+export const errorResult = (code: string, message: string, extra: object = {}): CallToolResult => ({
+  isError: true,
+  content: [{ type: 'text', text: `${code}: ${message}` }],
+  structuredContent: { status: 'failed', error: { code, message, ...extra } },
+});
+
+export interface CallDeps {
+  store: Store;
+  client: Client;
+  nc: NatsConnection;
+  config: Config;
+  logger: Logger;
+}
+
+export interface MeshCall {
+  project: string;
+  tool: ToolRecord;
+  arguments: Record<string, unknown>;
+  idempotencyKey?: string | undefined;
+  traceparent?: string | undefined;
+  /** Aborted when the client cancels the request (or the connection is gone). */
+  signal: AbortSignal;
+  /** Called once per progress event of the call. */
+  onProgress?: ((ev: ToolProgressEvent) => void) | undefined;
+}
+
+export function createMeshCalls(deps: CallDeps) {
+  const { store, client, nc, config } = deps;
+  const log = deps.logger.child({ component: 'mcp' });
+
+  // The client keeps one waiter per tool_call_id: a re-send arriving here while the first is
+  // still waiting joins that wait instead of replacing it.
+  const inflight = new Map<string, Promise<ToolResult>>();
+
+  function awaitResult(req: ToolCallRequest & { toolCallId: string }, signal: AbortSignal) {
+    const key = `${req.project}/${req.toolCallId}`;
+    let shared = inflight.get(key);
+    if (!shared) {
+      shared = client.callTool(req);
+      inflight.set(key, shared);
+      const forget = () => inflight.delete(key);
+      shared.then(forget, forget);
+    }
+    return new Promise<ToolResult>((resolve, reject) => {
+      const onAbort = () =>
+        reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      shared.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
+  }
+
+  /** The card of a finished call as MCP content, or undefined while it runs. */
+  async function answered(project: string, id: string): Promise<CallToolResult | undefined> {
+    const e = await store.executions.get(project, id);
+    if (!e?.card_id) return undefined;
+    const card = await store.cards.byId(project, e.card_id);
+    return card ? toCallToolResult(card.content as ToolResultContent, id) : undefined;
+  }
+
+  function listenProgress(call: MeshCall, id: string): Subscription | undefined {
+    if (!call.onProgress) return undefined;
+    const onProgress = call.onProgress;
+    const subject = client.subjects.toolProgress({
+      project: call.project,
+      channel: MCP_CHANNEL,
+      target: call.tool.target,
+    });
+    return nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) return;
+        try {
+          const ev = decodeMessage('tool_progress', msg.data);
+          if (ev.tool_call_id === id) onProgress(ev);
+        } catch {
+          // Another sender's malformed event: not this call's to judge.
+        }
+      },
+    });
+  }
+
+  /**
+   * Writes the queued row (or finds the row of a re-sent keyed call) and builds the bus request.
+   * A re-send whose call finished comes back with its answer; one for another tool is refused.
+   */
+  async function prepare(call: Omit<MeshCall, 'signal' | 'onProgress'>): Promise<{
+    id: string;
+    queued: boolean;
+    req: ToolCallRequest;
+    answer?: CallToolResult;
+    conflict?: CallToolResult;
+  }> {
+    const { project, tool } = call;
+    const id = call.idempotencyKey ? idempotentCallId(project, call.idempotencyKey) : randomUUID();
+    const registered = (tool.options as { timeout_ms?: unknown }).timeout_ms;
+    const deadline =
+      typeof registered === 'number'
+        ? Math.min(registered, config.tools.max_timeout_ms)
+        : undefined;
+    const req: ToolCallRequest = {
+      project,
+      channel: MCP_CHANNEL,
+      tool: tool.name,
+      arguments: call.arguments,
+      toolCallId: id,
+      ...(deadline !== undefined ? { timeoutMs: deadline } : {}),
+      ...(call.traceparent ? { traceparent: call.traceparent } : {}),
+    };
+    const queued = await store.executions.enqueue({
+      projectId: project,
+      toolCallId: id,
+      channel: MCP_CHANNEL,
+      toolName: tool.name,
+      target: splitToolName(tool.name).target,
+      instanceId: QUEUED_BY,
+    });
+    if (queued) return { id, queued: true, req };
+    // A re-send of a keyed call: answer from its card when it has one, else wait for it (the
+    // publish is deduplicated; the tool service never runs a known id twice).
+    const e = await store.executions.get(project, id);
+    if (e && e.tool_name !== tool.name) {
+      const conflict = errorResult(
+        'idempotency_conflict',
+        `idempotency key already used for a call of ${e.tool_name}`,
+      );
+      return { id, queued: false, req, answer: conflict, conflict };
+    }
+    const done = await answered(project, id);
+    return { id, queued: false, req, ...(done ? { answer: done } : {}) };
+  }
+
+  /** Publishes a call and returns at once (an MCP task); the card answers it later. */
+  async function start(
+    call: Omit<MeshCall, 'signal' | 'onProgress'>,
+    /** Runs once the id is known and before anything is published (records the task). */
+    beforePublish: (id: string) => Promise<void>,
+  ): Promise<{ id: string; refused?: CallToolResult }> {
+    const { id, queued, req, conflict } = await prepare(call);
+    if (conflict) return { id, refused: conflict };
+    await beforePublish(id);
+    if (!queued) return { id };
+    try {
+      await client.publishToolCall(req);
+      return { id };
+    } catch (err) {
+      await store.executions.dropQueued(call.project, id);
+      log.warn({ err, tool_call_id: id }, 'publishing an MCP task failed');
+      return {
+        id,
+        refused: errorResult(
+          'unavailable',
+          `the message bus is unavailable: ${(err as Error).message}`,
+        ),
+      };
+    }
+  }
+
+  async function run(call: MeshCall): Promise<CallToolResult> {
+    const { project } = call;
+    const { id, queued, req, answer } = await prepare(call);
+    if (answer) return answer;
+    const progress = listenProgress(call, id);
+    const onAbort = () => {
+      client
+        .cancel({ project, channel: MCP_CHANNEL, toolCallId: id, reason: 'MCP request cancelled' })
+        .catch((err: unknown) => log.warn({ err, tool_call_id: id }, 'publishing a cancel failed'));
+    };
+    call.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      if (progress) await nc.flush();
+      const result = await awaitResult({ ...req, toolCallId: id }, call.signal);
+      return toCallToolResult(result.content, id);
+    } catch (err) {
+      if (call.signal.aborted) {
+        // The SDK sends no response to a cancelled request; this value is never seen.
+        return errorResult('canceled', 'the request was cancelled', { tool_call_id: id });
+      }
+      if (err instanceof ResultWaitTimeoutError) {
+        return errorResult('timeout', (err as Error).message, { tool_call_id: id });
+      }
+      if (queued) await store.executions.dropQueued(project, id);
+      log.warn({ err, tool_call_id: id }, 'publishing an MCP tool call failed');
+      return errorResult(
+        'unavailable',
+        `the message bus is unavailable: ${(err as Error).message}`,
+      );
+    } finally {
+      call.signal.removeEventListener('abort', onAbort);
+      progress?.unsubscribe();
+    }
+  }
+
+  return { run, start, answered };
+}
+export type MeshCalls = ReturnType<typeof createMeshCalls>;

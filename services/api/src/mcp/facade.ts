@@ -1,0 +1,301 @@
+// The MCP facade: one translation module from MCP to the mesh, behind both transports (the
+// api's streamable HTTP route and, through it, `toolmesh mcp serve` on stdio). A facade server
+// is built per session for one project (and optionally one agent): `tools/list` is the
+// project's enabled tools, or the agent's tool set as its worker sees it; `tools/call` is a tool
+// call on the bus, answered from its card (calls.ts). Built on the 1.x SDK's low-level Server:
+// the tools are registry rows with JSON Schemas, not zod shapes known at compile time.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+  McpError,
+  type CallToolRequest,
+  type CallToolResult,
+  type CreateTaskResult,
+  type ProgressNotification,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { ArtifactStore } from '@toolmesh/artifacts';
+import type { Client } from '@toolmesh/client';
+import type { Store, ToolRecord } from '@toolmesh/store';
+import { createArgumentsChecker } from '../routes/executions-args.ts';
+import { IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
+import { buildNameTable, mcpToolName, type NameTable } from './names.ts';
+import { readArtifact } from './resources.ts';
+import { CALL_TOOL, SEARCH_TOOLS, search, searchTools } from './search.ts';
+import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
+
+export const FACADE_NAME = 'toolmesh';
+export const FACADE_VERSION = '1.0.0';
+
+export interface FacadeScope {
+  project: string;
+  /** Limits the tools to this agent's tool set. */
+  agent?: string | undefined;
+}
+
+/** Does a profile's `allowed_tools` (a name, or `<target>.*`) admit a tool? As the agent worker. */
+function allows(patterns: readonly string[], name: string): boolean {
+  return patterns.some((p) =>
+    p.endsWith('.*') ? name.startsWith(p.slice(0, -1)) && name.length > p.length - 1 : p === name,
+  );
+}
+
+export class UnknownAgentError extends Error {
+  readonly code = 'not_found';
+  constructor(agent: string) {
+    super(`agent ${JSON.stringify(agent)} not found`);
+    this.name = 'UnknownAgentError';
+  }
+}
+
+export function createFacade(deps: {
+  store: Store;
+  client: Client;
+  artifacts: ArtifactStore;
+  calls: MeshCalls;
+  /** More visible tools than this: tools/list offers search_tools and call_tool only. */
+  searchThreshold: number;
+}) {
+  const { store, client, artifacts, calls, searchThreshold } = deps;
+  const checker = createArgumentsChecker();
+
+  /**
+   * The tools a scope may see. For an agent, the same rule as the agent worker's toolset
+   * (services/agent-worker/src/toolset.ts): enabled tools its profile admits and, when tools
+   * are attached to it, only those; an agent without a profile sees none.
+   */
+  async function visibleTools(scope: FacadeScope): Promise<NameTable<ToolRecord>> {
+    const all = (await store.tools.list(scope.project, {})).filter((t) => t.enabled);
+    if (scope.agent === undefined) return buildNameTable(all);
+    const agent = await store.agents.get(scope.project, scope.agent);
+    if (!agent) throw new UnknownAgentError(scope.agent);
+    const profile = agent.profile
+      ? await store.profiles.get(scope.project, agent.profile)
+      : undefined;
+    const attached = new Set(
+      ((await store.agents.listTools(scope.project, scope.agent)) ?? []).map((t) => t.name),
+    );
+    const allowed = profile?.allowed_tools ?? [];
+    return buildNameTable(
+      all.filter((t) => allows(allowed, t.name) && (attached.size === 0 || attached.has(t.name))),
+    );
+  }
+
+  function toMcpTool(mcpName: string, t: ToolRecord): Tool {
+    return {
+      name: mcpName,
+      title: t.name,
+      description: t.description,
+      inputSchema: t.parameters as Tool['inputSchema'],
+      // Any call may run as a task: it is a tool call on the mesh either way.
+      execution: { taskSupport: 'optional' },
+      _meta: { 'io.toolmesh/tool': t.name },
+    };
+  }
+
+  /**
+   * tools/call of a scope, whichever SDK line carries it: a tool call on the mesh (or a task of
+   * one, or the search tools' answer).
+   */
+  async function handleCall(
+    scope: FacadeScope,
+    params: CallToolRequest['params'],
+    extra: {
+      signal: AbortSignal;
+      sendNotification: (n: ProgressNotification) => Promise<void>;
+    },
+  ): Promise<CallToolResult | CreateTaskResult> {
+    let name = params.name;
+    let args = params.arguments ?? {};
+    const searching = name === SEARCH_TOOLS || name === CALL_TOOL;
+    const table = searching ? await visible(scope) : undefined;
+    if (table && table.entries.length > searchThreshold) {
+      if (name === SEARCH_TOOLS) {
+        const { query, limit } = args;
+        if (typeof query !== 'string' || query.trim() === '') {
+          throw new McpError(ErrorCode.InvalidParams, 'search_tools needs a query');
+        }
+        const found = search(table, query, typeof limit === 'number' ? limit : undefined);
+        const tools = found.map((e) => toMcpTool(e.mcpName, e.tool));
+        return {
+          content: [{ type: 'text', text: JSON.stringify(tools) }],
+          structuredContent: { tools },
+        };
+      }
+      if (name === CALL_TOOL) {
+        const inner = args['arguments'] ?? {};
+        if (typeof args['name'] !== 'string' || typeof inner !== 'object' || inner === null) {
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            'call_tool needs a name (a string) and arguments (an object)',
+          );
+        }
+        name = args['name'];
+        args = inner as Record<string, unknown>;
+      }
+    }
+    const tool = await resolve(scope, name, table);
+    if (!tool) {
+      throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}`);
+    }
+    const issues = checker.check(tool, args);
+    if (issues) {
+      const first = issues[0];
+      return errorResult(
+        'invalid_arguments',
+        `invalid arguments for ${tool.name}: ${first ? `${first.path}: ${first.message}` : 'schema mismatch'}`,
+        { issues },
+      );
+    }
+    const meta = params._meta;
+    const key = meta?.[IDEMPOTENCY_META_KEY];
+    if (key !== undefined && (typeof key !== 'string' || key.length === 0 || key.length > 255)) {
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `_meta["${IDEMPOTENCY_META_KEY}"] must be a string of 1-255 characters`,
+      );
+    }
+    const traceparent = meta?.['traceparent'];
+    const task = params.task;
+    if (task) {
+      // A task: recorded before the call is published and before it is returned; its id is
+      // the tool_call_id, so any instance answers tasks/get, tasks/result and tasks/cancel.
+      const ttlMs = task.ttl ?? null;
+      const started = await calls.start(
+        {
+          project: scope.project,
+          tool,
+          arguments: args,
+          idempotencyKey: key,
+          traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+        },
+        async (id) => {
+          await store.mcpTasks.create({
+            projectId: scope.project,
+            taskId: id,
+            ttlMs,
+            pollIntervalMs: TASK_POLL_INTERVAL_MS,
+          });
+        },
+      );
+      if (started.refused) {
+        const error = started.refused.structuredContent?.['error'] as { message?: string };
+        throw new McpError(ErrorCode.InvalidParams, error.message ?? 'the task was refused');
+      }
+      const row = await store.mcpTasks.get(scope.project, started.id);
+      if (!row) throw new McpError(ErrorCode.InternalError, 'the task expired at once');
+      return { task: toTask(row) };
+    }
+    const progressToken = meta?.progressToken;
+    let progress = 0;
+    return calls.run({
+      project: scope.project,
+      tool,
+      arguments: args,
+      idempotencyKey: key,
+      traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+      signal: extra.signal,
+      onProgress:
+        progressToken === undefined
+          ? undefined
+          : (ev) => {
+              // Our own count keeps progress increasing whatever the tool reports; a message
+              // the tool gave (an MCP server's, a watch's) is passed on, else the detail.
+              progress += 1;
+              const said = ev.detail?.['message'];
+              const detail =
+                typeof said === 'string' ? said : ev.detail ? JSON.stringify(ev.detail) : undefined;
+              extra
+                .sendNotification({
+                  method: 'notifications/progress',
+                  params: {
+                    progressToken,
+                    progress,
+                    ...(detail ? { message: detail } : {}),
+                  },
+                })
+                .catch(() => undefined);
+            },
+    });
+  }
+
+  /** tools/list of a scope. */
+  async function handleList(scope: FacadeScope): Promise<{ tools: Tool[] }> {
+    const table = await visible(scope);
+    if (table.entries.length > searchThreshold) return { tools: searchTools };
+    return { tools: table.entries.map((e) => toMcpTool(e.mcpName, e.tool)) };
+  }
+
+  /** An SDK server for one scope; the transport is connected by the caller. */
+  function newServer(scope: FacadeScope): Server {
+    const server = new Server(
+      { name: FACADE_NAME, version: FACADE_VERSION },
+      {
+        capabilities: {
+          tools: { listChanged: true },
+          // Artifacts are reached through the resource links of results, not listed.
+          resources: {},
+          tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+        },
+        taskStore: createProjectTaskStore({ store, client, calls, project: scope.project }),
+        instructions:
+          'Tools of a toolmesh project. Each call runs on the mesh and is recorded as an execution; ' +
+          `set _meta["${IDEMPOTENCY_META_KEY}"] to make a re-sent call the same call.`,
+      },
+    );
+
+    server.setRequestHandler(ListToolsRequestSchema, () => handleList(scope));
+
+    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [] }));
+    server.setRequestHandler(ReadResourceRequestSchema, (req) =>
+      readArtifact({ store, artifacts }, scope.project, req.params.uri),
+    );
+
+    server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
+      handleCall(scope, req.params, extra),
+    );
+    return server;
+  }
+
+  /**
+   * The tool an MCP name stands for, if the scope may see it. Without an agent, a plain name
+   * (`target__tool`) is looked up directly, one row instead of the project's list, and accepted
+   * only if the tool's own MCP name is that name (plain names map one to one); every other name
+   * goes through the table.
+   */
+  async function resolve(
+    scope: FacadeScope,
+    name: string,
+    table?: NameTable<ToolRecord>,
+  ): Promise<ToolRecord | undefined> {
+    if (!table && scope.agent === undefined) {
+      const sep = name.indexOf('__');
+      if (sep > 0) {
+        const t = await store.tools.get(
+          scope.project,
+          `${name.slice(0, sep)}.${name.slice(sep + 2)}`,
+        );
+        if (t?.enabled && mcpToolName(t.name) === name) return t;
+      }
+    }
+    return (table ?? (await visible(scope))).resolve(name);
+  }
+
+  /** An unknown agent is the client's mistake: an invalid-params error, not an internal one. */
+  async function visible(scope: FacadeScope): Promise<NameTable<ToolRecord>> {
+    try {
+      return await visibleTools(scope);
+    } catch (err) {
+      if (err instanceof UnknownAgentError)
+        throw new McpError(ErrorCode.InvalidParams, err.message);
+      throw err;
+    }
+  }
+
+  return { newServer, visibleTools, handleList, handleCall };
+}
+export type Facade = ReturnType<typeof createFacade>;

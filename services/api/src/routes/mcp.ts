@@ -1,0 +1,260 @@
+// The mesh as an MCP server over streamable HTTP: POST, GET (the server's notification stream)
+// and DELETE on /v1/projects/:project/mcp, with the project's keys as bearer tokens like every
+// other route. 2025-era sessions (initialize, Mcp-Session-Id) live in this instance's memory;
+// what they refer to (executions, cards) is durable, so a client that lost its session starts
+// a new one and, with its idempotency key, gets the same call back. A session belongs to the
+// project it was opened for: another project's key gets 404 as for anything of another project.
+// `?agent=<id>` at initialize limits the session's tools to that agent's tool set.
+import { randomUUID } from 'node:crypto';
+import type { Subscription } from '@nats-io/transport-node';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { createSubjects } from '@toolmesh/protocol';
+import type { RouteDeps } from '../deps.ts';
+import { ApiError, ErrorResponse, notFound } from '../errors.ts';
+import { Id, ProjectParams } from '../schemas.ts';
+import { createMeshCalls } from '../mcp/calls.ts';
+import { createFacade } from '../mcp/facade.ts';
+import { createMcpAuth } from '../mcp/oauth.ts';
+import { createModernHandler } from '../mcp/modern.ts';
+import { readArtifact } from '../mcp/resources.ts';
+import { isLegacyRequest } from '@modelcontextprotocol/server';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+interface Session {
+  id: string;
+  project: string;
+  server: Server;
+  transport: StreamableHTTPServerTransport;
+  registry: Subscription;
+  lastSeen: number;
+}
+
+const SWEEP_EVERY_MS = 60_000;
+
+const JsonRpcError = z
+  .object({
+    jsonrpc: z.literal('2.0'),
+    error: z.object({ code: z.number(), message: z.string() }),
+    id: z.null(),
+  })
+  .describe('a JSON-RPC error: no such session, or no session id where one is needed');
+const errors = {
+  400: z.union([ErrorResponse, JsonRpcError]),
+  401: ErrorResponse,
+  404: z.union([ErrorResponse, JsonRpcError]),
+  503: ErrorResponse,
+};
+
+/** A JSON-RPC error answered before any session exists (the SDK's own shape for these). */
+const rpcError = (code: number, message: string) => ({
+  jsonrpc: '2.0' as const,
+  error: { code, message },
+  id: null,
+});
+
+export const mcpRoutes =
+  (deps: RouteDeps): FastifyPluginAsyncZod =>
+  async (app) => {
+    const { store, auth, nc, config } = deps;
+    const log = deps.logger.child({ component: 'mcp' });
+    const facade = createFacade({
+      store,
+      client: deps.client,
+      artifacts: deps.artifacts,
+      calls: createMeshCalls(deps),
+      searchThreshold: config.api.mcp_search_threshold,
+    });
+    const modern = createModernHandler({
+      facade,
+      readResource: (project, uri) => readArtifact(deps, project, uri),
+    });
+    app.addHook('onClose', () => modern.close());
+    const subjects = createSubjects(config.nats.subject_root);
+    const sessions = new Map<string, Session>();
+    const { mcp_session_idle_ms: idleMs, mcp_max_sessions: maxSessions } = config.api;
+    const mcpAuth = createMcpAuth(config.mcp_oauth, auth);
+
+    async function close(s: Session, why: string) {
+      if (!sessions.delete(s.id)) return;
+      s.registry.unsubscribe();
+      log.debug({ session: s.id, project: s.project, why }, 'MCP session closed');
+      await s.server.close().catch(() => undefined);
+    }
+
+    const sweep = setInterval(() => {
+      const cutoff = Date.now() - idleMs;
+      for (const s of sessions.values()) {
+        if (s.lastSeen < cutoff) void close(s, 'idle');
+      }
+    }, SWEEP_EVERY_MS).unref();
+    app.addHook('onClose', async () => {
+      clearInterval(sweep);
+      await Promise.all([...sessions.values()].map((s) => close(s, 'shutdown')));
+    });
+
+    /** A transport and server for an initialize request; the session exists once it succeeded. */
+    async function open(project: string, agent: string | undefined) {
+      if (sessions.size >= maxSessions) {
+        throw new ApiError(
+          'unavailable',
+          `this instance holds ${maxSessions} MCP sessions already`,
+        );
+      }
+      if (agent !== undefined && !(await store.agents.get(project, agent))) {
+        throw notFound('agent', agent);
+      }
+      const server = facade.newServer({ project, agent });
+      let session: Session | undefined;
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          // Registry changes of the project become notifications/tools/list_changed.
+          const registry = nc.subscribe(subjects.registryChanged(project), {
+            callback: () => {
+              server.sendToolListChanged().catch(() => undefined);
+            },
+          });
+          session = { id, project, server, transport, registry, lastSeen: Date.now() };
+          sessions.set(id, session);
+          log.debug({ session: id, project, agent }, 'MCP session opened');
+        },
+      });
+      transport.onclose = () => {
+        if (session) void close(session, 'closed');
+      };
+      await server.connect(transport);
+      return { transport, server, opened: () => session !== undefined };
+    }
+
+    app.route({
+      method: ['GET', 'POST', 'DELETE'],
+      url: '/projects/:project/mcp',
+      onRequest: mcpAuth.authenticate,
+      schema: {
+        tags: ['mcp'],
+        summary: 'The project as an MCP server (streamable HTTP)',
+        description:
+          "JSON-RPC per the Model Context Protocol (revisions 2025-03-26 to 2025-11-25): POST messages, GET the server's notification stream, DELETE to end a session. Tools are the project's enabled tools; `?agent=` at initialize limits them to that agent's tool set. See docs/protocol.md, \"The MCP facade\".",
+        params: ProjectParams,
+        querystring: z.object({ agent: Id.optional() }),
+        response: {
+          200: z.unknown().describe('a JSON-RPC response, or a text/event-stream of messages'),
+          403: ErrorResponse.describe('an OAuth token without the scope'),
+          ...errors,
+        },
+      },
+      handler: async (req, reply) => {
+        const { project } = req.params;
+        if (req.method === 'POST' && req.headers['mcp-session-id'] === undefined) {
+          const web = toWebRequest(req);
+          if (!(await isLegacyRequest(web, req.body))) {
+            // 2026-07-28: stateless, one server per request (modern.ts).
+            const res = await modern.fetch(web, {
+              parsedBody: req.body,
+              authInfo: {
+                token: '',
+                clientId: project,
+                scopes: [],
+                extra: { project, agent: req.query.agent },
+              },
+            });
+            return sendWebResponse(reply, res);
+          }
+        }
+        const header = req.headers['mcp-session-id'];
+        const sessionId = Array.isArray(header) ? header[0] : header;
+        let transport: StreamableHTTPServerTransport;
+        let fresh: Awaited<ReturnType<typeof open>> | undefined;
+        if (sessionId) {
+          const s = sessions.get(sessionId);
+          if (!s || s.project !== project) {
+            return reply.status(404).send(rpcError(-32001, 'Session not found'));
+          }
+          s.lastSeen = Date.now();
+          transport = s.transport;
+        } else if (req.method === 'POST' && isInitializeRequest(req.body)) {
+          fresh = await open(project, req.query.agent);
+          transport = fresh.transport;
+        } else {
+          return reply
+            .status(400)
+            .send(rpcError(-32000, 'Bad Request: no valid Mcp-Session-Id; send initialize first'));
+        }
+        // The SDK writes the response itself (JSON or an SSE stream).
+        reply.hijack();
+        await transport.handleRequest(req.raw, reply.raw, req.body);
+        // An initialize the SDK refused opened no session: nothing else will close its server.
+        if (fresh && !fresh.opened()) await fresh.server.close().catch(() => undefined);
+      },
+    });
+  };
+
+/** RFC 9728 Protected Resource Metadata of each project's facade (no prefix, no auth). */
+export const mcpMetadataRoutes =
+  (deps: RouteDeps): FastifyPluginAsyncZod =>
+  async (app) => {
+    const mcpAuth = createMcpAuth(deps.config.mcp_oauth, deps.auth);
+    app.get(
+      '/.well-known/oauth-protected-resource/v1/projects/:project/mcp',
+      {
+        schema: {
+          tags: ['mcp'],
+          summary: "OAuth Protected Resource Metadata of a project's MCP endpoint (RFC 9728)",
+          description: '404 unless [mcp_oauth] names an issuer.',
+          params: ProjectParams,
+          response: {
+            200: z.object({
+              resource: z.string(),
+              authorization_servers: z.array(z.string()),
+              scopes_supported: z.array(z.string()),
+              bearer_methods_supported: z.array(z.string()),
+            }),
+            404: ErrorResponse,
+          },
+        },
+      },
+      async (req) => {
+        const metadata = mcpAuth.metadata(req.params.project);
+        if (!metadata) throw new ApiError('not_found', 'OAuth is not configured');
+        return metadata;
+      },
+    );
+  };
+
+/** The request as the 2.x SDK's fetch-shaped handler reads it (the body goes as parsedBody). */
+function toWebRequest(req: FastifyRequest): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return new Request(`http://${req.headers.host ?? 'localhost'}${req.url}`, {
+    method: req.method,
+    headers,
+  });
+}
+
+/** Writes a web Response (JSON or an SSE stream) to the raw reply; a gone client ends it. */
+async function sendWebResponse(reply: FastifyReply, res: Response): Promise<void> {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(res.status, Object.fromEntries(res.headers));
+  if (!res.body) {
+    raw.end();
+    return;
+  }
+  const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+  raw.once('close', () => body.destroy());
+  await new Promise<void>((resolve) => {
+    body.once('end', resolve);
+    body.once('error', () => resolve());
+    body.once('close', resolve);
+    body.pipe(raw);
+  });
+}
