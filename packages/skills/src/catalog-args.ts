@@ -24,11 +24,15 @@ export const SkillVersion = z
 
 /**
  * A path inside the workdir: relative, no `..` segment, no empty segment or trailing `/`, no
- * backslash or control characters. A regex (not a refine) so the JSON Schema says it too.
+ * backslash or control characters. A regex (not a refine) so the JSON Schema says it too, and
+ * one without lookahead: tenants' clients and the api check schemas with RE2, which has none.
+ * A segment is any run of allowed characters but `..`: one character, two that are not both
+ * dots, or three and more.
  */
-export const RELATIVE_PATH_PATTERN =
-  // eslint-disable-next-line no-control-regex
-  /^(?!\/)(?!.*\/\/)(?!.*\/$)(?!(?:.*\/)?\.\.(?:\/|$))[^\\\u0000-\u001f\u007f]+$/;
+const PATH_CHAR = '[^/\\\\\\u0000-\\u001f\\u007f]';
+const PATH_CHAR_NOT_DOT = '[^./\\\\\\u0000-\\u001f\\u007f]';
+const SEGMENT = `(?:${PATH_CHAR}|${PATH_CHAR_NOT_DOT}${PATH_CHAR}|\\.${PATH_CHAR_NOT_DOT}|${PATH_CHAR}{3,})`;
+export const RELATIVE_PATH_PATTERN = new RegExp(`^${SEGMENT}(?:/${SEGMENT})*$`);
 export const MAX_PATH_CHARS = 1024;
 const relativePath = (what: string) =>
   z

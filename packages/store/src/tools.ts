@@ -83,6 +83,13 @@ export interface ToolsRepo {
   create(projectId: string, t: NewTool): Promise<ToolRecord | undefined>;
   /** Inserts many at once, skipping names that exist (project bootstrap). */
   seed(projectId: string, tools: NewTool[]): Promise<number>;
+  /**
+   * Brings the reserved tools (`skills.*`, `builtin.*`) of every project to the definitions
+   * given (description and parameters), where they differ; returns the rows changed. Their
+   * schemas belong to the code that serves them, so a project seeded by an older release gets
+   * the current ones.
+   */
+  syncReserved(tools: NewTool[]): Promise<number>;
   get(projectId: string, name: string): Promise<ToolRecord | undefined>;
   list(projectId: string, f: ToolFilter): Promise<ToolRecord[]>;
   update(projectId: string, name: string, p: ToolPatch): Promise<ToolRecord | undefined>;
@@ -121,6 +128,27 @@ export function createToolsRepo(db: Db): ToolsRepo {
         n += (await db.query('tools_create', INSERT, insert(projectId, t))).length;
       return n;
     },
+    syncReserved: async (tools) =>
+      (
+        await db.query(
+          'tools_sync_reserved',
+          `UPDATE resource.tools t
+              SET description = c.description, parameters = c.parameters, updated_at = now()
+             FROM jsonb_to_recordset($1::jsonb) AS c(name text, description text, parameters jsonb)
+            WHERE t.name = c.name AND t.origin IN ('skills', 'builtin')
+              AND (t.description <> c.description OR t.parameters <> c.parameters)
+           RETURNING t.tool_id`,
+          [
+            JSON.stringify(
+              tools.map((t) => ({
+                name: t.name,
+                description: t.description,
+                parameters: t.parameters,
+              })),
+            ),
+          ],
+        )
+      ).length,
     get: async (projectId, name) =>
       (
         await db.query<ToolRecord>(

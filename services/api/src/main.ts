@@ -10,6 +10,7 @@ import {
   streamSettingsOf,
 } from '@toolmesh/service';
 import { buildApp } from './app.ts';
+import { bootstrapTools } from './bootstrap.ts';
 
 await runService({
   name: 'api',
@@ -22,6 +23,9 @@ await runService({
       await createBus({ nc, root: config.nats.subject_root, logger })
     ).provision(streamSettingsOf(config));
     const store = createStoreFromConfig(config, `api:${instanceId}`, logger);
+    // Projects seeded by an older release get this release's skills.* and builtin.* schemas.
+    const synced = await store.tools.syncReserved(bootstrapTools());
+    if (synced > 0) logger.info({ tools: synced }, 'reserved tools brought up to this release');
     const client = createClient({ nc, root: config.nats.subject_root });
     const artifacts = createArtifactStoreFromConfig(config);
     const app = await buildApp({ config, store, nc, client, artifacts, logger });

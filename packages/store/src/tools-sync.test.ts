@@ -1,0 +1,71 @@
+// Reserved tools follow the release that serves them: a project seeded by an older release (its
+// skills.* schema with a pattern RE2 cannot run, say) gets the current definitions; tools of
+// other origins and names the release does not know are left alone.
+import { usePostgres, type TestPostgres } from '@toolmesh/testing';
+import { pino } from 'pino';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { migrate } from './migrate.ts';
+import { createPool } from './pool.ts';
+import { createStore, type Store } from './store.ts';
+import type { NewTool } from './tools.ts';
+
+const logger = pino({ level: 'silent' });
+let db: TestPostgres;
+let store: Store;
+
+beforeAll(async () => {
+  db = await usePostgres();
+  const pool = createPool({
+    url: db.url,
+    max: 2,
+    statementTimeoutMs: 5_000,
+    connectTimeoutMs: 5_000,
+    logger,
+  });
+  await migrate({ pool, logger });
+  store = createStore(pool);
+  for (const p of ['old', 'other'])
+    await pool.query(`INSERT INTO resource.projects (project_id, name) VALUES ($1, 'p')`, [p]);
+});
+afterAll(async () => {
+  await store?.close();
+  await db?.cleanup();
+});
+
+const schema = (pattern: string) => ({
+  type: 'object',
+  properties: { path: { type: 'string', pattern } },
+});
+const reserved = (pattern: string, description = 'Runs a command'): NewTool => ({
+  name: 'skills.run_cmd',
+  target: 'skills',
+  description,
+  category: 'skills',
+  parameters: schema(pattern),
+  origin: 'skills',
+});
+
+it('updates reserved tools that differ from the release, and only those', async () => {
+  await store.tools.seed('old', [reserved('^(?!/).+$')]);
+  await store.tools.seed('other', [reserved('^[a-z]+$')]);
+  await store.tools.create('old', {
+    name: 'mine.run_cmd',
+    target: 'mine',
+    description: 'a registry tool of the project',
+    category: 'custom',
+    parameters: schema('^(?!/).+$'),
+    origin: 'http',
+  });
+
+  expect(await store.tools.syncReserved([reserved('^[a-z]+$')])).toBe(1);
+  expect((await store.tools.get('old', 'skills.run_cmd'))?.parameters).toEqual(schema('^[a-z]+$'));
+  expect((await store.tools.get('other', 'skills.run_cmd'))?.parameters).toEqual(
+    schema('^[a-z]+$'),
+  );
+  // Not reserved: a project's own tool keeps what its owner registered.
+  expect((await store.tools.get('old', 'mine.run_cmd'))?.parameters).toEqual(schema('^(?!/).+$'));
+  // Nothing left to change.
+  expect(await store.tools.syncReserved([reserved('^[a-z]+$')])).toBe(0);
+  // A description change counts too.
+  expect(await store.tools.syncReserved([reserved('^[a-z]+$', 'Runs one command')])).toBe(2);
+});
