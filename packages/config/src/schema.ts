@@ -335,6 +335,18 @@ export const sandboxSchema = section({
   }
 });
 
+// Per-project quotas of the skills service, counted in Postgres so every instance sees one count;
+// 0 turns a quota off. Generous by default: they stop one tenant from taking the whole host, not
+// ordinary use.
+export const quotasSchema = section({
+  // skills-service calls (skills.* and builtin.*) of one project in flight at once, over all instances.
+  calls_per_project: intAtLeast(0).default(256),
+  // Live sandboxes (state.sandboxes rows `active`) of one project: sessions and calls' own.
+  sandboxes_per_project: intAtLeast(0).default(64),
+  // run_cmd_async, run_service and start_job heads of one project `running` at once.
+  running_tasks_per_project: intAtLeast(0).default(64),
+});
+
 export const reaperSchema = section({
   interval_ms: positiveInt().default(30_000),
   batch_size: positiveInt().default(100),
@@ -435,6 +447,7 @@ export const configSchema = z
       sandbox: sandboxSchema.prefault({}),
       e2b: e2bSchema.prefault({}),
       reaper: reaperSchema.prefault({}),
+      quotas: quotasSchema.prefault({}),
       llm: llmSchema.prefault({}),
       agent: agentSchema.prefault({}),
     },
@@ -463,6 +476,7 @@ export type SkillsConfig = z.infer<typeof skillsSchema>;
 export type SandboxConfig = z.infer<typeof sandboxSchema>;
 export type E2bConfig = z.infer<typeof e2bSchema>;
 export type ReaperConfig = z.infer<typeof reaperSchema>;
+export type QuotasConfig = z.infer<typeof quotasSchema>;
 export type LlmConfig = z.infer<typeof llmSchema>;
 export type AgentConfig = z.infer<typeof agentSchema>;
 

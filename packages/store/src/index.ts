@@ -105,3 +105,5 @@ export type {
 export { createSecretBox, SecretsKeyError } from './secrets.ts';
 export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
 export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';
+export { Quota } from './quotas.ts';
+export type { Admission, QuotaRefusal, QuotasRepo } from './quotas.ts';
