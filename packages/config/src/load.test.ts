@@ -208,9 +208,9 @@ describe('loadConfig errors', () => {
     expect(api.auth_failure_window_sec).toBe(60);
   });
 
-  it('sets per-project quotas by default; 0 turns one off, a negative one is refused', () => {
+  it('sets per-project quotas by default (calls off); 0 turns one off, a negative one is refused', () => {
     expect(loadConfig({ source: '', env: {} }).quotas).toEqual({
-      calls_per_project: 256,
+      calls_per_project: 0,
       sandboxes_per_project: 64,
       running_tasks_per_project: 64,
     });

@@ -339,8 +339,11 @@ export const sandboxSchema = section({
 // 0 turns a quota off. Generous by default: they stop one tenant from taking the whole host, not
 // ordinary use.
 export const quotasSchema = section({
-  // skills-service calls (skills.* and builtin.*) of one project in flight at once, over all instances.
-  calls_per_project: intAtLeast(0).default(256),
+  // skills-service calls (skills.* and builtin.*) of one project in flight at once, over all
+  // instances. Off by default: it costs a query per call serialized per project (about a third
+  // of one project's throughput at 64 in flight), and only binds below tools.concurrency times
+  // the instances.
+  calls_per_project: intAtLeast(0).default(0),
   // Live sandboxes (state.sandboxes rows `active`) of one project: sessions and calls' own.
   sandboxes_per_project: intAtLeast(0).default(64),
   // run_cmd_async, run_service and start_job heads of one project `running` at once.
