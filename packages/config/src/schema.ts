@@ -340,7 +340,7 @@ export const sandboxSchema = section({
 // ordinary use.
 export const quotasSchema = section({
   // skills-service calls (skills.* and builtin.*) of one project in flight at once, over all
-  // instances. Off by default: it costs a query per call serialized per project (about a third
+  // instances. Off by default: it costs a query per call serialized per project (a third to a half
   // of one project's throughput at 64 in flight), and only binds below tools.concurrency times
   // the instances.
   calls_per_project: intAtLeast(0).default(0),
