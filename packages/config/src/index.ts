@@ -24,6 +24,7 @@ export type {
   SandboxConfig,
   E2bConfig,
   ReaperConfig,
+  QuotasConfig,
   LlmConfig,
   AgentConfig,
   McpOauthConfig,

@@ -208,6 +208,21 @@ describe('loadConfig errors', () => {
     expect(api.auth_failure_window_sec).toBe(60);
   });
 
+  it('sets per-project quotas by default (calls off); 0 turns one off, a negative one is refused', () => {
+    expect(loadConfig({ source: '', env: {} }).quotas).toEqual({
+      calls_per_project: 0,
+      sandboxes_per_project: 64,
+      running_tasks_per_project: 64,
+    });
+    expect(
+      loadConfig({ source: '[quotas]\nsandboxes_per_project = 0\n', env: {} }).quotas
+        .sandboxes_per_project,
+    ).toBe(0);
+    expect(failure('', { CG__QUOTAS__CALLS_PER_PROJECT: '-1' }).message).toContain(
+      'CG__QUOTAS__CALLS_PER_PROJECT',
+    );
+  });
+
   it('never echoes a secret or a URL password in its messages', () => {
     const key = failure('', { CG__SECRETS__KEY: 'not-base64-32-bytes-s3cret' });
     expect(key.message).toContain('env CG__SECRETS__KEY: secrets.key');

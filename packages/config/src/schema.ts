@@ -341,6 +341,21 @@ export const sandboxSchema = section({
   }
 });
 
+// Per-project quotas of the skills service, counted in Postgres so every instance sees one count;
+// 0 turns a quota off. Generous by default: they stop one tenant from taking the whole host, not
+// ordinary use.
+export const quotasSchema = section({
+  // skills-service calls (skills.* and builtin.*) of one project in flight at once, over all
+  // instances. Off by default: it costs a query per call serialized per project (a third to a half
+  // of one project's throughput at 64 in flight), and only binds below tools.concurrency times
+  // the instances.
+  calls_per_project: intAtLeast(0).default(0),
+  // Live sandboxes (state.sandboxes rows `active`) of one project: sessions and calls' own.
+  sandboxes_per_project: intAtLeast(0).default(64),
+  // run_cmd_async, run_service and start_job heads of one project `running` at once.
+  running_tasks_per_project: intAtLeast(0).default(64),
+});
+
 export const reaperSchema = section({
   interval_ms: positiveInt().default(30_000),
   batch_size: positiveInt().default(100),
@@ -467,6 +482,7 @@ export const configSchema = z
       sandbox: sandboxSchema.prefault({}),
       e2b: e2bSchema.prefault({}),
       reaper: reaperSchema.prefault({}),
+      quotas: quotasSchema.prefault({}),
       llm: llmSchema.prefault({}),
       agent: agentSchema.prefault({}),
       mcp_oauth: mcpOauthSchema.prefault({}),
@@ -496,6 +512,7 @@ export type SkillsConfig = z.infer<typeof skillsSchema>;
 export type SandboxConfig = z.infer<typeof sandboxSchema>;
 export type E2bConfig = z.infer<typeof e2bSchema>;
 export type ReaperConfig = z.infer<typeof reaperSchema>;
+export type QuotasConfig = z.infer<typeof quotasSchema>;
 export type LlmConfig = z.infer<typeof llmSchema>;
 export type AgentConfig = z.infer<typeof agentSchema>;
 export type McpOauthConfig = z.infer<typeof mcpOauthSchema>;

@@ -149,6 +149,12 @@ export const ERROR_CODES = {
     status: 'failed',
     summary: 'a sandboxed command used more CPU time than its limit and was killed',
   },
+  quota_exceeded: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      'the project is at one of its quotas ([quotas]: live sandboxes, running tasks, concurrent calls); details say which, its limit and the current count; nothing ran',
+  },
 } as const satisfies Record<string, CodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

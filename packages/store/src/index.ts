@@ -106,3 +106,5 @@ export type { McpTaskRecord, McpTasksRepo } from './mcp-tasks.ts';
 export { createSecretBox, SecretsKeyError } from './secrets.ts';
 export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
 export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';
+export { Quota } from './quotas.ts';
+export type { Admission, QuotaRefusal, QuotasRepo } from './quotas.ts';

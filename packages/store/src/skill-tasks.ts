@@ -51,7 +51,8 @@ export interface NewSkillTask {
   sessionKey: string | null;
   command: string;
   ownerInstance: string;
-  pid: number;
+  /** Null for a head written before its process is spawned (the quota's slot); see setProcess. */
+  pid: number | null;
   procStartTime: string | null;
   startedAt: Date;
 }
@@ -79,6 +80,13 @@ export interface SkillTasksRepo {
   listRunning(ownerInstance: string): Promise<SkillTaskRecord[]>;
   /** Running tasks of every instance (the reaper's scan: owners may be dead). */
   listAllRunning(): Promise<SkillTaskRecord[]>;
+  /** Records the process of a head written before it was spawned; only while it runs. */
+  setProcess(
+    taskId: string,
+    p: { pid: number; procStartTime: string | null; startedAt: Date },
+  ): Promise<void>;
+  /** Deletes a running head whose process never started (nobody was ever given its id). */
+  discard(taskId: string): Promise<void>;
   /** Records a service task's endpoints; only while it runs. */
   setEndpoints(taskId: string, endpoints: unknown[]): Promise<void>;
 }
@@ -158,6 +166,22 @@ export function createSkillTasksRepo(db: Db): SkillTasksRepo {
         `SELECT ${COLUMNS} FROM state.skill_tasks WHERE status = 'running'`,
         [],
       ),
+    setProcess: async (taskId, p) => {
+      await db.query(
+        'skill_tasks_set_process',
+        `UPDATE state.skill_tasks SET pid = $2, proc_start_time = $3, started_at = $4,
+           updated_at = now()
+         WHERE task_id = $1 AND status = 'running'`,
+        [taskId, p.pid, p.procStartTime, p.startedAt],
+      );
+    },
+    discard: async (taskId) => {
+      await db.query(
+        'skill_tasks_discard',
+        `DELETE FROM state.skill_tasks WHERE task_id = $1 AND status = 'running' AND pid IS NULL`,
+        [taskId],
+      );
+    },
     setEndpoints: async (taskId, endpoints) => {
       await db.query(
         'skill_tasks_set_endpoints',

@@ -16,6 +16,7 @@ import { createSandboxReapRepo, type SandboxReapRepo } from './sandbox-reap.ts';
 import { createSkillTasksRepo, type SkillTasksRepo } from './skill-tasks.ts';
 import { createInstancesRepo, type InstancesRepo } from './instances.ts';
 import { createSkillJobsRepo, type SkillJobsRepo } from './skill-jobs.ts';
+import { createQuotasRepo, type QuotasRepo } from './quotas.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
@@ -47,6 +48,7 @@ export interface Store {
   readonly mcpTasks: McpTasksRepo;
   readonly secrets: SecretsRepo;
   readonly rateBuckets: RateBucketsRepo;
+  readonly quotas: QuotasRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -92,6 +94,7 @@ export function createStore(pool: pg.Pool): Store {
     mcpTasks: createMcpTasksRepo(db),
     secrets: createSecretsRepo(db),
     rateBuckets: createRateBucketsRepo(db),
+    quotas: createQuotasRepo(db),
     close: () => pool.end(),
   };
 }

@@ -52,6 +52,12 @@ interface CommonOptions {
   limits: ToolServiceLimits;
   instanceId: string;
   logger: Logger;
+  /**
+   * Calls of one project in flight at once, over every instance and every service given the
+   * same store (state.call_slots); a call past it fails with quota_exceeded before its handler
+   * runs. 0 or absent: no quota.
+   */
+  callsPerProject?: number;
 }
 
 /** One target, a fixed set of tools (the skills service's `skills` and `builtin`). */
@@ -86,6 +92,8 @@ export interface ToolService {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Calls still running after this long get a `running` row in the execution log. */
 const RUNNING_ROW_AFTER_MS = 50;
+/** Added to a call's deadline to make its quota slot's expiry. */
+const CALL_SLOT_MARGIN_MS = 60_000;
 
 export function createToolService(opts: ToolServiceOptions): ToolService {
   const { bus, store, limits, instanceId } = opts;
@@ -315,6 +323,38 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     }
     const { call } = accepted;
     const { tool, args, timeoutMs } = bound;
+    const callQuota = opts.callsPerProject ?? 0;
+    if (callQuota > 0) {
+      const admission = await store.quotas
+        .takeCall(
+          {
+            projectId: ids.project,
+            toolCallId: ids.toolCallId,
+            instanceId,
+            // A slot outlives its call only when this instance dies mid-call.
+            ttlMs: timeoutMs + CALL_SLOT_MARGIN_MS,
+          },
+          callQuota,
+        )
+        .catch(async (err: unknown) => {
+          await lease.release().catch(() => undefined);
+          throw err;
+        });
+      if (!admission.admitted) {
+        const { limit, current } = admission;
+        clog.info({ quota: 'calls', limit, current }, 'call refused: project at its call quota');
+        return finish(
+          ids,
+          failure(
+            'quota_exceeded',
+            `project is at its quota of ${limit} calls in flight (${current} now); try again once some of them have ended`,
+            { quota: 'calls', limit, current },
+          ),
+          lease,
+          clog,
+        );
+      }
+    }
     // The running row is written only for calls that last: most finish within milliseconds and
     // their row is written once, with the card. A late start cannot reopen a finished row.
     const openRow = setTimeout(() => {
@@ -378,6 +418,13 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       clearInterval(renew);
       clearTimeout(openRow);
       unregister?.();
+      // Before the result is out: a caller that sends its next call on this result must find
+      // the slot free. A failed release is not the call's failure; the slot lapses on its own.
+      if (callQuota > 0) {
+        await store.quotas
+          .releaseCall(ids.project, ids.toolCallId)
+          .catch((err: unknown) => clog.warn({ err }, 'releasing the call slot failed'));
+      }
     }
     if (outcome.kind === 'retry') {
       await lease.release().catch(() => undefined);

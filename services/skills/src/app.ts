@@ -87,6 +87,8 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
     instanceId,
     logger: log,
     registry,
+    // One count per project for both targets: builtin.sleep holds a slot as well as run_cmd.
+    callsPerProject: config.quotas.calls_per_project,
   };
   const services = [
     createToolService({ ...common, target: BUILTIN_TARGET, tools: builtinTools }),
@@ -99,6 +101,10 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
         sandboxes,
         sessions: sessionOptions(config.sandbox),
         limits: skillsLimits(config),
+        quotas: {
+          sandboxesPerProject: config.quotas.sandboxes_per_project,
+          runningTasksPerProject: config.quotas.running_tasks_per_project,
+        },
         bus,
         instanceId,
         logger: log,

@@ -22,6 +22,12 @@ export interface SkillsLimits {
   zip: SkillZipLimits;
 }
 
+/** Per-project quotas ([quotas]); 0 is no quota. Calls are counted by the tool runtime. */
+export interface SkillsQuotas {
+  sandboxesPerProject: number;
+  runningTasksPerProject: number;
+}
+
 export interface SkillsDeps {
   store: Store;
   artifacts: ArtifactStore;
@@ -29,6 +35,7 @@ export interface SkillsDeps {
   /** Reuse, TTLs and locks of sandbox sessions (sandbox.* in the configuration). */
   sessions: SessionOptions;
   limits: SkillsLimits;
+  quotas: SkillsQuotas;
   /** Task cancels reach the owning instance, and watch heartbeats leave, over the bus. */
   bus: Bus;
   /** This process: the owner recorded in the heads of the tasks it runs. */

@@ -17,5 +17,5 @@ export function skillsTools(deps: SkillsDeps): ToolDefinition[] {
     ...jobTools(deps),
   ] as ToolDefinition[];
 }
-export type { SkillsDeps, SkillsLimits } from './deps.ts';
+export type { SkillsDeps, SkillsLimits, SkillsQuotas } from './deps.ts';
 export type { SessionOptions } from './sessions.ts';

@@ -12,6 +12,7 @@ import { defineTool, type ToolContext } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
 import { placeSkill, skillPath } from './place.ts';
 import { limitErrorOf } from './limit-error.ts';
+import { admitted } from './quota.ts';
 import { sandboxFor, type Lease } from './sessions.ts';
 import type { RunningTask, TaskRegistry } from './tasks.ts';
 
@@ -57,16 +58,22 @@ export function startJobTool(deps: SkillsDeps, registry: TaskRegistry) {
           started_at: null,
           finished_at: null,
         }));
-        const head = await deps.store.skillJobs.insert({
-          jobId,
-          projectId: ctx.project,
-          agentId: ctx.agentId ?? null,
-          toolCallId: ctx.toolCallId,
-          sandboxId: lease.sandbox.id,
-          sessionKey,
-          ownerInstance: deps.instanceId,
-          steps,
-        });
+        // Counted with the project's running tasks ([quotas] running_tasks_per_project).
+        const head = admitted(
+          await deps.store.quotas.insertJob(
+            {
+              jobId,
+              projectId: ctx.project,
+              agentId: ctx.agentId ?? null,
+              toolCallId: ctx.toolCallId,
+              sandboxId: lease.sandbox.id,
+              sessionKey,
+              ownerInstance: deps.instanceId,
+              steps,
+            },
+            deps.quotas.runningTasksPerProject,
+          ),
+        );
         if (!head) {
           throw new ToolError(`session ${args.session_id ?? ''} already has a running job`, {
             details: { reason: 'session_busy', session_id: args.session_id },

@@ -14,6 +14,7 @@ import type { SkillsDeps } from './deps.ts';
 import { collectOutputs } from './files.ts';
 import { prepareCommand } from './prepare.ts';
 import { limitErrorOf } from './limit-error.ts';
+import { admitted } from './quota.ts';
 import { sandboxFor, type Lease } from './sessions.ts';
 import type { RunningTask, TaskRegistry } from './tasks.ts';
 
@@ -70,26 +71,54 @@ export async function startTask(
   let started = false;
   try {
     const { base, options } = await prepareCommand(deps, lease.sandbox, ctx.project, args);
-    // No signal: the task outlives this call; only its own limit or a cancel ends it.
-    const proc = await lease.sandbox.spawn({ shell: args.command }, { ...options, timeoutMs });
     const taskId = randomUUID();
+    // The head is written before the process exists: it is the task's slot in the project's
+    // quota of running tasks (counted in Postgres over every instance), so a refused task never
+    // runs a byte. Its pid follows once spawned; the reaper gives a head without a process a few
+    // scans before it calls it orphaned.
+    admitted(
+      await deps.store.quotas.insertTask(
+        {
+          taskId,
+          projectId: ctx.project,
+          agentId: ctx.agentId ?? null,
+          toolCallId: ctx.toolCallId,
+          sandboxId: lease.sandbox.id,
+          sessionKey: lease.sessionKey,
+          command: args.command,
+          ownerInstance: deps.instanceId,
+          pid: null,
+          procStartTime: null,
+          startedAt: new Date(),
+        },
+        deps.quotas.runningTasksPerProject,
+      ),
+    );
+    let proc: BackgroundProcess;
     try {
-      await deps.store.skillTasks.insert({
-        taskId,
-        projectId: ctx.project,
-        agentId: ctx.agentId ?? null,
-        toolCallId: ctx.toolCallId,
-        sandboxId: lease.sandbox.id,
-        sessionKey: lease.sessionKey,
-        command: args.command,
-        ownerInstance: deps.instanceId,
+      // No signal: the task outlives this call; only its own limit or a cancel ends it.
+      proc = await lease.sandbox.spawn({ shell: args.command }, { ...options, timeoutMs });
+    } catch (err) {
+      await deps.store.skillTasks
+        .discard(taskId)
+        .catch((e: unknown) => ctx.logger.warn({ err: e }, 'discarding the task head failed'));
+      throw err;
+    }
+    try {
+      await deps.store.skillTasks.setProcess(taskId, {
         pid: proc.pid,
         procStartTime: proc.procStartTime ?? null,
         startedAt: proc.startedAt,
       });
     } catch (err) {
-      // Without a head nobody could see or cancel it: it must not run.
+      // Without its process in the head nobody could cancel it: it must not run.
       await proc.kill();
+      await deps.store.skillTasks
+        .finish(taskId, {
+          ...emptyFinal,
+          error: { code: 'internal_error', message: 'recording the task process failed' },
+        })
+        .catch((e: unknown) => ctx.logger.warn({ err: e }, 'ending the task head failed'));
       throw err;
     }
     started = true;

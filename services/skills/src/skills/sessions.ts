@@ -21,12 +21,17 @@
 // an async task, service or job runs in a sandbox its lock is released (other calls may use the
 // session beside it), and the reaper leaves a sandbox with a running head alone until its hard
 // expiry.
+//
+// Quota: a call that needs a new sandbox is refused with `quota_exceeded` while its project has
+// quotas.sandboxes_per_project live ones (counted in Postgres, over every instance); a call into
+// a session that already has its sandbox is not.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ToolError } from '@toolmesh/protocol';
 import type { Sandbox, SessionKey } from '@toolmesh/sandbox';
 import type { SandboxRecord } from '@toolmesh/store';
 import type { ToolContext } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
+import { admitted, quotaError } from './quota.ts';
 
 /** The session of an agent's calls that name none. */
 export const DEFAULT_SESSION = 'default';
@@ -166,20 +171,34 @@ export async function sandboxFor(
       log.warn({ sandbox_id: r.sandbox_id }, 'session sandbox is gone; creating a new one');
       continue;
     }
+    // [quotas] sandboxes_per_project: a look first, so a project at its limit costs no sandbox;
+    // the claim below counts again under the project's lock and decides.
+    const limit = deps.quotas.sandboxesPerProject;
+    if (limit > 0) {
+      const current = await deps.store.quotas.count('sandboxes', ctx.project);
+      if (current >= limit) {
+        throw quotaError({ admitted: false, quota: 'sandboxes', limit, current });
+      }
+    }
     const sandbox = await provider.create({ key: scope.key });
-    const claimed = await registry
-      .claim({
-        sandboxId: sandbox.id,
-        provider: provider.kind,
-        projectId: ctx.project,
-        agentId: ctx.agentId ?? null,
-        sessionKey: scope.registryKey,
-        owner,
-        lockMs: lockMs(),
-        idleTtlSec: o.idleTtlSec,
-        hardTtlSec: o.hardTtlSec,
-      })
+    const claimed = await deps.store.quotas
+      .claimSandbox(
+        {
+          sandboxId: sandbox.id,
+          provider: provider.kind,
+          projectId: ctx.project,
+          agentId: ctx.agentId ?? null,
+          sessionKey: scope.registryKey,
+          owner,
+          lockMs: lockMs(),
+          idleTtlSec: o.idleTtlSec,
+          hardTtlSec: o.hardTtlSec,
+        },
+        limit,
+      )
+      .then(admitted)
       .catch(async (err: unknown) => {
+        // Refused by the quota, or the insert failed: nothing has run in it.
         await sandbox.destroy().catch(() => undefined);
         throw err;
       });
