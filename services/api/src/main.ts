@@ -9,6 +9,7 @@ import {
   runService,
   streamSettingsOf,
 } from '@toolmesh/service';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from './app.ts';
 import { bootstrapTools } from './bootstrap.ts';
 
@@ -24,8 +25,23 @@ await runService({
     ).provision(streamSettingsOf(config));
     const store = createStoreFromConfig(config, `api:${instanceId}`, logger);
     // Projects seeded by an older release get this release's skills.* and builtin.* schemas.
-    const synced = await store.tools.syncReserved(bootstrapTools());
-    if (synced > 0) logger.info({ tools: synced }, 'reserved tools brought up to this release');
+    // In the background and retried: the api starts (and /readyz says so) while Postgres is down.
+    const sync = new AbortController();
+    void (async () => {
+      for (let attempt = 0; !sync.signal.aborted; attempt++) {
+        try {
+          const synced = await store.tools.syncReserved(bootstrapTools());
+          if (synced > 0)
+            logger.info({ tools: synced }, 'reserved tools brought up to this release');
+          return;
+        } catch (err) {
+          logger.warn({ err, attempt }, 'could not sync the reserved tools yet; retrying');
+          await sleep(Math.min(30_000, 500 * 2 ** attempt), undefined, {
+            signal: sync.signal,
+          }).catch(() => undefined);
+        }
+      }
+    })();
     const client = createClient({ nc, root: config.nats.subject_root });
     const artifacts = createArtifactStoreFromConfig(config);
     const app = await buildApp({ config, store, nc, client, artifacts, logger });
@@ -40,6 +56,7 @@ await runService({
     logger.info({ address }, 'api listening');
     return {
       stop: async () => {
+        sync.abort();
         await app.close();
         await client.close();
         await nc.drain();
