@@ -33,6 +33,18 @@ function positiveInt(): z.ZodInt {
   return z.int(e).positive(e);
 }
 
+function hostName(): z.ZodString {
+  return z.string(expected('a host name or address')).min(1, expected('a host name or address'));
+}
+
+/** A TCP port; 0 lets the system pick a free one. */
+function port(): z.ZodInt {
+  return z
+    .int(expected('a port number'))
+    .min(0, expected('a port number'))
+    .max(65_535, expected('a port number'));
+}
+
 function intAtLeast(min: number): z.ZodInt {
   const e = expected(`an integer >= ${min}`);
   return z.int(e).min(min, e);
@@ -130,15 +142,8 @@ export const toolsSchema = section({
   upstream_retry_base_ms: positiveInt().default(200),
   upstream_retry_max_ms: positiveInt().default(5_000),
   // Where the tools service answers GET /healthz; port 0 picks a free one.
-  health_host: z
-    .string(expected('a host name or address'))
-    .min(1, expected('a host name or address'))
-    .default('127.0.0.1'),
-  health_port: z
-    .int(expected('a port number'))
-    .min(0, expected('a port number'))
-    .max(65_535, expected('a port number'))
-    .default(8092),
+  health_host: hostName().default('127.0.0.1'),
+  health_port: port().default(8092),
 }).superRefine((tools, ctx) => {
   if (tools.default_timeout_ms > tools.max_timeout_ms) {
     ctx.addIssue({
@@ -172,15 +177,8 @@ export const secretsSchema = section({
 export const MIN_ADMIN_KEY_LENGTH = 24;
 
 export const apiSchema = section({
-  host: z
-    .string(expected('a host name or address'))
-    .min(1, expected('a host name or address'))
-    .default('127.0.0.1'),
-  port: z
-    .int(expected('a port number'))
-    .min(0, expected('a port number'))
-    .max(65_535, expected('a port number'))
-    .default(8080),
+  host: hostName().default('127.0.0.1'),
+  port: port().default(8080),
   // Empty disables the admin key: projects can then not be created over HTTP. A secret: the
   // message of a refused key gives its length, never the key.
   admin_key: z
@@ -365,15 +363,8 @@ export const reaperSchema = section({
   claim_ttl_ms: intAtLeast(1000).default(300_000),
   retry_base_ms: positiveInt().default(5_000),
   retry_max_ms: positiveInt().default(900_000),
-  health_host: z
-    .string(expected('a host name or address'))
-    .min(1, expected('a host name or address'))
-    .default('127.0.0.1'),
-  health_port: z
-    .int(expected('a port number'))
-    .min(0, expected('a port number'))
-    .max(65_535, expected('a port number'))
-    .default(8091),
+  health_host: hostName().default('127.0.0.1'),
+  health_port: port().default(8091),
 }).superRefine((reaper, ctx) => {
   if (reaper.retry_base_ms > reaper.retry_max_ms) {
     ctx.addIssue({
