@@ -1,35 +1,17 @@
 // Syncing an MCP server's discovery into the registry against a real Postgres: added, updated
 // (description, schema, MCP name), vanished tools disabled and re-enabled when they return, a tool
 // a user disabled left alone, names held by another tool refused, delete taking the tools along.
-import { usePostgres, type TestPostgres } from '@toolmesh/testing';
-import { pino } from 'pino';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import type { DiscoveredTool } from './mcp-servers.ts';
-import { migrate } from './migrate.ts';
-import { createPool } from './pool.ts';
-import { createStore, type Store } from './store.ts';
+import type { Store } from './store.ts';
+import { useMigratedStore } from './test-support.ts';
 
-const logger = pino({ level: 'silent' });
-let db: TestPostgres;
-let store: Store;
 const P = 'proj';
 
-beforeAll(async () => {
-  db = await usePostgres();
-  const pool = createPool({
-    url: db.url,
-    max: 4,
-    statementTimeoutMs: 5_000,
-    connectTimeoutMs: 5_000,
-    logger,
-  });
-  await migrate({ pool, logger });
-  store = createStore(pool);
-  await pool.query(`INSERT INTO resource.projects (project_id, name) VALUES ($1, 'p')`, [P]);
-});
-afterAll(async () => {
-  await store?.close();
-  await db?.cleanup();
+const fixture = useMigratedStore([P]);
+let store: Store;
+beforeAll(() => {
+  store = fixture.store;
 });
 
 const tool = (token: string, description = `the ${token} tool`): DiscoveredTool => ({

@@ -1,35 +1,15 @@
 // Reserved tools follow the release that serves them: a project seeded by an older release (its
 // skills.* schema with a pattern RE2 cannot run, say) gets the current definitions; tools of
 // other origins and names the release does not know are left alone.
-import { usePostgres, type TestPostgres } from '@toolmesh/testing';
-import { pino } from 'pino';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { migrate } from './migrate.ts';
-import { createPool } from './pool.ts';
-import { createStore, type Store } from './store.ts';
+import { beforeAll, expect, it } from 'vitest';
+import type { Store } from './store.ts';
+import { useMigratedStore } from './test-support.ts';
 import type { NewTool } from './tools.ts';
 
-const logger = pino({ level: 'silent' });
-let db: TestPostgres;
+const fixture = useMigratedStore(['old', 'other']);
 let store: Store;
-
-beforeAll(async () => {
-  db = await usePostgres();
-  const pool = createPool({
-    url: db.url,
-    max: 2,
-    statementTimeoutMs: 5_000,
-    connectTimeoutMs: 5_000,
-    logger,
-  });
-  await migrate({ pool, logger });
-  store = createStore(pool);
-  for (const p of ['old', 'other'])
-    await pool.query(`INSERT INTO resource.projects (project_id, name) VALUES ($1, 'p')`, [p]);
-});
-afterAll(async () => {
-  await store?.close();
-  await db?.cleanup();
+beforeAll(() => {
+  store = fixture.store;
 });
 
 const schema = (pattern: string) => ({

@@ -1,39 +1,21 @@
 // Turn state against a real Postgres: a task starts a turn once, a lapsed lease is taken over and
 // fences the old owner's writes, results of the current epoch resume the turn and others do not.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { usePostgres, type TestPostgres } from '@toolmesh/testing';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from './migrate.ts';
-import { createPool } from './pool.ts';
-import { createStore, type Store } from './store.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from './store.ts';
+import { useMigratedStore } from './test-support.ts';
 
-const logger = pino({ level: 'silent' });
-let db: TestPostgres;
-let store: Store;
 const P = 'proj';
 const A = 'ada';
 
+const fixture = useMigratedStore([P]);
+let store: Store;
 beforeAll(async () => {
-  db = await usePostgres();
-  const pool = createPool({
-    url: db.url,
-    max: 4,
-    statementTimeoutMs: 5_000,
-    connectTimeoutMs: 5_000,
-    logger,
-  });
-  await migrate({ pool, logger });
-  store = createStore(pool);
-  await pool.query(`INSERT INTO resource.projects (project_id, name) VALUES ($1, 'p')`, [P]);
-  await pool.query(
+  store = fixture.store;
+  await fixture.pool.query(
     `INSERT INTO resource.agents (project_id, agent_id, name) VALUES ($1, $2, 'A')`,
     [P, A],
   );
-});
-afterAll(async () => {
-  await store?.close();
-  await db?.cleanup();
 });
 
 async function newTask(input: unknown): Promise<string> {

@@ -28,13 +28,9 @@ export interface DiscoveryDeps {
   logger: Logger;
 }
 
-export async function refreshServer(
-  deps: DiscoveryDeps,
-  project: string,
-  server: string,
-): Promise<McpRefreshReply> {
-  const log = deps.logger.child({ project, mcp_server: server });
-  const failed = (code: string, message: string): McpRefreshReply => ({
+/** The reply of a refresh that could not list the server's tools: nothing changed. */
+function failedRefresh(code: string, message: string): McpRefreshReply {
+  return {
     v: 1,
     ok: false,
     state: 'error',
@@ -44,7 +40,16 @@ export async function refreshServer(
     disabled: [],
     refused: [],
     error: { code, message },
-  });
+  };
+}
+
+export async function refreshServer(
+  deps: DiscoveryDeps,
+  project: string,
+  server: string,
+): Promise<McpRefreshReply> {
+  const log = deps.logger.child({ project, mcp_server: server });
+  const failed = failedRefresh;
   const row = await deps.store.mcpServers.get(project, server);
   if (!row) {
     await deps.pool.drop(project, server);
@@ -201,17 +206,7 @@ export function serveDiscovery(deps: DiscoveryDeps): Subscription {
           reply = await refreshServer(deps, parsed.project, parsed.server);
         } catch (e) {
           log.error({ err: e, subject: msg.subject }, 'MCP refresh failed');
-          reply = {
-            v: 1,
-            ok: false,
-            state: 'error',
-            tool_count: 0,
-            added: [],
-            updated: [],
-            disabled: [],
-            refused: [],
-            error: { code: errorCodeOf(e) ?? 'internal_error', message: (e as Error).message },
-          };
+          reply = failedRefresh(errorCodeOf(e) ?? 'internal_error', (e as Error).message);
         }
         msg.respond(encodeMessage('mcp_refresh_reply', reply));
       })();

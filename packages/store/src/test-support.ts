@@ -1,0 +1,43 @@
+// The store tests' fixture: a fresh database of their own, migrated, with a store over it and
+// the given projects created; cleaned up after the file.
+import type { Pool } from 'pg';
+import { usePostgres, type TestPostgres } from '@toolmesh/testing';
+import { pino } from 'pino';
+import { afterAll, beforeAll } from 'vitest';
+import { migrate } from './migrate.ts';
+import { createPool } from './pool.ts';
+import { createStore, type Store } from './store.ts';
+
+export interface StoreFixture {
+  store: Store;
+  pool: Pool;
+}
+
+export function useMigratedStore(projects: readonly string[] = []): StoreFixture {
+  const fixture = {} as StoreFixture;
+  const logger = pino({ level: 'silent' });
+  let db: TestPostgres | undefined;
+  beforeAll(async () => {
+    db = await usePostgres();
+    fixture.pool = createPool({
+      url: db.url,
+      max: 4,
+      statementTimeoutMs: 5_000,
+      connectTimeoutMs: 5_000,
+      logger,
+    });
+    await migrate({ pool: fixture.pool, logger });
+    fixture.store = createStore(fixture.pool);
+    for (const p of projects) {
+      await fixture.pool.query(
+        `INSERT INTO resource.projects (project_id, name) VALUES ($1, 'p')`,
+        [p],
+      );
+    }
+  });
+  afterAll(async () => {
+    await fixture.store?.close();
+    await db?.cleanup();
+  });
+  return fixture;
+}
