@@ -27,6 +27,7 @@ export {
   Kind,
   AgentEvent,
   createSubjects,
+  assertRoot,
   splitToolName,
   joinToolName,
 } from './subjects.ts';

@@ -1,0 +1,37 @@
+// The nats-server configuration of an authenticated deployment: operator mode with the `full`
+// account resolver (a folder of account JWTs that accepts signed updates at runtime through the
+// system account, which is how revocations reach the server), both accounts preloaded.
+import { appAccountJwt, operatorJwt, systemAccountJwt } from './jwts.ts';
+import { publicKeyOf, type BusKeys } from './keys.ts';
+
+export interface ServerConfigOptions {
+  host: string;
+  port: number;
+  /** JetStream store folder. */
+  storeDir: string;
+  /** Account JWT folder of the resolver. */
+  resolverDir: string;
+  /** Optional HTTP monitoring port. */
+  httpPort?: number;
+}
+
+const q = (s: string) => JSON.stringify(s);
+
+export async function natsServerConfig(keys: BusKeys, o: ServerConfigOptions): Promise<string> {
+  const sys = publicKeyOf(keys.system_account_seed);
+  const app = publicKeyOf(keys.account_seed);
+  return [
+    `host: ${q(o.host)}`,
+    `port: ${o.port}`,
+    ...(o.httpPort === undefined ? [] : [`http_port: ${o.httpPort}`]),
+    `jetstream { store_dir: ${q(o.storeDir)} }`,
+    `operator: ${q(await operatorJwt(keys))}`,
+    `system_account: ${q(sys)}`,
+    `resolver { type: full, dir: ${q(o.resolverDir)}, allow_delete: false, interval: "2m" }`,
+    `resolver_preload {`,
+    `  ${sys}: ${q(await systemAccountJwt(keys))}`,
+    `  ${app}: ${q(await appAccountJwt(keys))}`,
+    `}`,
+    '',
+  ].join('\n');
+}
