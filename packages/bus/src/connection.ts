@@ -1,6 +1,6 @@
 // One NATS connection per process, with reconnects that never give up by default and status
 // changes logged, so an operator can see a flapping server in the logs.
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { RetryableError } from '@toolmesh/protocol';
 import { redactUrls } from '@toolmesh/config';
@@ -14,6 +14,10 @@ export interface ConnectOptions {
   /** -1 reconnects forever. */
   maxReconnectAttempts: number;
   logger: Logger;
+  /** The user's `.creds` text (JWT and seed); none connects without authentication. */
+  creds?: string;
+  /** Where replies arrive; a project credential must use the prefix it was issued with. */
+  inboxPrefix?: string;
 }
 
 export async function connectNats(opts: ConnectOptions): Promise<NatsConnection> {
@@ -31,6 +35,10 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
       // Otherwise every request (each JetStream publish and KV write) builds an Error up front
       // for its async stack trace; on the hot path that cost rivals the request itself.
       noAsyncTraces: true,
+      ...(opts.creds === undefined || opts.creds === ''
+        ? {}
+        : { authenticator: credsAuthenticator(new TextEncoder().encode(opts.creds)) }),
+      ...(opts.inboxPrefix === undefined ? {} : { inboxPrefix: opts.inboxPrefix }),
     });
   } catch (cause) {
     // The URL may carry a user's password or a token: the message shows it masked.

@@ -13,3 +13,20 @@ export type {
 export { createLeaseStore } from './lease.ts';
 export type { Lease, LeaseRecord, LeaseStore, AcquireResult } from './lease.ts';
 export type { ConsumerSpec, StreamSettings } from './provision.ts';
+export {
+  ServiceUser,
+  appAccountJwt,
+  credentialInboxPrefix,
+  generateBusKeys,
+  loadBusKeys,
+  loadCreds,
+  mintUser,
+  natsServerConfig,
+  parseBusKeys,
+  projectCredentialPermissions,
+  publicKeyOf,
+  pushAppAccount,
+  servicePermissions,
+  systemUserCreds,
+} from './auth/index.ts';
+export type { BusKeys, MintedUser, SubjectPermissions } from './auth/index.ts';

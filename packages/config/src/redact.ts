@@ -4,7 +4,7 @@
 // form is covered: `user:password@`, a token as the whole userinfo (`nats://token@host`), and
 // query parameters such as `?token=`, `?password=`, `?sslpassword=`, `?api_key=`.
 
-const SECRET_KEY = /key|secret|token|password/i;
+const SECRET_KEY = /key|secret|token|password|creds/i;
 export const MASK = '***';
 
 /** Query parameters whose value is a credential. */

@@ -84,6 +84,13 @@ export const natsSchema = section({
   evt_max_age_sec: positiveInt().default(604_800),
   dedupe_window_sec: positiveInt().default(120),
   lease_bucket_max_age_sec: positiveInt().default(86_400),
+  // This process's NATS user: a path to a `.creds` file, or the file's text inline. Empty
+  // connects without authentication (a server without auth, as in local tests). A secret.
+  creds: z.string(expected('a path or the creds text')).default(''),
+  // The api only: the deployment's NATS keys file (written by `pnpm stack` or the compose init),
+  // a path or the JSON inline. With it the api mints and revokes project bus credentials;
+  // empty disables /v1/projects/:p/bus-credentials. A secret.
+  auth_keys: z.string(expected('a path or the keys JSON')).default(''),
 }).superRefine((nats, ctx) => {
   // JetStream refuses a stream whose duplicate window is longer than its max age.
   const shortest = Math.min(nats.cmd_max_age_sec, nats.evt_max_age_sec);

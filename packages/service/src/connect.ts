@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { createArtifactStore, type ArtifactStore } from '@toolmesh/artifacts';
-import { connectNats, type StreamSettings } from '@toolmesh/bus';
+import { connectNats, loadCreds, type StreamSettings } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
 import {
   createE2bSandboxProvider,
@@ -30,6 +30,7 @@ export function connectNatsFromConfig(
     reconnectWaitMs: config.nats.reconnect_wait_ms,
     maxReconnectAttempts: config.nats.max_reconnect_attempts,
     logger,
+    ...(config.nats.creds === '' ? {} : { creds: loadCreds(config.nats.creds) }),
   });
 }
 

@@ -108,3 +108,4 @@ export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secr
 export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';
 export { Quota } from './quotas.ts';
 export type { Admission, QuotaRefusal, QuotasRepo } from './quotas.ts';
+export type { BusCredential, BusCredentialsRepo } from './bus-credentials.ts';

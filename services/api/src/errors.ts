@@ -21,6 +21,7 @@ export const ApiErrorCode = {
   unsupported_media_type: 415,
   unavailable: 503,
   secrets_unconfigured: 503,
+  bus_auth_unconfigured: 503,
   internal_error: 500,
 } as const;
 export type ApiErrorCode = keyof typeof ApiErrorCode;

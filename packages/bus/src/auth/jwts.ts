@@ -68,7 +68,9 @@ export function appAccountJwt(keys: BusKeys, revocations: RevocationList = {}): 
 export interface MintedUser {
   publicKey: string;
   jwt: string;
-  /** The `.creds` file text: the JWT and the user's seed. Shown once, stored nowhere. */
+  /** The user's seed (SU...): proves the identity. Shown once, stored nowhere. */
+  seed: string;
+  /** The `.creds` file text: the JWT and the seed. */
   creds: string;
 }
 
@@ -93,7 +95,8 @@ export async function mintUser(
     },
     { signer: fromSeed(bytes(keys.account_signing_seed)) },
   );
-  return { publicKey: ukp.getPublicKey(), jwt, creds: text(fmtCreds(jwt, ukp)) };
+  const seed = text(ukp.getSeed());
+  return { publicKey: ukp.getPublicKey(), jwt, seed, creds: text(fmtCreds(jwt, ukp)) };
 }
 
 /** The system account's user: the api pushes account updates (revocations) through it. */
