@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { createClient, type Client } from '@toolmesh/client';
 import { loadConfig } from '@toolmesh/config';
 import { startSkillsService, type SkillsService } from '../../services/skills/src/app.ts';
-import { startTestApi, type TestApi } from '../../services/api/src/test/support.ts';
+import { natsAuthOf, startTestApi, type TestApi } from '../../services/api/src/test/support.ts';
 import { zipFolder } from '@toolmesh/cli';
 
 export interface SkillsMesh {
@@ -42,7 +42,7 @@ export function collectProgress(mesh: SkillsMesh): { events: unknown[]; sub: Sub
 export async function startSkillsMesh(overrides: Record<string, string> = {}): Promise<SkillsMesh> {
   const sandboxRoot = await mkdtemp(join(tmpdir(), 'toolmesh-sandboxes-'));
   const api = await startTestApi({ CG__SANDBOX__ROOT_DIR: sandboxRoot, ...overrides });
-  const nc = await connect({ servers: api.env['CG__NATS__URL']! });
+  const nc = await connect({ servers: api.env['CG__NATS__URL']!, ...natsAuthOf(api.config) });
   const client = createClient({ nc, root: api.config.nats.subject_root });
   const project = await api.createProject();
   const services: SkillsService[] = [];

@@ -55,6 +55,12 @@ export const ERROR_CODES = {
     summary: 'the tool is registered but disabled in the project',
   },
   tool_error: { retryable: false, status: 'failed', summary: 'the tool reported a failure' },
+  tool_call_id_taken: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      "the tool_call_id is an agent's pending call of another tool: a result under another target is refused",
+  },
   mcp_unavailable: {
     retryable: false,
     status: 'failed',

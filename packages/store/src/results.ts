@@ -3,8 +3,12 @@
 // card insert is `ON CONFLICT DO NOTHING` on (project_id, md5(tool_call_id)): whoever writes
 // second gets the first card back, so a redelivered call re-emits the same card id and writes
 // nothing new.
+// An agent reserves each tool_call_id under the tool it calls (state.turn_calls) before it
+// publishes the call. A result filed for that id under another tool name (a call published
+// under another target by anyone who learned the id) is refused: no card, no inbox row, and the
+// agent's own call still gets its slot.
 import { v7 as uuidv7 } from 'uuid';
-import type { ResultStatus, ToolResultContent } from '@toolmesh/protocol';
+import { ToolError, type ResultStatus, type ToolResultContent } from '@toolmesh/protocol';
 import { createBatcher } from './batcher.ts';
 import type { Db } from './db.ts';
 import { isRetryablePgError } from './errors.ts';
@@ -67,9 +71,17 @@ const RECORD_SQL = `
 WITH input AS (
   SELECT * FROM unnest(${UNNEST}) AS t(${NAMES})
 ),
+taken AS (
+  SELECT t.project_id, t.tool_call_id FROM input t
+  JOIN state.turn_calls tc ON tc.project_id = t.project_id
+   AND md5(tc.tool_call_id) = md5(t.tool_call_id) AND tc.tool_call_id = t.tool_call_id
+  WHERE tc.tool_name <> t.tool_name
+),
 ins AS (
   INSERT INTO cards (card_id, project_id, kind, tool_call_id, author, content, metadata)
-  SELECT card_id, project_id, 'tool.result', tool_call_id, author, content, metadata FROM input
+  SELECT card_id, project_id, 'tool.result', tool_call_id, author, content, metadata FROM input t
+  WHERE NOT EXISTS (SELECT 1 FROM taken k
+                    WHERE k.project_id = t.project_id AND k.tool_call_id = t.tool_call_id)
   ON CONFLICT (project_id, md5(tool_call_id)) WHERE kind = 'tool.result' DO NOTHING
   RETURNING card_id, project_id, tool_call_id, created_at
 ),
@@ -81,6 +93,8 @@ card AS (
   FROM input t JOIN cards c
     ON c.tool_call_id = t.tool_call_id AND c.project_id = t.project_id AND c.kind = 'tool.result'
   WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.project_id = t.project_id AND ins.tool_call_id = t.tool_call_id)
+    AND NOT EXISTS (SELECT 1 FROM taken k
+                    WHERE k.project_id = t.project_id AND k.tool_call_id = t.tool_call_id)
 ),
 exec AS (
   INSERT INTO state.tool_executions
@@ -112,7 +126,9 @@ inbox AS (
   WHERE t.agent_id IS NOT NULL
   ON CONFLICT (project_id, message_type, md5(correlation_id)) DO NOTHING
 )
-SELECT project_id, tool_call_id, card_id, created_at, content, inserted FROM card`;
+SELECT project_id, tool_call_id, card_id, created_at, content, inserted, false AS taken FROM card
+UNION ALL
+SELECT project_id, tool_call_id, NULL, NULL, NULL, false, true FROM taken`;
 
 const EXISTING_SQL = `SELECT project_id, tool_call_id, card_id, created_at, content, false AS inserted
   FROM cards WHERE tool_call_id = $2 AND project_id = $1 AND kind = 'tool.result'`;
@@ -125,6 +141,8 @@ interface Row {
   /** Null for a card this statement inserted. */
   content: ToolResultContent | null;
   inserted: boolean;
+  /** The id is an agent's call to another tool: nothing was written. */
+  taken?: boolean;
 }
 
 /** One column array per field, in COLUMNS order: the statement unnests them into rows. */
@@ -158,6 +176,17 @@ function toColumns(items: RecordToolResult[]): unknown[][] {
   return cols;
 }
 
+/** The refusal of a result filed under another tool than the one an agent reserved the id for. */
+function toolCallIdTaken(r: RecordToolResult): ToolError {
+  return new ToolError(
+    `tool_call_id ${r.toolCallId} belongs to an agent's call of another tool; a result of ${r.toolName} cannot be filed under it`,
+    {
+      code: 'tool_call_id_taken',
+      details: { tool_call_id: r.toolCallId, tool_name: r.toolName },
+    },
+  );
+}
+
 const keyOf = (project: string, toolCallId: string) => `${project}\u0000${toolCallId}`;
 
 export interface ResultsRepoOptions {
@@ -178,6 +207,7 @@ export function createResultsRepo(db: Db, opts: ResultsRepoOptions = {}): Result
         const row =
           byKey.get(keyOf(r.projectId, r.toolCallId)) ??
           (await db.query<Row>('results_existing', EXISTING_SQL, [r.projectId, r.toolCallId]))[0];
+        if (row?.taken === true) return toolCallIdTaken(r);
         if (!row) return new Error(`tool result for ${r.toolCallId} neither inserted nor found`);
         // A new card's content is what was passed in: it is not sent back, only an existing one.
         return {

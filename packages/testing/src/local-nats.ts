@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcessByStdio } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,11 @@ export interface LocalNatsOptions {
   /** JetStream store folder, kept by `close()`; a temporary folder (removed) by default. */
   dir?: string;
   startTimeoutMs?: number;
+  /**
+   * A configuration file's text for the port and store folder (e.g. operator mode with JWT
+   * auth); the server then starts with `-c` and nothing else on its command line.
+   */
+  config?: (o: { port: number; storeDir: string }) => Promise<string>;
 }
 
 export interface LocalNats {
@@ -64,9 +69,13 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
 
   async function launch(): Promise<void> {
     const log = new LogTail();
-    const proc = spawn(bin as string, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    let args = ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir];
+    if (options.config !== undefined) {
+      const file = join(dir, 'nats.conf');
+      await writeFile(file, await options.config({ port, storeDir: dir }), { mode: 0o600 });
+      args = ['-c', file];
+    }
+    const proc = spawn(bin as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     // Always drain the output: a full pipe would block the server's logging and then the
     // server itself. Unref so that a forgotten server never keeps this process alive.
     proc.stdout.on('data', (c: Buffer) => log.push(c));

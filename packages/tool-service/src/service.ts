@@ -10,6 +10,7 @@ import { backoffMs } from '@toolmesh/bus';
 import type { Store } from '@toolmesh/store';
 import {
   RetryableError,
+  errorCodeOf,
   statusForCode,
   type ErrorBody,
   type ErrorCode,
@@ -168,6 +169,14 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       recorded = await record(content);
     } catch (err) {
       if (err instanceof RetryableError) throw err;
+      if (errorCodeOf(err) === 'tool_call_id_taken') {
+        // A call under another target carrying an agent's pending id: its result would take the
+        // agent's slot. Nothing is filed; the lease goes at once so the agent's own call of
+        // that id is not held up.
+        clog.warn({ code: 'tool_call_id_taken', msg: (err as Error).message }, 'result refused');
+        await lease?.release().catch(() => undefined);
+        return { type: 'term', reason: `tool_call_id_taken: ${(err as Error).message}` };
+      }
       // Postgres refused the content itself (e.g. a NUL character, which jsonb cannot hold):
       // retrying cannot help, so file a failure that says why instead of looping.
       clog.error({ err }, 'result could not be stored; filing a failure instead');

@@ -5,10 +5,11 @@ import { expect } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { randomBytes } from 'node:crypto';
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import type { ArtifactStore } from '@toolmesh/artifacts';
 import { pino } from 'pino';
-import { createBus } from '@toolmesh/bus';
+import { createBus, loadCreds } from '@toolmesh/bus';
 import { createClient } from '@toolmesh/client';
 import { loadConfig, type Config } from '@toolmesh/config';
 import { createPool, createStore, migrate, type Store } from '@toolmesh/store';
@@ -65,7 +66,16 @@ export async function startTestApi(
   opts: TestApiOptions = {},
 ): Promise<TestApi> {
   const artifactsRoot = await mkdtemp(join(tmpdir(), 'toolmesh-artifacts-'));
-  const nats = await useNats();
+  // A test that brings its own server (e.g. an authenticated one) names it in the overrides.
+  const ownUrl = overrides['CG__NATS__URL'];
+  const nats =
+    ownUrl === undefined
+      ? await useNats()
+      : {
+          url: ownUrl,
+          root: overrides['CG__NATS__SUBJECT_ROOT'] ?? `t${randomBytes(5).toString('hex')}`,
+          cleanup: async () => {},
+        };
   const db = await usePostgres();
   const env: Record<string, string> = {
     CG__NATS__URL: nats.url,
@@ -87,7 +97,7 @@ export async function startTestApi(
   });
   await migrate({ pool, logger });
   const store = createStore(pool);
-  const nc = await connect({ servers: nats.url });
+  const nc = await connect({ servers: nats.url, ...natsAuthOf(config) });
   if (opts.provision !== false) {
     const bus = await createBus({ nc, root: nats.root, logger });
     await bus.provision(streamSettingsOf(config));
@@ -148,6 +158,16 @@ export async function startTestApi(
       await db.cleanup();
       await rm(artifactsRoot, { recursive: true, force: true });
     },
+  };
+}
+
+/** Connect options for the configuration's NATS user (none without `nats.creds`). */
+export function natsAuthOf(config: Config): {
+  authenticator?: ReturnType<typeof credsAuthenticator>;
+} {
+  if (config.nats.creds === '') return {};
+  return {
+    authenticator: credsAuthenticator(new TextEncoder().encode(loadCreds(config.nats.creds))),
   };
 }
 
