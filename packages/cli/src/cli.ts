@@ -68,6 +68,10 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .option('--api-url <url>', 'the api (env TOOLMESH_API_URL)')
     .option('--api-key <key>', 'api key (env TOOLMESH_API_KEY)')
     .option('--nats-url <url>', 'the NATS server (env NATS_URL)')
+    .option(
+      '--bus-creds <file>',
+      "a project's bus credential, a .creds file (env TOOLMESH_BUS_CREDS)",
+    )
     .option('-p, --project <id>', 'the project (env TOOLMESH_PROJECT)')
     .option('--root <root>', 'subject root of the deployment (env TOOLMESH_SUBJECT_ROOT)')
     .option('--json', 'print JSON (NDJSON for watch) instead of text')

@@ -1,6 +1,8 @@
 // What every command gets: the resolved settings, the output streams, the api, and a NATS
 // connection opened on first use (management commands never touch NATS).
+import { readFile } from 'node:fs/promises';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { credsConnectOptions, type CredsConnectOptions } from '@toolmesh/client';
 import { createApi, type Api } from './http.ts';
 import { CliError, ExitCode } from './exit.ts';
 import type { Io } from './output.ts';
@@ -24,20 +26,23 @@ export function createContext(settings: Settings, io: Io, signal: AbortSignal): 
     api: createApi(settings),
     signal,
     nats: () => {
-      nc ??= connect({
-        servers: settings.natsUrl.split(','),
-        name: 'toolmesh-cli',
-        timeout: 5_000,
-        // A terminal command should fail at once when the server is gone, not wait forever.
-        maxReconnectAttempts: 0,
-      }).catch((err: unknown) => {
-        throw new CliError(
-          ExitCode.connection,
-          'unreachable',
-          `cannot connect to NATS at ${settings.natsUrl}: ${(err as Error).message}`,
-          { cause: err },
-        );
-      });
+      nc ??= busAuth(settings.busCreds).then((auth) =>
+        connect({
+          ...auth,
+          servers: settings.natsUrl.split(','),
+          name: 'toolmesh-cli',
+          timeout: 5_000,
+          // A terminal command should fail at once when the server is gone, not wait forever.
+          maxReconnectAttempts: 0,
+        }).catch((err: unknown) => {
+          throw new CliError(
+            ExitCode.connection,
+            'unreachable',
+            `cannot connect to NATS at ${settings.natsUrl}: ${(err as Error).message}`,
+            { cause: err },
+          );
+        }),
+      );
       return nc;
     },
     close: async () => {
@@ -46,4 +51,30 @@ export function createContext(settings: Settings, io: Io, signal: AbortSignal): 
       if (conn && !conn.isClosed()) await conn.drain().catch(() => undefined);
     },
   };
+}
+
+/** Connect options of the bus credential file, if one is set; the error names the file only. */
+async function busAuth(path: string | undefined): Promise<Partial<CredsConnectOptions>> {
+  if (path === undefined) return {};
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new CliError(ExitCode.usage, 'usage', `cannot read bus credential ${path} (${code})`, {
+      cause: err,
+    });
+  }
+  try {
+    return await credsConnectOptions(text);
+  } catch (err) {
+    throw new CliError(
+      ExitCode.usage,
+      'usage',
+      `bus credential ${path}: ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
+  }
 }

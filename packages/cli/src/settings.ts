@@ -7,6 +7,7 @@ export interface GlobalFlags {
   apiUrl?: string;
   apiKey?: string;
   natsUrl?: string;
+  busCreds?: string;
   project?: string;
   root?: string;
   json?: boolean;
@@ -16,6 +17,8 @@ export interface Settings {
   apiUrl: string;
   apiKey: string | undefined;
   natsUrl: string;
+  /** Path of a project's bus credential (.creds); none connects without authentication. */
+  busCreds: string | undefined;
   project: string | undefined;
   root: string;
   json: boolean;
@@ -26,7 +29,8 @@ export const ENV_HELP = `Environment:
   TOOLMESH_API_KEY       a project api key (tmk_...) or the admin key
   TOOLMESH_PROJECT       the project id
   TOOLMESH_SUBJECT_ROOT  the deployment's [nats] subject_root (default cg)
-  NATS_URL               the NATS server (default nats://127.0.0.1:4222)`;
+  NATS_URL               the NATS server (default nats://127.0.0.1:4222)
+  TOOLMESH_BUS_CREDS     a project's bus credential (.creds file from POST /bus-credentials)`;
 
 export function resolveSettings(
   flags: GlobalFlags,
@@ -37,6 +41,7 @@ export function resolveSettings(
     apiUrl: (pick(flags.apiUrl, 'TOOLMESH_API_URL') ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),
     apiKey: pick(flags.apiKey, 'TOOLMESH_API_KEY'),
     natsUrl: pick(flags.natsUrl, 'NATS_URL') ?? 'nats://127.0.0.1:4222',
+    busCreds: pick(flags.busCreds, 'TOOLMESH_BUS_CREDS'),
     project: pick(flags.project, 'TOOLMESH_PROJECT'),
     root: pick(flags.root, 'TOOLMESH_SUBJECT_ROOT') ?? DEFAULT_ROOT,
     json: flags.json ?? false,

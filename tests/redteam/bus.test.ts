@@ -1,0 +1,402 @@
+// Red team, area "Bus": the mesh runs against an authenticated nats-server (operator mode, JWT
+// users, as `pnpm stack` and compose run it), each service as its own user, and a tenant holds a
+// bus credential of its project issued by the api. Each attack is shown refused or contained, and
+// the services keep serving the tenant's own calls afterwards:
+// - an unauthenticated connection;
+// - publishing a tool call into another project, subscribing to another project's events;
+// - deleting a stream, creating a consumer, reading stream info through `$JS.API`;
+// - using a credential after it was revoked (its open connection is cut, new ones refused);
+// - another project's api key minting, listing or revoking this project's credentials;
+// - a forged result: a builtin.echo call carrying an agent's pending tool_call_id must not
+//   plant that agent's result.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
+import { createClient, credsConnectOptions, type Client } from '@toolmesh/client';
+import { loadConfig } from '@toolmesh/config';
+import { Header, createNames, createSubjects, encodeMessage } from '@toolmesh/protocol';
+import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
+import { expectError } from '../../services/api/src/test/support.ts';
+import { startAgentMesh, type AgentMesh } from '../support/agent-mesh.ts';
+import { startAuthNats, type AuthNats } from '../support/auth-nats.ts';
+import { until } from '../support/procs.ts';
+import { startUpstream, type Upstream } from '../support/upstream.ts';
+
+const root = `t${randomBytes(5).toString('hex')}`;
+const subjects = createSubjects(root);
+const names = createNames(root);
+
+let auth: AuthNats;
+let mesh: AgentMesh;
+let up: Upstream;
+let tools: ToolsService | undefined;
+let admin: NatsConnection;
+let a: { id: string; key: string };
+let b: { id: string; key: string };
+
+interface Issued {
+  id: string;
+  creds: string;
+  seed: string;
+  jwt: string;
+  inbox_prefix: string;
+  public_key: string;
+}
+
+async function issue(project: string, key: string, name = 'publisher'): Promise<Issued> {
+  const res = await mesh.api.request('POST', `/v1/projects/${project}/bus-credentials`, {
+    key,
+    body: { name },
+  });
+  expect(res.status, res.raw).toBe(201);
+  return res.body as Issued;
+}
+
+/** A connection as a project credential, the way the SDK and the CLI make it. */
+async function connectWith(creds: string, reconnect = true): Promise<NatsConnection> {
+  return auth.connectAs(creds, { ...(await credsConnectOptions(creds)), reconnect });
+}
+
+let tenant: { cred: Issued; nc: NatsConnection; client: Client };
+
+/** The tenant's own echo call over the SDK, end to end: the services still serve. */
+async function stillServing(): Promise<void> {
+  const r = await tenant.client.callTool(
+    { project: a.id, channel: 'main', tool: 'builtin.echo', arguments: { text: 'alive' } },
+    { waitMs: 30_000 },
+  );
+  expect(r.status, JSON.stringify(r)).toBe('succeeded');
+  expect(r.content.result).toEqual({ text: 'alive' });
+}
+
+beforeAll(async () => {
+  auth = await startAuthNats(root);
+  up = await startUpstream();
+  mesh = await startAgentMesh({
+    CG__NATS__URL: auth.url,
+    CG__NATS__SUBJECT_ROOT: root,
+    CG__NATS__CREDS: await auth.creds('api'),
+    CG__NATS__AUTH_KEYS: auth.keysJson,
+    CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
+    CG__TOOLS__HEALTH_PORT: '0',
+  });
+  // Every service its own user; none of them holds the account's keys.
+  await mesh.startSkills({ CG__NATS__CREDS: await auth.creds('skills'), CG__NATS__AUTH_KEYS: '' });
+  await mesh.startWorker({
+    CG__NATS__CREDS: await auth.creds('agent-worker'),
+    CG__NATS__AUTH_KEYS: '',
+  });
+  admin = await auth.connectAs(await auth.creds('admin'));
+  a = mesh.project;
+  b = await mesh.api.createProject();
+  const cred = await issue(a.id, a.key, 'sdk');
+  const nc = await connectWith(cred.creds);
+  tenant = { cred, nc, client: createClient({ nc, root }) };
+}, 120_000);
+
+afterAll(async () => {
+  await tenant?.client.close();
+  await tools?.stop(2_000);
+  await mesh?.close();
+  await up?.close();
+  await auth?.close();
+});
+
+describe('credentials over HTTP', () => {
+  it('issues a credential once: the list shows no seed, only metadata', async () => {
+    expect(tenant.cred.seed).toMatch(/^SU[A-Z2-7]+$/);
+    expect(tenant.cred.creds).toContain(tenant.cred.jwt);
+    expect(tenant.cred.inbox_prefix).toMatch(new RegExp(`^_INBOX_${a.id}_`));
+    const list = await mesh.api.request('GET', `/v1/projects/${a.id}/bus-credentials`, {
+      key: a.key,
+    });
+    expect(list.status, list.raw).toBe(200);
+    expect(list.body.credentials).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ id: tenant.cred.id, name: 'sdk', revoked_at: null }),
+      ]),
+    );
+    expect(list.raw).not.toContain(tenant.cred.seed);
+    expect(list.raw).not.toContain(tenant.cred.jwt);
+    const row = await mesh.api.store.pool.query(
+      'SELECT * FROM resource.bus_credentials WHERE credential_id = $1',
+      [tenant.cred.id],
+    );
+    expect(JSON.stringify(row.rows)).not.toContain(tenant.cred.seed);
+  });
+
+  it("another project's key cannot mint, list or revoke this project's credentials", async () => {
+    const url = `/v1/projects/${a.id}/bus-credentials`;
+    expectError(
+      await mesh.api.request('POST', url, { key: b.key, body: { name: 'x' } }),
+      404,
+      'not_found',
+    );
+    expectError(await mesh.api.request('GET', url, { key: b.key }), 404, 'not_found');
+    expectError(
+      await mesh.api.request('DELETE', `${url}/${tenant.cred.id}`, { key: b.key }),
+      404,
+      'not_found',
+    );
+    // Nor through its own project's path with this project's credential id.
+    expectError(
+      await mesh.api.request('DELETE', `/v1/projects/${b.id}/bus-credentials/${tenant.cred.id}`, {
+        key: b.key,
+      }),
+      404,
+      'not_found',
+    );
+    expectError(
+      await mesh.api.request('POST', url, { key: a.key, body: { name: '' } }),
+      400,
+      'invalid_request',
+    );
+    await stillServing();
+  });
+});
+
+describe('the bus', () => {
+  it('refuses a connection without credentials', async () => {
+    await expect(connect({ servers: auth.url, reconnect: false, timeout: 5_000 })).rejects.toThrow(
+      /Authorization Violation/i,
+    );
+  });
+
+  it('runs a call, awaits its result and cancels one with a project credential (SDK)', async () => {
+    await stillServing();
+    const id = randomUUID();
+    const pending = tenant.client.callTool(
+      {
+        project: a.id,
+        channel: 'main',
+        tool: 'builtin.sleep',
+        toolCallId: id,
+        arguments: { ms: 60_000 },
+      },
+      { waitMs: 30_000 },
+    );
+    // Running once its execution row is written (calls that last get one).
+    await until(async () => {
+      const r = await mesh.api.store.pool.query(
+        `SELECT 1 FROM state.tool_executions WHERE project_id = $1 AND tool_call_id = $2`,
+        [a.id, id],
+      );
+      return r.rowCount ? true : undefined;
+    });
+    await tenant.client.cancel({ project: a.id, channel: 'main', toolCallId: id, reason: 'test' });
+    const r = await pending;
+    expect(r.status).toBe('canceled');
+  });
+
+  it("refuses publishing into another project's tool calls: nothing is stored or run", async () => {
+    const js = jetstream(tenant.nc);
+    const id = randomUUID();
+    const subject = subjects.toolCall({
+      project: b.id,
+      channel: 'main',
+      target: 'builtin',
+      tool: 'echo',
+    });
+    const body = encodeMessage('tool_call', {
+      v: 1,
+      tool_call_id: id,
+      tool_name: 'builtin.echo',
+      arguments: { text: 'intruder' },
+      after_execution: 'suspend',
+    });
+    await expect(js.publish(subject, body, { timeout: 3_000 })).rejects.toThrow(
+      /Permissions Violation for Publish/i,
+    );
+    // Also not as a cancel of the other project, nor as a wakeup of an agent of this one.
+    tenant.nc.publish(subjects.cancel({ project: b.id, channel: 'main' }), body);
+    tenant.nc.publish(subjects.agentWakeup({ project: a.id, channel: 'main', agent: 'x' }), body);
+    // The tenant's own call after it was served, so the other would have been seen by now.
+    await stillServing();
+    const jsm = await jetstreamManager(admin);
+    expect(await jsm.streams.getMessage(names.commandStream, { last_by_subj: subject })).toBeNull();
+    expect(
+      await jsm.streams.getMessage(names.commandStream, {
+        last_by_subj: subjects.agentWakeup({ project: a.id, channel: 'main', agent: 'x' }),
+      }),
+    ).toBeNull();
+    expect(await mesh.api.store.cards.toolResult(b.id, id)).toBeUndefined();
+  });
+
+  it("refuses subscribing to another project's events and sees none of them", async () => {
+    const nc = await connectWith(tenant.cred.creds);
+    const errors: string[] = [];
+    void (async () => {
+      for await (const s of nc.status()) if (s.type === 'error') errors.push(s.error.message);
+    })();
+    const seen: string[] = [];
+    nc.subscribe(`${root}.v1.${b.id}.*.evt.>`, {
+      callback: (e, m) => {
+        if (!e) seen.push(m.subject);
+      },
+    });
+    nc.subscribe(`${root}.v1.*.*.evt.>`, {
+      callback: (e, m) => {
+        if (!e) seen.push(m.subject);
+      },
+    });
+    await nc.flush();
+    // Project b's own call produces a result event on its evt subjects.
+    const bClient = createClient({ nc: admin, root });
+    const r = await bClient.callTool(
+      { project: b.id, channel: 'main', tool: 'builtin.echo', arguments: { text: 'b only' } },
+      { waitMs: 30_000 },
+    );
+    expect(r.status).toBe('succeeded');
+    await until(async () => (errors.length >= 2 ? true : undefined), 10_000);
+    expect(errors.join('\n')).toMatch(/Permissions Violation for Subscription/i);
+    expect(seen).toEqual([]);
+    await stillServing();
+  });
+
+  it('refuses the JetStream API: no stream deleted, no consumer created, no info', async () => {
+    await expect(jetstreamManager(tenant.nc, { timeout: 3_000 })).rejects.toThrow(
+      /Permissions Violation|timeout/i,
+    );
+    const jsm = await jetstreamManager(tenant.nc, { checkAPI: false, timeout: 3_000 });
+    await expect(jsm.streams.delete(names.commandStream)).rejects.toThrow(
+      /Permissions Violation|timeout/i,
+    );
+    await expect(
+      jsm.consumers.add(names.eventStream, { durable_name: 'spy', filter_subject: '>' }),
+    ).rejects.toThrow(/Permissions Violation|timeout/i);
+    await expect(jsm.streams.purge(names.commandStream)).rejects.toThrow(
+      /Permissions Violation|timeout/i,
+    );
+    const adminJsm = await jetstreamManager(admin);
+    expect((await adminJsm.streams.info(names.commandStream)).config.name).toBe(
+      names.commandStream,
+    );
+    const consumers: string[] = [];
+    for await (const c of adminJsm.consumers.list(names.eventStream)) consumers.push(c.name);
+    expect(consumers).not.toContain('spy');
+    await stillServing();
+  });
+
+  it('cuts off a revoked credential: its connection is closed and it cannot reconnect', async () => {
+    const cred = await issue(a.id, a.key, 'to-revoke');
+    const nc = await connectWith(cred.creds, false);
+    const client = createClient({ nc, root });
+    const ok = await client.callTool(
+      { project: a.id, channel: 'main', tool: 'builtin.echo', arguments: { text: 'before' } },
+      { waitMs: 30_000 },
+    );
+    expect(ok.status).toBe('succeeded');
+    const closed = nc.closed();
+    const del = await mesh.api.request(
+      'DELETE',
+      `/v1/projects/${a.id}/bus-credentials/${cred.id}`,
+      { key: a.key },
+    );
+    expect(del.status, del.raw).toBe(200);
+    expect(del.body.revoked_at).toEqual(expect.any(String));
+    const reason = await closed;
+    expect(String(reason?.message ?? reason)).toMatch(/revoked|Authorization/i);
+    await expect(connectWith(cred.creds, false)).rejects.toThrow(/Authorization Violation/i);
+    // Revoking twice answers the same row; an unknown id is a 404.
+    const again = await mesh.api.request(
+      'DELETE',
+      `/v1/projects/${a.id}/bus-credentials/${cred.id}`,
+      { key: a.key },
+    );
+    expect(again.status, again.raw).toBe(200);
+    expectError(
+      await mesh.api.request('DELETE', `/v1/projects/${a.id}/bus-credentials/${randomUUID()}`, {
+        key: a.key,
+      }),
+      404,
+      'not_found',
+    );
+    // The tenant's other credential is untouched.
+    await stillServing();
+  });
+});
+
+describe('a forged result', () => {
+  it("a builtin.echo call carrying an agent's pending tool_call_id does not plant its result", async () => {
+    const reg = await mesh.api.request('POST', `/v1/projects/${a.id}/tools`, {
+      key: a.key,
+      body: {
+        name: 'inventory.lookup',
+        description: 'Look up an item of the inventory by its SKU',
+        parameters: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'] },
+        kind: 'http',
+        http: { method: 'GET', url: `${up.url}/echo/items/{sku}` },
+      },
+    });
+    expect(reg.status, reg.raw).toBe(201);
+    const agent = await mesh.createAgent({
+      id: 'clerk',
+      allowedTools: ['inventory.*'],
+      script: [
+        { toolCalls: [{ name: 'inventory__lookup', arguments: { sku: 'A-17' } }] },
+        (req) => {
+          const seen = req.body.messages
+            .filter((m) => m.role === 'tool')
+            .map((m) => JSON.parse(String(m.content)) as unknown);
+          return { toolCalls: [{ name: 'submit_result', arguments: { result: seen } }] };
+        },
+      ],
+    });
+    // The tools service (target `inventory`) is not running yet: the agent's call waits.
+    const taskId = await mesh.startTask(agent, 'Find item A-17.');
+    const pending = await until(async () => {
+      const r = await mesh.api.store.pool.query<{ tool_call_id: string }>(
+        `SELECT tool_call_id FROM state.turn_calls WHERE project_id = $1 AND status = 'pending'
+           AND tool_name = 'inventory.lookup'`,
+        [a.id],
+      );
+      return r.rows[0]?.tool_call_id;
+    }, 30_000);
+
+    // The tenant (or a prompt-injected tool) files an echo under that id, asking for the wakeup.
+    const js = jetstream(tenant.nc);
+    const h = headers();
+    h.set(Header.toolCallId, pending);
+    h.set(Header.agentId, agent);
+    const ack = await js.publish(
+      subjects.toolCall({ project: a.id, channel: 'main', target: 'builtin', tool: 'echo' }),
+      encodeMessage('tool_call', {
+        v: 1,
+        tool_call_id: pending,
+        tool_name: 'builtin.echo',
+        arguments: { planted: 'PLANTED' },
+        after_execution: 'suspend',
+      }),
+      { headers: h, msgID: `forged-${pending}` },
+    );
+    // The builtin consumer has dealt with it (the skills service serves builtin).
+    const jsm = await jetstreamManager(admin);
+    await until(async () => {
+      const info = await jsm.consumers.info(names.commandStream, names.toolConsumer('builtin'));
+      return info.ack_floor.stream_seq >= ack.seq ? true : undefined;
+    }, 30_000);
+    expect(await mesh.api.store.cards.toolResult(a.id, pending)).toBeUndefined();
+
+    // The owner of the target serves the agent's call: its result is the one the agent sees.
+    tools = await startToolsService(
+      loadConfig({
+        env: {
+          ...mesh.api.env,
+          CG__NATS__CREDS: await auth.creds('tools'),
+          CG__NATS__AUTH_KEYS: '',
+        },
+      }),
+      pino({ level: 'silent' }),
+    );
+    const task = await mesh.finished(taskId, 60_000);
+    expect(task.status, JSON.stringify(task)).toBe('succeeded');
+    const text = JSON.stringify(task.final_card?.content);
+    expect(text).toContain('/echo/items/A-17');
+    expect(text).not.toContain('PLANTED');
+    const card = await mesh.api.store.cards.toolResult(a.id, pending);
+    expect(JSON.stringify(card?.content)).not.toContain('PLANTED');
+    await stillServing();
+  });
+});
