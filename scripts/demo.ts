@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import { zipFolder } from '@toolmesh/cli';
+import { credsConnectOptions } from '@toolmesh/client';
 import { createSubjects } from '@toolmesh/protocol';
 
 export interface DemoTarget {
@@ -83,7 +84,19 @@ export async function runDemo(target: DemoTarget): Promise<boolean> {
   await api('POST', `${p}/agents`, { id: 'painter', profile: 'painter' });
   say(`agent painter ready; the model: ${target.model}`);
 
-  const nc = await connect({ servers: target.natsUrl });
+  // The demo follows its project's events as an external publisher would: with a bus credential
+  // of the project, issued by the api (on a NATS without authentication there is none to get).
+  const issued = await api<{ creds: string }>('POST', `${p}/bus-credentials`, {
+    name: 'demo',
+  }).catch((err: unknown) => {
+    if (!/bus_auth_unconfigured/.test((err as Error).message)) throw err;
+    return undefined;
+  });
+  if (issued) say('bus credential of the project issued; following the agent with it');
+  const nc = await connect({
+    servers: target.natsUrl,
+    ...(issued ? await credsConnectOptions(issued.creds) : {}),
+  });
   try {
     // Live: the agent's events (steps, state, the task's end) and its streamed tokens.
     const subjects = createSubjects(target.root);

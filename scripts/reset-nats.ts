@@ -17,7 +17,8 @@ import {
   type JetStreamManager,
 } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { loadCreds } from '@toolmesh/bus';
 import { loadConfig, type Config } from '@toolmesh/config';
 import { createNames } from '@toolmesh/protocol';
 
@@ -75,7 +76,19 @@ async function main(): Promise<number> {
 
   let nc: NatsConnection;
   try {
-    nc = await connect({ servers: url.split(','), timeout: config.nats.connect_timeout_ms });
+    nc = await connect({
+      servers: url.split(','),
+      timeout: config.nats.connect_timeout_ms,
+      // On an authenticated server this needs a user with the JetStream API of the root (the
+      // `admin` creds of `pnpm stack` / the nats-auth job): CG__NATS__CREDS=<path>.
+      ...(config.nats.creds === ''
+        ? {}
+        : {
+            authenticator: credsAuthenticator(
+              new TextEncoder().encode(loadCreds(config.nats.creds)),
+            ),
+          }),
+    });
   } catch (err) {
     say(`cannot connect to NATS at ${url}: ${(err as Error).message}`);
     return 3;

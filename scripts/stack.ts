@@ -21,6 +21,7 @@ import {
   startScriptedOpenAI,
 } from '@toolmesh/testing';
 import { runDemo, type DemoTarget } from './demo.ts';
+import { ensureNatsAuth, type NatsAuthFiles } from './nats-auth.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const DATA = join(ROOT, '.data');
@@ -53,6 +54,16 @@ async function stopAll(code: number): Promise<never> {
   for (const s of servers.reverse()) await s.stop().catch(() => undefined);
   say('stopped');
   process.exit(code);
+}
+
+/** The NATS user of each service when the stack runs its own (authenticated) nats-server. */
+function natsEnvOf(svc: (typeof SERVICES)[number], auth: NatsAuthFiles | undefined) {
+  if (auth === undefined) return {};
+  return {
+    CG__NATS__CREDS: auth.creds[svc.name],
+    // Only the api signs project credentials; no other service gets the account's keys.
+    ...(svc.name === 'api' ? { CG__NATS__AUTH_KEYS: auth.keysFile } : {}),
+  };
 }
 
 function startService(svc: (typeof SERVICES)[number], env: Record<string, string>): Promise<void> {
@@ -157,11 +168,27 @@ await checkApiPort();
 try {
   await mkdir(DATA, { recursive: true });
   let natsUrl = process.env['NATS_URL'];
+  // Our own nats-server runs with JWT authentication: keys made once in .data/nats-auth, a
+  // user per service. A NATS_URL given from outside is used as it is (its auth is its own).
+  let natsAuth: NatsAuthFiles | undefined;
   if (!natsUrl) {
-    const nats = await startLocalNats({ dir: join(DATA, 'nats') });
+    const root = loadConfig({ env: process.env }).nats.subject_root;
+    const nats = await startLocalNats({
+      dir: join(DATA, 'nats'),
+      config: async ({ port, storeDir }) => {
+        natsAuth = await ensureNatsAuth(join(DATA, 'nats-auth'), root, {
+          host: '127.0.0.1',
+          port,
+          storeDir: join(storeDir, 'jetstream'),
+          resolverDir: join(storeDir, 'jwt'),
+          maxPayloadBytes: 1024 * 1024,
+        });
+        return readFile(natsAuth.confFile, 'utf8');
+      },
+    });
     servers.push(nats);
     natsUrl = nats.url;
-    say(`nats-server with JetStream on ${natsUrl} (store in .data/nats)`);
+    say(`nats-server with JetStream and JWT auth on ${natsUrl} (keys in .data/nats-auth)`);
   }
   let dbUrl = process.env['DATABASE_URL'];
   if (!dbUrl) {
@@ -245,7 +272,7 @@ try {
   // Holds the admin key: readable by this user only, like .data/admin_key.
   await writeFile(join(DATA, 'stack.json'), JSON.stringify(target, null, 2), { mode: 0o600 });
 
-  await Promise.all(SERVICES.map((s) => startService(s, env)));
+  await Promise.all(SERVICES.map((s) => startService(s, { ...env, ...natsEnvOf(s, natsAuth) })));
   say(`services up: ${SERVICES.map((s) => s.name).join(', ')}`);
   say(`api on ${target.apiUrl} (admin key in .data/admin_key)`);
   const ok = await runDemo(target).catch((err: unknown) => {

@@ -29,4 +29,4 @@ export {
   servicePermissions,
   systemUserCreds,
 } from './auth/index.ts';
-export type { BusKeys, MintedUser, SubjectPermissions } from './auth/index.ts';
+export type { BusKeys, MintedUser, ServerConfigOptions, SubjectPermissions } from './auth/index.ts';

@@ -13,6 +13,8 @@ export interface ServerConfigOptions {
   resolverDir: string;
   /** Optional HTTP monitoring port. */
   httpPort?: number;
+  /** Largest message the server accepts (its default is 1 MiB). */
+  maxPayloadBytes?: number;
 }
 
 const q = (s: string) => JSON.stringify(s);
@@ -24,6 +26,7 @@ export async function natsServerConfig(keys: BusKeys, o: ServerConfigOptions): P
     `host: ${q(o.host)}`,
     `port: ${o.port}`,
     ...(o.httpPort === undefined ? [] : [`http_port: ${o.httpPort}`]),
+    ...(o.maxPayloadBytes === undefined ? [] : [`max_payload: ${o.maxPayloadBytes}`]),
     `jetstream { store_dir: ${q(o.storeDir)} }`,
     `operator: ${q(await operatorJwt(keys))}`,
     `system_account: ${q(sys)}`,
