@@ -94,11 +94,35 @@ describe('docker-compose.yml', () => {
   it('keeps postgres and nats data on volumes and mounts the nats configuration', () => {
     expect(services['postgres'].volumes).toContain('postgres-data:/var/lib/postgresql/data');
     expect(services['nats'].volumes).toEqual(
-      expect.arrayContaining(['./infra/nats.conf:/etc/nats/nats.conf:ro']),
+      expect.arrayContaining(['nats-auth:/etc/nats/auth:ro', 'nats-data:/data']),
     );
+    expect(services['nats'].command).toEqual(['-c', '/etc/nats/auth/nats.conf']);
     expect(Object.keys(compose.volumes)).toEqual(
-      expect.arrayContaining(['postgres-data', 'nats-data', 'artifacts', 'sandboxes']),
+      expect.arrayContaining(['postgres-data', 'nats-data', 'nats-auth', 'artifacts', 'sandboxes']),
     );
+  });
+
+  it('runs NATS with authentication: each process its own user, only the api holds the keys', () => {
+    expect(services['nats-auth'].command).toEqual([
+      'nats-auth',
+      '--dir',
+      '/var/lib/toolmesh/nats-auth',
+    ]);
+    expect(services['nats-auth'].restart).toBe('no');
+    expect(services['nats-auth'].volumes).toContain('nats-auth:/var/lib/toolmesh/nats-auth');
+    expect(services['nats'].depends_on['nats-auth'].condition).toBe(
+      'service_completed_successfully',
+    );
+    for (const name of [...processes, 'agent-worker', 'sandbox-reaper']) {
+      const env = envOf(name, secrets);
+      expect(env['CG__NATS__CREDS'], name).toBe(`/var/lib/toolmesh/nats-auth/creds/${name}.creds`);
+      expect(services[name].volumes, name).toContain('nats-auth:/var/lib/toolmesh/nats-auth:ro');
+      if (name === 'api') {
+        expect(env['CG__NATS__AUTH_KEYS']).toBe('/var/lib/toolmesh/nats-auth/keys.json');
+      } else {
+        expect(env['CG__NATS__AUTH_KEYS'], name).toBeUndefined();
+      }
+    }
   });
 
   it('mounts config.toml read-only into every toolmesh service', () => {
@@ -224,6 +248,7 @@ describe('infra/Dockerfile', () => {
     const entry = readFileSync(join(ROOT, 'infra/entrypoint.sh'), 'utf8');
     expect(entry).toContain('services/$name/src/main.ts');
     expect(entry).toContain('migrate) exec node scripts/migrate.ts');
+    expect(entry).toContain('nats-auth) exec node scripts/nats-auth.ts');
   });
 });
 
