@@ -4,7 +4,8 @@
 -- and pushes to the server (also at start, so a server that lost the update gets it again).
 CREATE TABLE resource.bus_credentials (
   credential_id uuid PRIMARY KEY,
-  project_id    text NOT NULL REFERENCES resource.projects ON DELETE CASCADE,
+  -- No cascade: a revoked row is the revocation itself, so it must outlive nothing it guards.
+  project_id    text NOT NULL REFERENCES resource.projects,
   name          text NOT NULL,
   public_key    text NOT NULL UNIQUE CHECK (public_key ~ '^U[A-Z2-7]{55}$'),
   inbox_prefix  text NOT NULL,
