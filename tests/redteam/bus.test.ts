@@ -9,7 +9,11 @@
 // - another project's api key minting, listing or revoking this project's credentials;
 // - a forged result: a builtin.echo call carrying an agent's pending tool_call_id must not
 //   plant that agent's result.
+import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -21,6 +25,7 @@ import { startToolsService, type ToolsService } from '../../services/tools/src/a
 import { expectError } from '../../services/api/src/test/support.ts';
 import { startAgentMesh, type AgentMesh } from '../support/agent-mesh.ts';
 import { startAuthNats, type AuthNats } from '../support/auth-nats.ts';
+import { REPO_ROOT } from '../support/mesh.ts';
 import { until } from '../support/procs.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
 
@@ -314,6 +319,61 @@ describe('the bus', () => {
       'not_found',
     );
     // The tenant's other credential is untouched.
+    await stillServing();
+  });
+});
+
+describe('the CLI with a bus credential', () => {
+  /** Runs `toolmesh` to its end against the authenticated server. */
+  async function toolmesh(args: string[], env: Record<string, string>) {
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'packages/cli/src/main.ts'), ...args], {
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        NATS_URL: auth.url,
+        TOOLMESH_SUBJECT_ROOT: root,
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    return { code, stdout, stderr };
+  }
+
+  it('calls a tool with TOOLMESH_BUS_CREDS; without it the server refuses the CLI', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'toolmesh-creds-'));
+    try {
+      const file = join(dir, 'a.creds');
+      await writeFile(file, tenant.cred.creds, { mode: 0o600 });
+      const call = ['call', 'builtin.echo', '-a', '{"text":"from the cli"}', '--json'];
+      const ok = await toolmesh(call, { TOOLMESH_BUS_CREDS: file, TOOLMESH_PROJECT: a.id });
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(JSON.parse(ok.stdout)).toMatchObject({
+        status: 'succeeded',
+        content: { result: { text: 'from the cli' } },
+      });
+      const anonymous = await toolmesh(call, { TOOLMESH_PROJECT: a.id });
+      expect(anonymous.code).toBe(3);
+      expect(anonymous.stderr).toMatch(/Authorization Violation/i);
+      // The same credential naming the other project: refused by the server, nothing runs.
+      const across = await toolmesh([...call, '--wait-ms', '3000'], {
+        TOOLMESH_BUS_CREDS: file,
+        TOOLMESH_PROJECT: b.id,
+      });
+      expect(across.code).not.toBe(0);
+      expect(across.stderr + across.stdout).toMatch(/Permissions Violation|timeout/i);
+      const missing = await toolmesh(call, {
+        TOOLMESH_BUS_CREDS: join(dir, 'nope.creds'),
+        TOOLMESH_PROJECT: a.id,
+      });
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain('cannot read bus credential');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
     await stillServing();
   });
 });
