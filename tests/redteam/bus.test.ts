@@ -254,7 +254,7 @@ describe('the bus', () => {
       { waitMs: 30_000 },
     );
     expect(r.status).toBe('succeeded');
-    await until(async () => (errors.length >= 2 ? true : undefined), 10_000);
+    await until(() => Promise.resolve(errors.length >= 2 ? true : undefined), 10_000);
     expect(errors.join('\n')).toMatch(/Permissions Violation for Subscription/i);
     expect(seen).toEqual([]);
     await stillServing();

@@ -4,12 +4,12 @@
 import { join } from 'node:path';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import {
-  ServiceUser,
   generateBusKeys,
   mintUser,
   natsServerConfig,
   servicePermissions,
   type BusKeys,
+  type ServiceUser,
 } from '@toolmesh/bus';
 import { startLocalNats, type LocalNats } from '@toolmesh/testing';
 

@@ -11,7 +11,7 @@ export type CredsConnectOptions = Required<Pick<ConnectionOptions, 'authenticato
 /** Connect options for a `.creds` text: an authenticator, and the credential's inbox prefix. */
 export async function credsConnectOptions(creds: string): Promise<CredsConnectOptions> {
   const bytes = new TextEncoder().encode(creds);
-  let allowed: string[] = [];
+  let allowed: string[];
   try {
     allowed = (await parseCreds(bytes)).uc.nats.sub?.allow ?? [];
   } catch (cause) {

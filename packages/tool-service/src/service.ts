@@ -6,7 +6,6 @@
 // never dropped; infrastructure trouble is retried, never turned into a result.
 import type { Logger } from 'pino';
 import type { Bus, Consumption, Delivery, Disposition, Lease } from '@toolmesh/bus';
-import { backoffMs } from '@toolmesh/bus';
 import type { Store } from '@toolmesh/store';
 import {
   RetryableError,
@@ -19,6 +18,7 @@ import {
 import type { CallCost, ToolDefinition } from './define.ts';
 import { emitProgress, emitResult } from './emit.ts';
 import { sanitizeResult } from './sanitize.ts';
+import { persistWrite } from './persist.ts';
 import { execute } from './execute.ts';
 import {
   bindStatic,
@@ -90,7 +90,6 @@ export interface ToolService {
   inFlight(): number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Calls still running after this long get a `running` row in the execution log. */
 const RUNNING_ROW_AFTER_MS = 50;
 /** Added to a call's deadline to make its quota slot's expiry. */
@@ -110,26 +109,8 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   let consumption: Consumption | undefined;
   let cancels: CancelRegistry | undefined;
 
-  /** Retries a write while Postgres or NATS is unreachable, renewing the lease meanwhile. */
-  async function persist<T>(
-    what: string,
-    fn: () => Promise<T>,
-    lease: Lease | undefined,
-    clog: Logger,
-  ): Promise<T> {
-    const giveUpAt = Date.now() + limits.persistRetryMaxMs;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (!(err instanceof RetryableError) || Date.now() >= giveUpAt) throw err;
-        const delay = backoffMs(attempt, limits.retryBaseMs, limits.retryMaxMs);
-        clog.warn({ err, attempt, delayMs: delay }, `${what} failed; retrying`);
-        await sleep(delay);
-        if (lease) await lease.renew().catch(() => false);
-      }
-    }
-  }
+  const persist = <T>(what: string, fn: () => Promise<T>, lease: Lease | undefined, clog: Logger) =>
+    persistWrite(limits, what, fn, lease, clog);
 
   async function finish(
     ids: CallIds,
