@@ -54,6 +54,16 @@ describe('redactConfig', () => {
     expect(safe.url).toBe('postgres://app:***@db:5432/mesh');
   });
 
+  it('masks the NATS creds and account keys settings', () => {
+    const config = loadConfig({
+      env: { CG__NATS__CREDS: '/run/secrets/api.creds', CG__NATS__AUTH_KEYS: '{"v":1}' },
+    });
+    const shown = JSON.stringify(redactConfig(config));
+    expect(shown).not.toContain('/run/secrets/api.creds');
+    expect(shown).not.toContain('{"v":1}');
+    expect(redactConfig(config).nats.creds).toBe('***');
+  });
+
   it('masks every value under a key that names a secret, at any depth', () => {
     const safe = redactConfig({
       llm: {
