@@ -2,7 +2,7 @@
 // JetStream consume of each message, one Postgres insert, an ack and a core-NATS reply. This is
 // the least any design on JetStream + Postgres must do per call.
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
+import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import pg from 'pg';
 
 const [natsUrl, dbUrl, stream, subject, replyPrefix, concurrencyArg] = process.argv.slice(2) as [
@@ -14,7 +14,12 @@ const [natsUrl, dbUrl, stream, subject, replyPrefix, concurrencyArg] = process.a
   string,
 ];
 const concurrency = Number(concurrencyArg);
-const nc = await connect({ servers: natsUrl });
+// BENCH_NATS_CREDS: the .creds text of a user, when the server runs with authentication.
+const creds = process.env['BENCH_NATS_CREDS'];
+const nc = await connect({
+  servers: natsUrl,
+  ...(creds ? { authenticator: credsAuthenticator(new TextEncoder().encode(creds)) } : {}),
+});
 const jsm = await jetstreamManager(nc);
 await jsm.consumers.add(stream, {
   durable_name: 'floor',

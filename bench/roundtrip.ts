@@ -1,10 +1,13 @@
 // `pnpm bench roundtrip`: builtin.echo calls through the whole mesh (JetStream in, lease, card
 // in Postgres, result event out), sequentially and with 64 in flight, against the floor measured
 // in the same run: a bare JetStream publish, consume and ack plus one Postgres insert.
+// BENCH_AUTH=1 runs both on a nats-server with JWT authentication: the skills service as its own
+// user, the calls through a project credential, the floor as the admin user
+// (bench/results/roundtrip-auth.json).
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, headers } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, headers } from '@nats-io/transport-node';
 import { createClient } from '@toolmesh/client';
 import { spawnReady, drive, ROOT_DIR, writeResult, stopChildren, benchServers } from './support.ts';
 import { summarize, table } from './stats.ts';
@@ -14,9 +17,14 @@ const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 20_000);
 const IN_FLIGHT = 64;
 const WARMUP = 500;
 
-const { nats, db } = await benchServers();
+const AUTH = process.env['BENCH_AUTH'] === '1';
+const { nats, db, auth } = await benchServers({ auth: AUTH });
 const children: ChildProcess[] = [];
-const nc = await connect({ servers: nats.url, noAsyncTraces: true });
+const adminCreds = auth ? await auth.creds('admin') : undefined;
+const asAdmin = adminCreds
+  ? { authenticator: credsAuthenticator(new TextEncoder().encode(adminCreds)) }
+  : {};
+const nc = await connect({ servers: nats.url, noAsyncTraces: true, ...asAdmin });
 try {
   // --- the mesh ---
   const env = {
@@ -24,6 +32,7 @@ try {
     CG__NATS__SUBJECT_ROOT: nats.root,
     CG__POSTGRES__URL: db.url,
     CG__LOG__LEVEL: 'warn',
+    ...(auth ? { CG__NATS__CREDS: await auth.creds('skills') } : {}),
   };
   // BENCH_PROFILE=1 writes a CPU profile of the skills service to .tmp/profiles/.
   const profile = process.env['BENCH_PROFILE']
@@ -36,7 +45,10 @@ try {
       'tool service started',
     ),
   );
-  const client = createClient({ nc, root: nats.root });
+  const callerNc = auth
+    ? await connect({ servers: nats.url, noAsyncTraces: true, ...(await auth.project('bench')) })
+    : nc;
+  const client = createClient({ nc: callerNc, root: nats.root });
   const scope = { project: 'bench', channel: 'roundtrip' };
   const echo = async (i: number) => {
     const r = await client.callTool({ ...scope, tool: 'builtin.echo', arguments: { i } });
@@ -62,7 +74,7 @@ try {
         replyPrefix,
         String(IN_FLIGHT),
       ],
-      {},
+      adminCreds ? { BENCH_NATS_CREDS: adminCreds } : {},
       'ready',
     ),
   );
@@ -107,6 +119,7 @@ try {
     },
     ratio_calls_per_s: Math.round((callsPerS / floorPerS) * 100) / 100,
     sequential_calls: SEQUENTIAL,
+    nats_auth: AUTH,
     node: process.version,
     cpus: (await import('node:os')).cpus().length,
     measured_at: new Date().toISOString(),
@@ -142,7 +155,8 @@ try {
   console.log(
     `\nratio to floor: p50 ${result.ratio_p50}x sequential; throughput ${result.ratio_calls_per_s}x`,
   );
-  await writeResult('roundtrip', result);
+  await writeResult(AUTH ? 'roundtrip-auth' : 'roundtrip', result);
+  if (callerNc !== nc) await callerNc.close();
 } finally {
   await stopChildren(children);
   await nc.close();

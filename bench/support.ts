@@ -7,13 +7,76 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { createPool, migrate } from '@toolmesh/store';
-import { useNats, usePostgres, type TestNats, type TestPostgres } from '@toolmesh/testing';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { credsAuthenticator, type ConnectionOptions } from '@nats-io/transport-node';
+import {
+  credentialInboxPrefix,
+  generateBusKeys,
+  mintUser,
+  natsServerConfig,
+  projectCredentialPermissions,
+  servicePermissions,
+  type ServiceUser,
+} from '@toolmesh/bus';
+import {
+  startLocalNats,
+  useNats,
+  usePostgres,
+  type TestNats,
+  type TestPostgres,
+} from '@toolmesh/testing';
 
 export const ROOT_DIR = join(import.meta.dirname, '..');
 
-/** A fresh subject root and a fresh, migrated database; each has its own `cleanup`. */
-export async function benchServers(): Promise<{ nats: TestNats; db: TestPostgres }> {
-  const nats = await useNats();
+/** Users of an authenticated server (BENCH_AUTH=1): service creds and project credentials. */
+export interface BenchAuth {
+  creds(user: ServiceUser): Promise<string>;
+  /** Connect options of a fresh credential of the project, as the api would issue it. */
+  project(project: string): Promise<Pick<ConnectionOptions, 'authenticator' | 'inboxPrefix'>>;
+}
+
+/** A local nats-server in operator mode (JWT auth, as `pnpm stack` runs it) and a root in it. */
+async function authNats(): Promise<{ nats: TestNats; auth: BenchAuth }> {
+  const keys = generateBusKeys();
+  const server = await startLocalNats({
+    config: ({ port, storeDir }) =>
+      natsServerConfig(keys, {
+        host: '127.0.0.1',
+        port,
+        storeDir: join(storeDir, 'js'),
+        resolverDir: join(storeDir, 'jwt'),
+      }),
+  });
+  const root = `t${randomBytes(5).toString('hex')}`;
+  const auth: BenchAuth = {
+    creds: async (user) =>
+      (
+        await mintUser(keys, user, servicePermissions(root, user), {
+          seed: keys.service_user_seeds[user] as string,
+        })
+      ).creds,
+    project: async (project) => {
+      const inboxPrefix = credentialInboxPrefix(project, randomUUID());
+      const { creds } = await mintUser(
+        keys,
+        project,
+        projectCredentialPermissions(root, project, inboxPrefix),
+      );
+      return { authenticator: credsAuthenticator(new TextEncoder().encode(creds)), inboxPrefix };
+    },
+  };
+  return { nats: { url: server.url, root, cleanup: () => server.close() }, auth };
+}
+
+/**
+ * A fresh subject root and a fresh, migrated database; each has its own `cleanup`. With
+ * `auth`, the root is on a nats-server of its own with JWT authentication.
+ */
+export async function benchServers(
+  opts: { auth?: boolean } = {},
+): Promise<{ nats: TestNats; db: TestPostgres; auth?: BenchAuth }> {
+  const authed = opts.auth === true ? await authNats() : undefined;
+  const nats = authed?.nats ?? (await useNats());
   const db = await usePostgres();
   const logger = pino({ level: 'warn' });
   const pool = createPool({
@@ -28,7 +91,7 @@ export async function benchServers(): Promise<{ nats: TestNats; db: TestPostgres
   } finally {
     await pool.end();
   }
-  return { nats, db };
+  return { nats, db, ...(authed ? { auth: authed.auth } : {}) };
 }
 
 /** Spawns `node <args>` and resolves once its stdout shows `ready`; later output is dropped. */
