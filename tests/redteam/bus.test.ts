@@ -460,3 +460,18 @@ describe('a forged result', () => {
     await stillServing();
   });
 });
+
+describe('the services', () => {
+  it('never hit a permission violation themselves: each user has what its service needs', () => {
+    const lines = auth.violations();
+    // The attacks above were refused and logged by the server...
+    expect(lines.join('\n')).toMatch(/Publish Violation/);
+    expect(lines.join('\n')).toMatch(/Subscription Violation/);
+    // ...all of them by tenant credentials, none by a service of the mesh.
+    const services = new Set(auth.serviceKeys());
+    const offenders = lines.filter((l) =>
+      [...l.matchAll(/U[A-Z2-7]{55}/g)].some((m) => services.has(m[0])),
+    );
+    expect(offenders).toEqual([]);
+  });
+});

@@ -7,6 +7,7 @@ import {
   generateBusKeys,
   mintUser,
   natsServerConfig,
+  publicKeyOf,
   servicePermissions,
   type BusKeys,
   type ServiceUser,
@@ -27,13 +28,24 @@ export interface AuthNats {
     creds: string,
     opts?: { inboxPrefix?: string; reconnect?: boolean },
   ): Promise<NatsConnection>;
+  /** The server's permission-violation log lines so far. */
+  violations(): string[];
+  /** Public keys of the service users (api, skills, ...), to tell them from tenants. */
+  serviceKeys(): string[];
   server: LocalNats;
   close(): Promise<void>;
 }
 
 export async function startAuthNats(root: string): Promise<AuthNats> {
   const keys = generateBusKeys();
+  const violations: string[] = [];
+  let partial = '';
   const server = await startLocalNats({
+    onOutput: (text) => {
+      const lines = (partial + text).split('\n');
+      partial = lines.pop() ?? '';
+      violations.push(...lines.filter((l) => /Violation/.test(l)));
+    },
     config: ({ port, storeDir }) =>
       natsServerConfig(keys, {
         host: '127.0.0.1',
@@ -56,6 +68,8 @@ export async function startAuthNats(root: string): Promise<AuthNats> {
     root,
     creds,
     server,
+    violations: () => [...violations],
+    serviceKeys: () => Object.values(keys.service_user_seeds).map(publicKeyOf),
     connectAs: async (c, o = {}) => {
       const nc = await connect({
         servers: server.url,

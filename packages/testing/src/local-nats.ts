@@ -22,6 +22,8 @@ export interface LocalNatsOptions {
    * auth); the server then starts with `-c` and nothing else on its command line.
    */
   config?: (o: { port: number; storeDir: string }) => Promise<string>;
+  /** Sees every chunk of the server's output (e.g. to collect permission violations). */
+  onOutput?: (text: string) => void;
 }
 
 export interface LocalNats {
@@ -78,8 +80,12 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
     const proc = spawn(bin as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     // Always drain the output: a full pipe would block the server's logging and then the
     // server itself. Unref so that a forgotten server never keeps this process alive.
-    proc.stdout.on('data', (c: Buffer) => log.push(c));
-    proc.stderr.on('data', (c: Buffer) => log.push(c));
+    const seen = (c: Buffer) => {
+      log.push(c);
+      options.onOutput?.(c.toString());
+    };
+    proc.stdout.on('data', seen);
+    proc.stderr.on('data', seen);
     proc.unref();
     unrefPipe(proc.stdout);
     unrefPipe(proc.stderr);

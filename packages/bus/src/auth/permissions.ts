@@ -39,23 +39,56 @@ export function projectCredentialPermissions(
 }
 
 /**
- * A service of the mesh. Every service provisions the streams, the lease bucket and its durable
- * consumers at start (idempotently), so each needs the JetStream API of the account; subjects stay
- * inside the root. The sandbox reaper never talks to NATS and gets nothing.
+ * A service of the mesh: the subjects it publishes and listens to, and the JetStream API (every
+ * service provisions the streams, the lease bucket and its durable consumers at start,
+ * idempotently, and consumes through pull requests). Replies to core requests go to the
+ * requester's `_INBOX`. The sandbox reaper never talks to NATS and gets nothing.
  */
 export function servicePermissions(root: string, user: ServiceUser): SubjectPermissions {
   const r = assertRoot(root);
-  const jetStream = ['$JS.API.>', '$JS.ACK.>', `$KV.${r}_leases.>`];
-  const mesh = `${r}.${PROTOCOL_VERSION}.>`;
+  const v = `${r}.${PROTOCOL_VERSION}`;
+  const leases = `$KV.${r}_leases.>`;
+  const jetStream = ['$JS.API.>', '$JS.ACK.>', leases];
   const inbox = `${SERVICE_INBOX}.>`;
+  const registryChanged = `${v}.*.sys.evt.sys.registry.changed`;
+  const toolService = {
+    pub: [`${v}.*.*.evt.tool.>`, `${v}.*.*.cmd.agent.*.wakeup`],
+    sub: [`${v}.*.*.cmd.sys.cancel`, registryChanged],
+  };
   switch (user) {
     case ServiceUser.sandboxReaper:
       return { pub: [], sub: [] };
     case ServiceUser.api:
+      // Tool calls, cancels and wakeups; task-cancel and MCP-refresh requests; registry changes.
+      // It watches results, progress, agent facts and chunks.
+      return {
+        pub: [`${v}.*.*.cmd.>`, `${v}.*.*.ctl.>`, registryChanged, inbox, ...jetStream],
+        sub: [`${v}.*.*.evt.>`, `${v}.*.*.str.>`, inbox, leases],
+      };
     case ServiceUser.agentWorker:
+      return {
+        pub: [
+          `${v}.*.*.cmd.tool.>`,
+          `${v}.*.*.cmd.sys.cancel`,
+          `${v}.*.*.evt.agent.>`,
+          `${v}.*.*.str.agent.>`,
+          inbox,
+          ...jetStream,
+        ],
+        sub: [inbox, leases],
+      };
     case ServiceUser.skills:
+      // Async tasks are cancelled by a request to the instance that owns them.
+      return {
+        pub: [...toolService.pub, `${v}.*.*.ctl.task.*.cancel`, inbox, ...jetStream],
+        sub: [...toolService.sub, `${v}.*.*.ctl.task.*.cancel`, inbox, leases],
+      };
     case ServiceUser.tools:
-      return { pub: [mesh, inbox, ...jetStream], sub: [mesh, inbox, `$KV.${r}_leases.>`] };
+      // MCP discovery answers refresh requests and announces what it found.
+      return {
+        pub: [...toolService.pub, registryChanged, inbox, ...jetStream],
+        sub: [...toolService.sub, `${v}.*.*.ctl.mcp.*.refresh`, inbox, leases],
+      };
     case ServiceUser.admin:
       // Scripts and tests: the whole root and every stream of the account (reset, cleanup).
       return { pub: [`${r}.>`, inbox, '$JS.>', '$KV.>'], sub: [`${r}.>`, inbox, '$KV.>'] };
