@@ -9,6 +9,8 @@
 // - another project's api key minting, listing or revoking this project's credentials;
 // - a forged result: a builtin.echo call carrying an agent's pending tool_call_id must not
 //   plant that agent's result.
+// Along the way the services serve the SDK, the CLI, an agent task and an MCP discovery as their
+// own users, and the server's log shows no permission violation by any of them.
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -20,6 +22,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { createClient, credsConnectOptions, type Client } from '@toolmesh/client';
 import { loadConfig } from '@toolmesh/config';
+import { startMcpHttpServer } from '@toolmesh/testing';
 import { Header, createNames, createSubjects, encodeMessage } from '@toolmesh/protocol';
 import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
 import { expectError } from '../../services/api/src/test/support.ts';
@@ -462,6 +465,25 @@ describe('a forged result', () => {
 });
 
 describe('the services', () => {
+  it('discover an MCP server over the bus (api request, tools service answer) as their users', async () => {
+    expect(tools).toBeDefined(); // started by the forged-result test above
+    const mcp = await startMcpHttpServer({ tools: ['echo'] });
+    try {
+      const server = await mesh.api.request('POST', `/v1/projects/${a.id}/mcp-servers`, {
+        key: a.key,
+        body: { name: 'kb', transport: 'http', url: mcp.url },
+      });
+      expect(server.body, server.raw).toMatchObject({ state: 'connected', tool_count: 1 });
+      const r = await tenant.client.callTool(
+        { project: a.id, channel: 'main', tool: 'kb.echo', arguments: { text: 'via mcp' } },
+        { waitMs: 30_000 },
+      );
+      expect(r.status, JSON.stringify(r)).toBe('succeeded');
+    } finally {
+      await mcp.stop();
+    }
+  });
+
   it('never hit a permission violation themselves: each user has what its service needs', () => {
     const lines = auth.violations();
     // The attacks above were refused and logged by the server...
