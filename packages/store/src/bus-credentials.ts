@@ -19,6 +19,12 @@ export interface BusCredentialsRepo {
   revoke(projectId: string, credentialId: string): Promise<BusCredential | undefined>;
   /** Every revoked credential's public key and revocation time, for the account JWT. */
   revocations(): Promise<Record<string, number>>;
+  /**
+   * Runs `push` with the revocation list under a lock every api instance takes: two revokes at
+   * once push one after the other, each with a list that includes the other's, so an older list
+   * never lands after a newer one.
+   */
+  pushRevocations(push: (list: Record<string, number>) => Promise<void>): Promise<void>;
 }
 
 interface Row {
@@ -29,6 +35,18 @@ interface Row {
   inbox_prefix: string;
   created_at: Date;
   revoked_at: Date | null;
+}
+
+const REVOCATIONS_SQL = `SELECT public_key, ceil(extract(epoch FROM revoked_at))::bigint AS at
+  FROM resource.bus_credentials WHERE revoked_at IS NOT NULL`;
+
+async function listRevocations(db: Db): Promise<Record<string, number>> {
+  const rows = await db.query<{ public_key: string; at: string }>(
+    'bus_credentials_revocations',
+    REVOCATIONS_SQL,
+    [],
+  );
+  return Object.fromEntries(rows.map((r) => [r.public_key, Number(r.at)]));
 }
 
 const COLUMNS = 'credential_id, project_id, name, public_key, inbox_prefix, created_at, revoked_at';
@@ -75,14 +93,15 @@ export function createBusCredentialsRepo(db: Db): BusCredentialsRepo {
       );
       return rows[0] === undefined ? undefined : fromRow(rows[0]);
     },
-    revocations: async () => {
-      const rows = await db.query<{ public_key: string; at: string }>(
-        'bus_credentials_revocations',
-        `SELECT public_key, ceil(extract(epoch FROM revoked_at))::bigint AS at
-         FROM resource.bus_credentials WHERE revoked_at IS NOT NULL`,
-        [],
-      );
-      return Object.fromEntries(rows.map((r) => [r.public_key, Number(r.at)]));
-    },
+    revocations: () => listRevocations(db),
+    pushRevocations: (push) =>
+      db.tx(async (tx) => {
+        await tx.query(
+          'bus_credentials_lock',
+          `SELECT pg_advisory_xact_lock(hashtextextended('toolmesh.bus_credentials', 0))`,
+          [],
+        );
+        await push(await listRevocations(tx));
+      }),
   };
 }

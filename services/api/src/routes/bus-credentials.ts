@@ -69,7 +69,9 @@ export const busCredentialRoutes =
     /** The revocation list of Postgres, onto the server. */
     const push = async (k: BusKeys): Promise<void> => {
       try {
-        await pushAppAccount(k, config.nats.url, await store.busCredentials.revocations());
+        await store.busCredentials.pushRevocations((list) =>
+          pushAppAccount(k, config.nats.url, list),
+        );
       } catch (err) {
         log.error({ err: { message: (err as Error).message } }, 'account update not pushed');
         throw new ApiError(
