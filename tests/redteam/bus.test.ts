@@ -263,6 +263,36 @@ describe('the bus', () => {
     await stillServing();
   });
 
+  it("refuses reading another credential's replies (its inbox), in this project or another", async () => {
+    const sibling = await issue(a.id, a.key, 'sibling');
+    const foreign = await issue(b.id, b.key, 'foreign');
+    for (const cred of [sibling, foreign]) {
+      const nc = await connectWith(cred.creds);
+      const errors: string[] = [];
+      void (async () => {
+        for await (const s of nc.status()) if (s.type === 'error') errors.push(s.error.message);
+      })();
+      const seen: string[] = [];
+      nc.subscribe(`${tenant.cred.inbox_prefix}.>`, {
+        callback: (e, m) => {
+          if (!e) seen.push(m.subject);
+        },
+      });
+      nc.subscribe('_INBOX.>', {
+        callback: (e, m) => {
+          if (!e) seen.push(m.subject);
+        },
+      });
+      await nc.flush();
+      // The tenant's call gets its publish ack and result while the other one listens.
+      await stillServing();
+      await until(() => Promise.resolve(errors.length >= 2 ? true : undefined), 10_000);
+      expect(errors.join('\n')).toMatch(/Permissions Violation for Subscription/i);
+      expect(seen).toEqual([]);
+      await nc.close();
+    }
+  });
+
   it('refuses the JetStream API: no stream deleted, no consumer created, no info', async () => {
     await expect(jetstreamManager(tenant.nc, { timeout: 3_000 })).rejects.toThrow(
       /Permissions Violation|timeout/i,
