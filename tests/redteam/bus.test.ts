@@ -12,104 +12,50 @@
 // Along the way the services serve the SDK, the CLI, an agent task and an MCP discovery as their
 // own users, and the server's log shows no permission violation by any of them.
 import { spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
-import { createClient, credsConnectOptions, type Client } from '@toolmesh/client';
+import { connect, headers } from '@nats-io/transport-node';
+import { createClient } from '@toolmesh/client';
 import { loadConfig } from '@toolmesh/config';
 import { startMcpHttpServer } from '@toolmesh/testing';
 import { Header, createNames, createSubjects, encodeMessage } from '@toolmesh/protocol';
 import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
 import { expectError } from '../../services/api/src/test/support.ts';
-import { startAgentMesh, type AgentMesh } from '../support/agent-mesh.ts';
-import { startAuthNats, type AuthNats } from '../support/auth-nats.ts';
+import { startBusMesh, type BusMesh } from '../support/bus-mesh.ts';
 import { REPO_ROOT } from '../support/mesh.ts';
 import { until } from '../support/procs.ts';
-import { startUpstream, type Upstream } from '../support/upstream.ts';
 
-const root = `t${randomBytes(5).toString('hex')}`;
-const subjects = createSubjects(root);
-const names = createNames(root);
-
-let auth: AuthNats;
-let mesh: AgentMesh;
-let up: Upstream;
+let bus: BusMesh;
+let root: string;
+let subjects: ReturnType<typeof createSubjects>;
+let names: ReturnType<typeof createNames>;
+let auth: BusMesh['auth'];
+let mesh: BusMesh['mesh'];
+let up: BusMesh['up'];
+let admin: BusMesh['admin'];
+let a: BusMesh['a'];
+let b: BusMesh['b'];
+let tenant: BusMesh['tenant'];
 let tools: ToolsService | undefined;
-let admin: NatsConnection;
-let a: { id: string; key: string };
-let b: { id: string; key: string };
-
-interface Issued {
-  id: string;
-  creds: string;
-  seed: string;
-  jwt: string;
-  inbox_prefix: string;
-  public_key: string;
-}
-
-async function issue(project: string, key: string, name = 'publisher'): Promise<Issued> {
-  const res = await mesh.api.request('POST', `/v1/projects/${project}/bus-credentials`, {
-    key,
-    body: { name },
-  });
-  expect(res.status, res.raw).toBe(201);
-  return res.body as Issued;
-}
-
-/** A connection as a project credential, the way the SDK and the CLI make it. */
-async function connectWith(creds: string, reconnect = true): Promise<NatsConnection> {
-  return auth.connectAs(creds, { ...(await credsConnectOptions(creds)), reconnect });
-}
-
-let tenant: { cred: Issued; nc: NatsConnection; client: Client };
-
-/** The tenant's own echo call over the SDK, end to end: the services still serve. */
-async function stillServing(): Promise<void> {
-  const r = await tenant.client.callTool(
-    { project: a.id, channel: 'main', tool: 'builtin.echo', arguments: { text: 'alive' } },
-    { waitMs: 30_000 },
-  );
-  expect(r.status, JSON.stringify(r)).toBe('succeeded');
-  expect(r.content.result).toEqual({ text: 'alive' });
-}
+const issue = (project: string, key: string, name?: string) => bus.issue(project, key, name);
+const connectWith = (creds: string, reconnect?: boolean) => bus.connectWith(creds, reconnect);
+const stillServing = () => bus.stillServing();
 
 beforeAll(async () => {
-  auth = await startAuthNats(root);
-  up = await startUpstream();
-  mesh = await startAgentMesh({
-    CG__NATS__URL: auth.url,
-    CG__NATS__SUBJECT_ROOT: root,
-    CG__NATS__CREDS: await auth.creds('api'),
-    CG__NATS__AUTH_KEYS: auth.keysJson,
-    CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
-    CG__TOOLS__HEALTH_PORT: '0',
-  });
-  // Every service its own user; none of them holds the account's keys.
-  await mesh.startSkills({ CG__NATS__CREDS: await auth.creds('skills'), CG__NATS__AUTH_KEYS: '' });
-  await mesh.startWorker({
-    CG__NATS__CREDS: await auth.creds('agent-worker'),
-    CG__NATS__AUTH_KEYS: '',
-  });
-  admin = await auth.connectAs(await auth.creds('admin'));
-  a = mesh.project;
-  b = await mesh.api.createProject();
-  const cred = await issue(a.id, a.key, 'sdk');
-  const nc = await connectWith(cred.creds);
-  tenant = { cred, nc, client: createClient({ nc, root }) };
+  bus = await startBusMesh();
+  ({ root, auth, mesh, up, admin, a, b, tenant } = bus);
+  subjects = createSubjects(root);
+  names = createNames(root);
 }, 120_000);
 
 afterAll(async () => {
-  await tenant?.client.close();
   await tools?.stop(2_000);
-  await mesh?.close();
-  await up?.close();
-  await auth?.close();
+  await bus?.close();
 });
 
 describe('credentials over HTTP', () => {
