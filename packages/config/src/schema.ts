@@ -50,6 +50,11 @@ function intAtLeast(min: number): z.ZodInt {
   return z.int(e).min(min, e);
 }
 
+function intBetween(min: number, max: number): z.ZodInt {
+  const e = expected(`an integer from ${min} to ${max}`);
+  return z.int(e).min(min, e).max(max, e);
+}
+
 function matching(pattern: RegExp, what: string): z.ZodString {
   const e = expected(what);
   return z.string(e).regex(pattern, e);
@@ -84,6 +89,8 @@ export const natsSchema = section({
   evt_max_age_sec: positiveInt().default(604_800),
   dedupe_window_sec: positiveInt().default(120),
   lease_bucket_max_age_sec: positiveInt().default(86_400),
+  /** Copies of the streams and the lease bucket: 1 on one server, 3 on a three-node cluster. */
+  replicas: intBetween(1, 5).default(1),
 }).superRefine((nats, ctx) => {
   // JetStream refuses a stream whose duplicate window is longer than its max age.
   const shortest = Math.min(nats.cmd_max_age_sec, nats.evt_max_age_sec);
