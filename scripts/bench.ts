@@ -10,6 +10,7 @@ const BENCHES: Record<string, string> = {
   tools: 'bench/tools.ts',
   mcp: 'bench/mcp.ts',
   scale: 'bench/scale.ts',
+  footprint: 'bench/footprint.ts',
 };
 
 const wanted = process.argv.slice(2);
