@@ -438,6 +438,21 @@ export const agentSchema = section({
   tool_result_max_chars: positiveInt().default(32_000),
 });
 
+// Schedules fire from every api instance: each pass claims due schedules (row locks skip what
+// another instance holds), so more instances never fire a tick twice.
+export const schedulesSchema = section({
+  // Whether this api instance fires schedules at all (routes work either way).
+  enabled: z.boolean(expected('true or false')).default(true),
+  // How often an instance looks for due schedules; a tick fires at most this late.
+  poll_ms: intAtLeast(100).default(1_000),
+  // A tick found later than this is missed (everything was down): the schedule's catch_up says
+  // whether it fires once for the missed ticks or skips them.
+  misfire_grace_ms: intAtLeast(1_000).default(60_000),
+  // Schedules one pass fires at most, per instance.
+  batch_size: positiveInt().default(100),
+  max_per_project: positiveInt().default(1_000),
+});
+
 // The MCP facade as an OAuth 2.1 resource server (project keys keep working beside it). A
 // section of its own, [mcp_oauth], not [mcp.oauth]: env overrides are two levels deep.
 export const mcpOauthSchema = section({
@@ -483,6 +498,7 @@ export const configSchema = z
       quotas: quotasSchema.prefault({}),
       llm: llmSchema.prefault({}),
       agent: agentSchema.prefault({}),
+      schedules: schedulesSchema.prefault({}),
       mcp_oauth: mcpOauthSchema.prefault({}),
     },
     expected('a table'),
@@ -514,6 +530,7 @@ export type QuotasConfig = z.infer<typeof quotasSchema>;
 export type LlmConfig = z.infer<typeof llmSchema>;
 export type AgentConfig = z.infer<typeof agentSchema>;
 export type McpOauthConfig = z.infer<typeof mcpOauthSchema>;
+export type SchedulesConfig = z.infer<typeof schedulesSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

@@ -24,6 +24,7 @@ import { createMcpServersRepo, type McpServersRepo } from './mcp-servers.ts';
 import { createMcpTasksRepo, type McpTasksRepo } from './mcp-tasks.ts';
 import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
 import { createRateBucketsRepo, type RateBucketsRepo } from './rate-buckets.ts';
+import { createSchedulesRepo, type SchedulesRepo } from './schedules.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -49,6 +50,7 @@ export interface Store {
   readonly secrets: SecretsRepo;
   readonly rateBuckets: RateBucketsRepo;
   readonly quotas: QuotasRepo;
+  readonly schedules: SchedulesRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -60,6 +62,7 @@ export interface TxStore {
   readonly tools: ToolsRepo;
   readonly tasks: TasksRepo;
   readonly inbox: InboxRepo;
+  readonly schedules: SchedulesRepo;
 }
 
 function txRepos(db: Db): TxStore {
@@ -68,6 +71,7 @@ function txRepos(db: Db): TxStore {
     tools: createToolsRepo(db),
     tasks: createTasksRepo(db),
     inbox: createInboxRepo(db),
+    schedules: createSchedulesRepo(db),
   };
 }
 

@@ -27,6 +27,7 @@ import { artifactRoutes } from './routes/artifacts.ts';
 import { sandboxRoutes } from './routes/sandboxes.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
 import { secretRoutes } from './routes/secrets.ts';
+import { scheduleRoutes } from './routes/schedules.ts';
 import { mcpMetadataRoutes, mcpRoutes } from './routes/mcp.ts';
 import { createRegistryEvents } from './registry-events.ts';
 
@@ -94,6 +95,7 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(sandboxRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpServerRoutes(routeDeps), { prefix: '/v1' });
   await app.register(secretRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(scheduleRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpMetadataRoutes(routeDeps));
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
