@@ -29,6 +29,7 @@ export type {
   AgentConfig,
   McpOauthConfig,
   SchedulesConfig,
+  BuiltinConfig,
 } from './schema.ts';
 export { redactConfig, redactUrls, secretsOf, createRedactor, MASK } from './redact.ts';
 export type { Redactor } from './redact.ts';

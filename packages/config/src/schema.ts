@@ -438,6 +438,17 @@ export const agentSchema = section({
   tool_result_max_chars: positiveInt().default(32_000),
 });
 
+// The registry's built-in tools that keep data per project: files and searchable documents.
+export const builtinSchema = section({
+  file_max_bytes: positiveInt().default(1_048_576),
+  files_per_project: positiveInt().default(10_000),
+  files_total_bytes: positiveInt().default(104_857_600),
+  document_max_bytes: positiveInt().default(262_144),
+  documents_per_request: positiveInt().default(1_000),
+  documents_per_project: positiveInt().default(100_000),
+  search_default_limit: positiveInt().default(10),
+});
+
 // Schedules fire from every api instance: each pass claims due schedules (row locks skip what
 // another instance holds), so more instances never fire a tick twice.
 export const schedulesSchema = section({
@@ -499,6 +510,7 @@ export const configSchema = z
       llm: llmSchema.prefault({}),
       agent: agentSchema.prefault({}),
       schedules: schedulesSchema.prefault({}),
+      builtin: builtinSchema.prefault({}),
       mcp_oauth: mcpOauthSchema.prefault({}),
     },
     expected('a table'),
@@ -531,6 +543,7 @@ export type LlmConfig = z.infer<typeof llmSchema>;
 export type AgentConfig = z.infer<typeof agentSchema>;
 export type McpOauthConfig = z.infer<typeof mcpOauthSchema>;
 export type SchedulesConfig = z.infer<typeof schedulesSchema>;
+export type BuiltinConfig = z.infer<typeof builtinSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

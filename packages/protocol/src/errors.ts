@@ -55,6 +55,11 @@ export const ERROR_CODES = {
     summary: 'the tool is registered but disabled in the project',
   },
   tool_error: { retryable: false, status: 'failed', summary: 'the tool reported a failure' },
+  not_found: {
+    retryable: false,
+    status: 'failed',
+    summary: 'what the call names does not exist in the project (a file, a document)',
+  },
   mcp_unavailable: {
     retryable: false,
     status: 'failed',
@@ -153,7 +158,7 @@ export const ERROR_CODES = {
     retryable: false,
     status: 'failed',
     summary:
-      'the project is at one of its quotas ([quotas]: live sandboxes, running tasks, concurrent calls); details say which, its limit and the current count; nothing ran',
+      'the project is at one of its quotas ([quotas]: live sandboxes, running tasks, concurrent calls; [builtin]: file sizes and counts); details say which, its limit and the current count; nothing ran',
   },
 } as const satisfies Record<string, CodeInfo>;
 

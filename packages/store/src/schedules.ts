@@ -184,7 +184,15 @@ export function createSchedulesRepo(db: Db): SchedulesRepo {
         `INSERT INTO state.schedule_firings (project_id, name, tick_at, tool_call_id, task_id,
            missed, fired_by)
          VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [f.projectId, f.name, f.tickAt, f.toolCallId ?? null, f.taskId ?? null, f.missed, f.firedBy],
+        [
+          f.projectId,
+          f.name,
+          f.tickAt,
+          f.toolCallId ?? null,
+          f.taskId ?? null,
+          f.missed,
+          f.firedBy,
+        ],
       );
       await db.query(
         'schedules_fired',

@@ -25,6 +25,8 @@ import { createMcpTasksRepo, type McpTasksRepo } from './mcp-tasks.ts';
 import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
 import { createRateBucketsRepo, type RateBucketsRepo } from './rate-buckets.ts';
 import { createSchedulesRepo, type SchedulesRepo } from './schedules.ts';
+import { createFilesRepo, type FilesRepo } from './files.ts';
+import { createDocumentsRepo, type DocumentsRepo } from './documents.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -51,6 +53,8 @@ export interface Store {
   readonly rateBuckets: RateBucketsRepo;
   readonly quotas: QuotasRepo;
   readonly schedules: SchedulesRepo;
+  readonly files: FilesRepo;
+  readonly documents: DocumentsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -99,6 +103,8 @@ export function createStore(pool: pg.Pool): Store {
     secrets: createSecretsRepo(db),
     rateBuckets: createRateBucketsRepo(db),
     quotas: createQuotasRepo(db),
+    files: createFilesRepo(db),
+    documents: createDocumentsRepo(db),
     close: () => pool.end(),
   };
 }

@@ -19,6 +19,8 @@ import {
   type ToolServiceLimits,
 } from '@toolmesh/tool-service';
 import { BUILTIN_TARGET, builtinTools } from './builtin/index.ts';
+import { documentTools } from './builtin/documents.ts';
+import { fileTools } from './builtin/files.ts';
 import {
   SKILLS_TARGET,
   skillsTools,
@@ -91,7 +93,15 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
     callsPerProject: config.quotas.calls_per_project,
   };
   const services = [
-    createToolService({ ...common, target: BUILTIN_TARGET, tools: builtinTools }),
+    createToolService({
+      ...common,
+      target: BUILTIN_TARGET,
+      tools: [
+        ...builtinTools,
+        ...fileTools(store, config.builtin),
+        ...documentTools(store, config.builtin),
+      ],
+    }),
     createToolService({
       ...common,
       target: SKILLS_TARGET,
