@@ -75,6 +75,7 @@ describe('bad input gets a failed result with its own code', () => {
     expect(ev.content.error?.details?.['known']).toEqual([
       'builtin.echo',
       'builtin.sleep',
+      'builtin.execute_python',
       'builtin.read_file',
       'builtin.write_file',
       'builtin.list_files',

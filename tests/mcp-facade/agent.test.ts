@@ -29,6 +29,7 @@ describe('an agent-limited list', () => {
   it("offers the tools the agent's profile admits", async () => {
     expect(await names('agent=bot')).toEqual([
       'builtin__echo',
+      'builtin__execute_python',
       'builtin__get_document',
       'builtin__list_files',
       'builtin__read_file',

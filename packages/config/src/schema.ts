@@ -447,6 +447,10 @@ export const builtinSchema = section({
   documents_per_request: positiveInt().default(1_000),
   documents_per_project: positiveInt().default(100_000),
   search_default_limit: positiveInt().default(10),
+  // builtin.execute_python: a fresh sandbox per call, no network, these limits.
+  python_timeout_ms: positiveInt().default(5_000),
+  python_timeout_max_ms: positiveInt().default(30_000),
+  python_memory_bytes: positiveInt().default(268_435_456),
 });
 
 // Schedules fire from every api instance: each pass claims due schedules (row locks skip what

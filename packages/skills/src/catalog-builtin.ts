@@ -40,3 +40,16 @@ export const GetDocumentArgs = z.strictObject({
   id: z.string().min(1).max(256).describe('The document id a search returned'),
 });
 export type GetDocumentArgs = z.infer<typeof GetDocumentArgs>;
+
+export const ExecutePythonArgs = z.strictObject({
+  code: z.string().min(1).max(100_000).describe('A Python 3 program; what it prints is the result'),
+  stdin: z.string().max(100_000).optional().describe('Text the program reads on stdin'),
+  timeout_ms: z
+    .number()
+    .int()
+    .min(1)
+    .max(60_000)
+    .optional()
+    .describe('Wall-clock limit (default 5000; the service caps it)'),
+});
+export type ExecutePythonArgs = z.infer<typeof ExecutePythonArgs>;

@@ -18,6 +18,7 @@ import {
   TaskWatchArgs,
 } from './catalog-args.ts';
 import {
+  ExecutePythonArgs,
   GetDocumentArgs,
   ListFilesArgs,
   ReadFileArgs,
@@ -144,6 +145,12 @@ const BUILTIN_TOOLS: readonly CatalogTool[] = Object.freeze([
     'sleep',
     SleepArgs,
     'Waits for `ms` milliseconds (at most one hour), then returns how long it slept.',
+  ),
+  builtin(
+    'execute_python',
+    ExecutePythonArgs,
+    'Runs a short Python 3 program in a fresh sandbox with no network (5 s and 256 MiB by default) and returns its exit code, stdout and stderr.',
+    ToolCategory.diagnostics,
   ),
   builtin(
     'read_file',

@@ -46,6 +46,7 @@ export {
   MAX_JOB_STEPS,
 } from './catalog-args.ts';
 export {
+  ExecutePythonArgs,
   GetDocumentArgs,
   ListFilesArgs,
   MAX_FILE_PATH,
