@@ -9,6 +9,8 @@ const BENCHES: Record<string, string> = {
   agent: 'bench/agent.ts',
   tools: 'bench/tools.ts',
   mcp: 'bench/mcp.ts',
+  scale: 'bench/scale.ts',
+  footprint: 'bench/footprint.ts',
 };
 
 const wanted = process.argv.slice(2);

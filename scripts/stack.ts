@@ -3,7 +3,8 @@
 // .data/ (kept between runs). Then it migrates, starts each service as its own process with its
 // log lines prefixed (with a scripted model for the agent worker when no LLM key is set), runs
 // the demo (an agent task drawing a picture), and keeps running until Ctrl-C, which stops them all.
-//   --once   stop after the demo (exit code 0 when the demo succeeded)
+//   --once     stop after the demo (exit code 0 when the demo succeeded)
+//   --cluster  run NATS as a three-node cluster on loopback ports, streams at replicas 3
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -18,6 +19,7 @@ import {
   demoModelReply,
   startLocalNats,
   startLocalPostgres,
+  startNatsCluster,
   startScriptedOpenAI,
 } from '@toolmesh/testing';
 import { runDemo, type DemoTarget } from './demo.ts';
@@ -41,6 +43,7 @@ const SERVICES = [
   },
 ] as const;
 const onceMode = process.argv.includes('--once');
+const clusterMode = process.argv.includes('--cluster');
 
 const say = (line: string) => console.log(`[stack] ${line}`);
 const servers: { stop(): Promise<void> }[] = [];
@@ -170,8 +173,16 @@ try {
   let natsUrl = process.env['NATS_URL'];
   // Our own nats-server runs with JWT authentication: keys made once in .data/nats-auth, a
   // user per service. A NATS_URL given from outside is used as it is (its auth is its own).
+  // --cluster runs three servers without authentication (a local trial of replication).
   let natsAuth: NatsAuthFiles | undefined;
-  if (!natsUrl) {
+  if (!natsUrl && clusterMode) {
+    const cluster = await startNatsCluster({ nodes: 3, dir: join(DATA, 'nats-cluster') });
+    servers.push({ stop: () => cluster.close() });
+    natsUrl = cluster.url;
+    say(
+      `three-node NATS cluster with JetStream on ${natsUrl} (stores in .data/nats-cluster; no auth)`,
+    );
+  } else if (!natsUrl) {
     const root = loadConfig({ env: process.env }).nats.subject_root;
     const nats = await startLocalNats({
       dir: join(DATA, 'nats'),
@@ -228,6 +239,7 @@ try {
     CG__API__ADMIN_KEY: adminKey,
     CG__SECRETS__KEY: secretsKey,
     CG__NATS__URL: natsUrl,
+    ...(clusterMode ? { CG__NATS__REPLICAS: process.env['CG__NATS__REPLICAS'] ?? '3' } : {}),
     CG__POSTGRES__URL: dbUrl,
     CG__ARTIFACTS__ROOT: process.env['CG__ARTIFACTS__ROOT'] ?? join(DATA, 'artifacts'),
   };

@@ -59,7 +59,13 @@ describe('agent worker', () => {
     expect(first!.body.messages[1]).toEqual({ role: 'user', content: 'echo two things' });
     expect(first!.body.tools!.map((t) => t.function.name).sort()).toEqual([
       'builtin__echo',
+      'builtin__execute_python',
+      'builtin__get_document',
+      'builtin__list_files',
+      'builtin__read_file',
+      'builtin__search_documents',
       'builtin__sleep',
+      'builtin__write_file',
       'submit_result',
     ]);
     expect(first!.body.stream).toBe(true);

@@ -72,7 +72,16 @@ describe('bad input gets a failed result with its own code', () => {
       body: call('unknown-1', { tool_name: 'builtin.nope' }),
     });
     const ev = await expectFailure('unknown-1', 'unknown_tool');
-    expect(ev.content.error?.details?.['known']).toEqual(['builtin.echo', 'builtin.sleep']);
+    expect(ev.content.error?.details?.['known']).toEqual([
+      'builtin.echo',
+      'builtin.sleep',
+      'builtin.execute_python',
+      'builtin.read_file',
+      'builtin.write_file',
+      'builtin.list_files',
+      'builtin.search_documents',
+      'builtin.get_document',
+    ]);
   });
 
   it('malformed JSON, filed under the header id', async () => {

@@ -27,7 +27,16 @@ const names = async (query: string) =>
 
 describe('an agent-limited list', () => {
   it("offers the tools the agent's profile admits", async () => {
-    expect(await names('agent=bot')).toEqual(['builtin__echo', 'builtin__sleep']);
+    expect(await names('agent=bot')).toEqual([
+      'builtin__echo',
+      'builtin__execute_python',
+      'builtin__get_document',
+      'builtin__list_files',
+      'builtin__read_file',
+      'builtin__search_documents',
+      'builtin__sleep',
+      'builtin__write_file',
+    ]);
   });
 
   it('narrows to the attached tools once there are any, and calls only those', async () => {

@@ -62,7 +62,11 @@ export async function startMesh(
   });
   await migrate({ pool, logger });
   const store = createStore(pool);
-  const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+  const nc = await connect({
+    servers: nats.url.split(','),
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 200,
+  });
   const client = createClient({ nc, root: nats.root });
   const services: SkillsService[] = [];
   const children: ChildProcess[] = [];

@@ -90,15 +90,32 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
     subjects,
     names,
     provision: async (settings) => {
-      try {
-        await provisionStreams(jsm, subjects, names, settings);
-        leaseStore = createLeaseStore(
-          await provisionLeaseBucket(nc, jsm, names, settings.leaseBucketMaxAgeSec),
-        );
-      } catch (cause) {
-        throw new RetryableError(`provisioning JetStream failed: ${(cause as Error).message}`, {
-          cause,
-        });
+      // On a cluster the JetStream API answers only once a meta leader is elected, and a stream
+      // at replicas 3 may take longer to create than one request's timeout: a process starting
+      // with the cluster retries for a while instead of exiting.
+      const deadline = Date.now() + (settings.provisionTimeoutMs ?? 60_000);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await provisionStreams(jsm, subjects, names, settings);
+          leaseStore = createLeaseStore(
+            await provisionLeaseBucket(
+              nc,
+              jsm,
+              names,
+              settings.leaseBucketMaxAgeSec,
+              settings.replicas,
+            ),
+          );
+          break;
+        } catch (cause) {
+          if (!isTransient(cause) || Date.now() >= deadline) {
+            throw new RetryableError(`provisioning JetStream failed: ${(cause as Error).message}`, {
+              cause,
+            });
+          }
+          log.warn({ err: cause, attempt }, 'JetStream not ready yet; provisioning again');
+          await new Promise((r) => setTimeout(r, Math.min(250 * attempt, 2_000)));
+        }
       }
       log.info(
         { streams: [names.commandStream, names.eventStream], bucket: names.leaseBucket },
@@ -136,4 +153,12 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
       if (!nc.isClosed()) await nc.drain();
     },
   };
+}
+
+/** A failure that a JetStream still electing leaders (or catching up) gives for a while. */
+function isTransient(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  return /timeout|temporarily unavailable|no responders|no suitable peers|insufficient resources/i.test(
+    message,
+  );
 }

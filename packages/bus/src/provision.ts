@@ -23,6 +23,10 @@ export interface StreamSettings {
   evtMaxAgeSec: number;
   dedupeWindowSec: number;
   leaseBucketMaxAgeSec: number;
+  /** Copies of each stream and of the lease bucket on a NATS cluster (1 on a single server). */
+  replicas?: number;
+  /** How long a start keeps retrying while JetStream is not ready (60 s by default). */
+  provisionTimeoutMs?: number;
 }
 
 export interface ConsumerSpec {
@@ -61,6 +65,7 @@ export async function provisionStreams(
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
     duplicate_window: s.dedupeWindowSec * 1000 * NS,
+    num_replicas: s.replicas ?? 1,
   };
   await upsertStream(jsm, {
     ...common,
@@ -82,14 +87,20 @@ export async function provisionLeaseBucket(
   jsm: JetStreamManager,
   names: Names,
   maxAgeSec: number,
+  replicas = 1,
 ): Promise<KV> {
   // nats-server 2.9 has no per-key TTL: leases carry their own expiry in the value instead.
-  const kv = await new Kvm(nc).create(names.leaseBucket, { history: 1, ttl: maxAgeSec * 1000 });
-  // Kvm.create opens an existing bucket as it is, so a changed max age is applied here.
+  const kv = await new Kvm(nc).create(names.leaseBucket, {
+    history: 1,
+    ttl: maxAgeSec * 1000,
+    replicas,
+  });
+  // Kvm.create opens an existing bucket as it is, so a changed max age or replica count is
+  // applied here.
   const { config } = (await kv.status()).streamInfo;
   const maxAge = maxAgeSec * 1000 * NS;
-  if (config.max_age !== maxAge) {
-    await jsm.streams.update(config.name, { ...config, max_age: maxAge });
+  if (config.max_age !== maxAge || config.num_replicas !== replicas) {
+    await jsm.streams.update(config.name, { ...config, max_age: maxAge, num_replicas: replicas });
   }
   return kv;
 }

@@ -28,6 +28,13 @@ import {
   type AddHttpFlags,
   type SecretSetFlags,
 } from './commands/registry.ts';
+import {
+  schedulesCreate,
+  schedulesList,
+  schedulesSet,
+  schedulesShow,
+  type ScheduleCreateFlags,
+} from './commands/schedules.ts';
 import { skillsUploadCommand } from './commands/skills.ts';
 import { watchCommand, type WatchFlags } from './commands/watch.ts';
 import { createContext, type Context } from './context.ts';
@@ -163,6 +170,40 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .description('delete a secret')
     .argument('<name>')
     .action(run((ctx, name: string) => secretsDelete(ctx, name)));
+
+  const schedules = program
+    .command('schedules')
+    .description('schedules: a cron pattern that fires a tool call or an agent task');
+  schedules
+    .command('create')
+    .description('create a schedule (a tool with --tool/--args, or an agent with --agent/--input)')
+    .argument('<name>')
+    .requiredOption('--cron <pattern>', 'five fields, or six with seconds first')
+    .option('--timezone <zone>', 'an IANA time zone (default UTC)')
+    .option('--tool <name>', 'the tool to call, e.g. builtin.echo')
+    .option('--args <json>', "the call's arguments, a JSON object")
+    .option('--agent <id>', 'the agent to give a task')
+    .option('-i, --input <text|json>', "the task's input")
+    .option('-c, --channel <id>')
+    .option('--catch-up <rule>', 'missed ticks: skip (default) or once')
+    .option('--paused', 'create it paused')
+    .action(run((ctx, name: string, f: ScheduleCreateFlags) => schedulesCreate(ctx, name, f)));
+  schedules
+    .command('list')
+    .description("the project's schedules with their next and last run")
+    .action(run((ctx) => schedulesList(ctx)));
+  schedules
+    .command('show')
+    .description('a schedule and its recent firings')
+    .argument('<name>')
+    .action(run((ctx, name: string) => schedulesShow(ctx, name)));
+  for (const action of ['pause', 'resume', 'delete'] as const) {
+    schedules
+      .command(action)
+      .description(`${action} a schedule`)
+      .argument('<name>')
+      .action(run((ctx, name: string) => schedulesSet(ctx, name, action)));
+  }
 
   const executions = program.command('executions').description('tool executions');
   executions

@@ -28,6 +28,8 @@ export type {
   LlmConfig,
   AgentConfig,
   McpOauthConfig,
+  SchedulesConfig,
+  BuiltinConfig,
 } from './schema.ts';
 export { redactConfig, redactUrls, secretsOf, createRedactor, MASK } from './redact.ts';
 export type { Redactor } from './redact.ts';

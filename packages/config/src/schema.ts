@@ -50,6 +50,11 @@ function intAtLeast(min: number): z.ZodInt {
   return z.int(e).min(min, e);
 }
 
+function intBetween(min: number, max: number): z.ZodInt {
+  const e = expected(`an integer from ${min} to ${max}`);
+  return z.int(e).min(min, e).max(max, e);
+}
+
 function matching(pattern: RegExp, what: string): z.ZodString {
   const e = expected(what);
   return z.string(e).regex(pattern, e);
@@ -91,6 +96,8 @@ export const natsSchema = section({
   // a path or the JSON inline. With it the api mints and revokes project bus credentials;
   // empty disables /v1/projects/:p/bus-credentials. A secret.
   auth_keys: z.string(expected('a path or the keys JSON')).default(''),
+  /** Copies of the streams and the lease bucket: 1 on one server, 3 on a three-node cluster. */
+  replicas: intBetween(1, 5).default(1),
 }).superRefine((nats, ctx) => {
   // JetStream refuses a stream whose duplicate window is longer than its max age.
   const shortest = Math.min(nats.cmd_max_age_sec, nats.evt_max_age_sec);
@@ -438,6 +445,36 @@ export const agentSchema = section({
   tool_result_max_chars: positiveInt().default(32_000),
 });
 
+// The registry's built-in tools that keep data per project: files and searchable documents.
+export const builtinSchema = section({
+  file_max_bytes: positiveInt().default(1_048_576),
+  files_per_project: positiveInt().default(10_000),
+  files_total_bytes: positiveInt().default(104_857_600),
+  document_max_bytes: positiveInt().default(262_144),
+  documents_per_request: positiveInt().default(1_000),
+  documents_per_project: positiveInt().default(100_000),
+  search_default_limit: positiveInt().default(10),
+  // builtin.execute_python: a fresh sandbox per call, no network, these limits.
+  python_timeout_ms: positiveInt().default(5_000),
+  python_timeout_max_ms: positiveInt().default(30_000),
+  python_memory_bytes: positiveInt().default(268_435_456),
+});
+
+// Schedules fire from every api instance: each pass claims due schedules (row locks skip what
+// another instance holds), so more instances never fire a tick twice.
+export const schedulesSchema = section({
+  // Whether this api instance fires schedules at all (routes work either way).
+  enabled: z.boolean(expected('true or false')).default(true),
+  // How often an instance looks for due schedules; a tick fires at most this late.
+  poll_ms: intAtLeast(100).default(1_000),
+  // A tick found later than this is missed (everything was down): the schedule's catch_up says
+  // whether it fires once for the missed ticks or skips them.
+  misfire_grace_ms: intAtLeast(1_000).default(60_000),
+  // Schedules one pass fires at most, per instance.
+  batch_size: positiveInt().default(100),
+  max_per_project: positiveInt().default(1_000),
+});
+
 // The MCP facade as an OAuth 2.1 resource server (project keys keep working beside it). A
 // section of its own, [mcp_oauth], not [mcp.oauth]: env overrides are two levels deep.
 export const mcpOauthSchema = section({
@@ -483,6 +520,8 @@ export const configSchema = z
       quotas: quotasSchema.prefault({}),
       llm: llmSchema.prefault({}),
       agent: agentSchema.prefault({}),
+      schedules: schedulesSchema.prefault({}),
+      builtin: builtinSchema.prefault({}),
       mcp_oauth: mcpOauthSchema.prefault({}),
     },
     expected('a table'),
@@ -514,6 +553,8 @@ export type QuotasConfig = z.infer<typeof quotasSchema>;
 export type LlmConfig = z.infer<typeof llmSchema>;
 export type AgentConfig = z.infer<typeof agentSchema>;
 export type McpOauthConfig = z.infer<typeof mcpOauthSchema>;
+export type SchedulesConfig = z.infer<typeof schedulesSchema>;
+export type BuiltinConfig = z.infer<typeof builtinSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

@@ -61,6 +61,11 @@ export const ERROR_CODES = {
     summary:
       "the tool_call_id is an agent's pending call of another tool: a result under another target is refused",
   },
+  not_found: {
+    retryable: false,
+    status: 'failed',
+    summary: 'what the call names does not exist in the project (a file, a document)',
+  },
   mcp_unavailable: {
     retryable: false,
     status: 'failed',
@@ -159,7 +164,7 @@ export const ERROR_CODES = {
     retryable: false,
     status: 'failed',
     summary:
-      'the project is at one of its quotas ([quotas]: live sandboxes, running tasks, concurrent calls); details say which, its limit and the current count; nothing ran',
+      'the project is at one of its quotas ([quotas]: live sandboxes, running tasks, concurrent calls; [builtin]: file sizes and counts); details say which, its limit and the current count; nothing ran',
   },
 } as const satisfies Record<string, CodeInfo>;
 

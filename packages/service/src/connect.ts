@@ -58,6 +58,7 @@ export function streamSettingsOf(config: Config): StreamSettings {
     evtMaxAgeSec: config.nats.evt_max_age_sec,
     dedupeWindowSec: config.nats.dedupe_window_sec,
     leaseBucketMaxAgeSec: config.nats.lease_bucket_max_age_sec,
+    replicas: config.nats.replicas,
   };
 }
 

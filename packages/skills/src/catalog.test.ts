@@ -25,10 +25,19 @@ const SKILLS = [
 ];
 
 describe('tool catalog', () => {
-  it('holds the twelve skills tools and the two builtin tools', () => {
+  it('holds the twelve skills tools and the eight builtin tools', () => {
     expect(skillsTools().map((t) => t.name)).toEqual(SKILLS.map((t) => `skills.${t}`));
-    expect(builtinTools().map((t) => t.name)).toEqual(['builtin.echo', 'builtin.sleep']);
-    expect(TOOL_CATALOG).toHaveLength(14);
+    expect(builtinTools().map((t) => t.name)).toEqual([
+      'builtin.echo',
+      'builtin.sleep',
+      'builtin.execute_python',
+      'builtin.read_file',
+      'builtin.write_file',
+      'builtin.list_files',
+      'builtin.search_documents',
+      'builtin.get_document',
+    ]);
+    expect(TOOL_CATALOG).toHaveLength(20);
   });
 
   it('has unique, reserved names that split into target and tool', () => {

@@ -17,11 +17,24 @@ import {
   TaskRef,
   TaskWatchArgs,
 } from './catalog-args.ts';
+import {
+  ExecutePythonArgs,
+  GetDocumentArgs,
+  ListFilesArgs,
+  ReadFileArgs,
+  SearchDocumentsArgs,
+  WriteFileArgs,
+} from './catalog-builtin.ts';
 
 export const ReservedTarget = { skills: 'skills', builtin: 'builtin' } as const;
 export type ReservedTarget = (typeof ReservedTarget)[keyof typeof ReservedTarget];
 
-export const ToolCategory = { skills: 'skills', diagnostics: 'diagnostics' } as const;
+export const ToolCategory = {
+  skills: 'skills',
+  diagnostics: 'diagnostics',
+  files: 'files',
+  documents: 'documents',
+} as const;
 export type ToolCategory = (typeof ToolCategory)[keyof typeof ToolCategory];
 
 /** A JSON Schema document (draft 2020-12), as stored in the tool registry. */
@@ -60,8 +73,12 @@ function define(
 
 const skills = (tool: string, args: z.ZodType, description: string) =>
   define(ReservedTarget.skills, tool, ToolCategory.skills, args, description);
-const builtin = (tool: string, args: z.ZodType, description: string) =>
-  define(ReservedTarget.builtin, tool, ToolCategory.diagnostics, args, description);
+const builtin = (
+  tool: string,
+  args: z.ZodType,
+  description: string,
+  category: ToolCategory = ToolCategory.diagnostics,
+) => define(ReservedTarget.builtin, tool, category, args, description);
 
 const SKILLS_TOOLS: readonly CatalogTool[] = Object.freeze([
   skills(
@@ -128,6 +145,42 @@ const BUILTIN_TOOLS: readonly CatalogTool[] = Object.freeze([
     'sleep',
     SleepArgs,
     'Waits for `ms` milliseconds (at most one hour), then returns how long it slept.',
+  ),
+  builtin(
+    'execute_python',
+    ExecutePythonArgs,
+    'Runs a short Python 3 program in a fresh sandbox with no network (5 s and 256 MiB by default) and returns its exit code, stdout and stderr.',
+    ToolCategory.diagnostics,
+  ),
+  builtin(
+    'read_file',
+    ReadFileArgs,
+    "Reads a text file from the project's files (shared by the project's agents, kept across sandboxes and tasks).",
+    ToolCategory.files,
+  ),
+  builtin(
+    'write_file',
+    WriteFileArgs,
+    "Writes a text file into the project's files, replacing it if it exists; folders are implied by the path.",
+    ToolCategory.files,
+  ),
+  builtin(
+    'list_files',
+    ListFilesArgs,
+    "Lists the project's files under a folder (all of them by default), with sizes and times.",
+    ToolCategory.files,
+  ),
+  builtin(
+    'search_documents',
+    SearchDocumentsArgs,
+    "Full-text search over the project's documents: the best matches first, each with its id, title and a snippet with the matching words in <mark>.",
+    ToolCategory.documents,
+  ),
+  builtin(
+    'get_document',
+    GetDocumentArgs,
+    'Returns a whole document (title, body, metadata) by the id a search returned.',
+    ToolCategory.documents,
   ),
 ]);
 

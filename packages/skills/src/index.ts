@@ -45,3 +45,12 @@ export {
   MAX_EXPOSED_PORTS,
   MAX_JOB_STEPS,
 } from './catalog-args.ts';
+export {
+  ExecutePythonArgs,
+  GetDocumentArgs,
+  ListFilesArgs,
+  MAX_FILE_PATH,
+  ReadFileArgs,
+  SearchDocumentsArgs,
+  WriteFileArgs,
+} from './catalog-builtin.ts';

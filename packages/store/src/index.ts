@@ -109,3 +109,8 @@ export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';
 export { Quota } from './quotas.ts';
 export type { Admission, QuotaRefusal, QuotasRepo } from './quotas.ts';
 export type { BusCredential, BusCredentialsRepo } from './bus-credentials.ts';
+export { CatchUp, ScheduleKind } from './schedules.ts';
+export type { Firing, NewFiring, NewSchedule, Schedule, SchedulesRepo } from './schedules.ts';
+export { FilePathError, normalizeFilePath } from './files.ts';
+export type { FileEntry, FileLimits, FilesRepo, ProjectFile, WriteOutcome } from './files.ts';
+export type { Document, DocumentHit, DocumentsRepo, NewDocument } from './documents.ts';

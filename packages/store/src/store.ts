@@ -25,6 +25,9 @@ import { createMcpTasksRepo, type McpTasksRepo } from './mcp-tasks.ts';
 import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
 import { createRateBucketsRepo, type RateBucketsRepo } from './rate-buckets.ts';
 import { createBusCredentialsRepo, type BusCredentialsRepo } from './bus-credentials.ts';
+import { createSchedulesRepo, type SchedulesRepo } from './schedules.ts';
+import { createFilesRepo, type FilesRepo } from './files.ts';
+import { createDocumentsRepo, type DocumentsRepo } from './documents.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -51,6 +54,9 @@ export interface Store {
   readonly rateBuckets: RateBucketsRepo;
   readonly quotas: QuotasRepo;
   readonly busCredentials: BusCredentialsRepo;
+  readonly schedules: SchedulesRepo;
+  readonly files: FilesRepo;
+  readonly documents: DocumentsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -62,6 +68,7 @@ export interface TxStore {
   readonly tools: ToolsRepo;
   readonly tasks: TasksRepo;
   readonly inbox: InboxRepo;
+  readonly schedules: SchedulesRepo;
 }
 
 function txRepos(db: Db): TxStore {
@@ -70,6 +77,7 @@ function txRepos(db: Db): TxStore {
     tools: createToolsRepo(db),
     tasks: createTasksRepo(db),
     inbox: createInboxRepo(db),
+    schedules: createSchedulesRepo(db),
   };
 }
 
@@ -98,6 +106,8 @@ export function createStore(pool: pg.Pool): Store {
     rateBuckets: createRateBucketsRepo(db),
     quotas: createQuotasRepo(db),
     busCredentials: createBusCredentialsRepo(db),
+    files: createFilesRepo(db),
+    documents: createDocumentsRepo(db),
     close: () => pool.end(),
   };
 }

@@ -32,6 +32,8 @@ export interface NewTask {
   channel: string;
   /** Any JSON value; a string stays a string. */
   input: unknown;
+  /** A chosen id (a schedule derives one from its tick); a fresh UUIDv7 by default. */
+  taskId?: string;
 }
 
 export interface TasksRepo {
@@ -57,7 +59,7 @@ export function createTasksRepo(db: Db): TasksRepo {
            RETURNING ${COLUMNS}`,
           // Always serialized: pg would send a bare string as invalid JSON and an array as a
           // Postgres array.
-          [uuidv7(), t.projectId, t.agentId, t.channel, JSON.stringify(t.input)],
+          [t.taskId ?? uuidv7(), t.projectId, t.agentId, t.channel, JSON.stringify(t.input)],
         )
       )[0],
     get: async (projectId, taskId) =>

@@ -49,3 +49,25 @@ it('updates reserved tools that differ from the release, and only those', async 
   // A description change counts too.
   expect(await store.tools.syncReserved([reserved('^[a-z]+$', 'Runs one command')])).toBe(2);
 });
+
+it('adds a reserved tool a newer release brought to every project, once', async () => {
+  const added: NewTool = {
+    name: 'builtin.read_file',
+    target: 'builtin',
+    description: 'Reads a file',
+    category: 'files',
+    parameters: { type: 'object', properties: { path: { type: 'string' } } },
+    origin: 'builtin',
+  };
+  const current = [reserved('^[a-z]+$', 'Runs one command'), added];
+  expect(await store.tools.syncReserved(current)).toBe(2); // one per project
+  for (const project of ['old', 'other']) {
+    expect(await store.tools.get(project, 'builtin.read_file')).toMatchObject({
+      target: 'builtin',
+      category: 'files',
+      origin: 'builtin',
+      enabled: true,
+    });
+  }
+  expect(await store.tools.syncReserved(current)).toBe(0);
+});

@@ -128,27 +128,45 @@ export function createToolsRepo(db: Db): ToolsRepo {
         n += (await db.query('tools_create', INSERT, insert(projectId, t))).length;
       return n;
     },
-    syncReserved: async (tools) =>
-      (
-        await db.query(
-          'tools_sync_reserved',
-          `UPDATE resource.tools t
-              SET description = c.description, parameters = c.parameters, updated_at = now()
-             FROM jsonb_to_recordset($1::jsonb) AS c(name text, description text, parameters jsonb)
-            WHERE t.name = c.name AND t.origin IN ('skills', 'builtin')
-              AND (t.description <> c.description OR t.parameters <> c.parameters)
-           RETURNING t.tool_id`,
-          [
-            JSON.stringify(
-              tools.map((t) => ({
-                name: t.name,
-                description: t.description,
-                parameters: t.parameters,
-              })),
-            ),
-          ],
-        )
-      ).length,
+    syncReserved: async (tools) => {
+      const catalog = JSON.stringify(
+        tools.map((t) => ({
+          name: t.name,
+          target: t.target,
+          description: t.description,
+          category: t.category,
+          parameters: t.parameters,
+          origin: t.origin,
+        })),
+      );
+      const updated = await db.query(
+        'tools_sync_reserved',
+        `UPDATE resource.tools t
+            SET description = c.description, parameters = c.parameters, updated_at = now()
+           FROM jsonb_to_recordset($1::jsonb) AS c(name text, description text, parameters jsonb)
+          WHERE t.name = c.name AND t.origin IN ('skills', 'builtin')
+            AND (t.description <> c.description OR t.parameters <> c.parameters)
+         RETURNING t.tool_id`,
+        [catalog],
+      );
+      // A reserved tool this release added reaches the projects seeded before it.
+      const added = await db.query(
+        'tools_sync_reserved_add',
+        `INSERT INTO resource.tools
+           (tool_id, project_id, name, target, description, category, parameters, origin)
+         SELECT gen_random_uuid(), p.project_id, c.name, c.target, c.description, c.category,
+                c.parameters, c.origin
+           FROM resource.projects p
+          CROSS JOIN jsonb_to_recordset($1::jsonb)
+            AS c(name text, target text, description text, category text, parameters jsonb,
+                 origin text)
+          WHERE c.origin IN ('skills', 'builtin')
+         ON CONFLICT (project_id, name) DO NOTHING
+         RETURNING tool_id`,
+        [catalog],
+      );
+      return updated.length + added.length;
+    },
     get: async (projectId, name) =>
       (
         await db.query<ToolRecord>(

@@ -6,6 +6,8 @@ export { usePostgres } from './postgres.ts';
 export type { TestPostgres } from './postgres.ts';
 export { startLocalNats } from './local-nats.ts';
 export type { LocalNats, LocalNatsOptions } from './local-nats.ts';
+export { startNatsCluster } from './nats-cluster.ts';
+export type { NatsCluster, NatsClusterOptions } from './nats-cluster.ts';
 export { startLocalPostgres } from './local-postgres.ts';
 export type { LocalPostgres, LocalPostgresOptions } from './local-postgres.ts';
 export { freePort } from './ports.ts';

@@ -24,6 +24,8 @@ export interface LocalNatsOptions {
   config?: (o: { port: number; storeDir: string }) => Promise<string>;
   /** Sees every chunk of the server's output (e.g. to collect permission violations). */
   onOutput?: (text: string) => void;
+  /** Joins a cluster: this node's name, its route port and the other nodes' route URLs. */
+  cluster?: { name: string; serverName: string; port: number; routes: string[] };
 }
 
 export interface LocalNats {
@@ -36,6 +38,8 @@ export interface LocalNats {
   start(): Promise<void>;
   /** Stops the server and keeps its store, so `start()` brings the streams back. */
   stop(): Promise<void>;
+  /** SIGKILLs the server (a crash: no clean shutdown) and keeps its store. */
+  kill(): Promise<void>;
   /** Stops the server and removes the store folder if this module created it. */
   close(): Promise<void>;
 }
@@ -72,6 +76,11 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
   async function launch(): Promise<void> {
     const log = new LogTail();
     let args = ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir];
+    const c = options.cluster;
+    if (c !== undefined) {
+      args.push('-n', c.serverName, '--cluster_name', c.name);
+      args.push('--cluster', `nats://127.0.0.1:${c.port}`, '--routes', c.routes.join(','));
+    }
     if (options.config !== undefined) {
       const file = join(dir, 'nats.conf');
       await writeFile(file, await options.config({ port, storeDir: dir }), { mode: 0o600 });
@@ -130,11 +139,11 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
     }
   }
 
-  async function stop(): Promise<void> {
+  async function stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     const proc = child;
     if (proc === undefined || !running()) return;
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    proc.kill('SIGTERM');
+    proc.kill(signal);
     const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(timer);
@@ -147,7 +156,8 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
     start: async () => {
       if (!running()) await launch();
     },
-    stop,
+    stop: () => stop(),
+    kill: () => stop('SIGKILL'),
     close: async () => {
       await stop();
       unregister();

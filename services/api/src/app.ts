@@ -28,6 +28,9 @@ import { sandboxRoutes } from './routes/sandboxes.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { busCredentialRoutes } from './routes/bus-credentials.ts';
+import { scheduleRoutes } from './routes/schedules.ts';
+import { fileRoutes } from './routes/files.ts';
+import { documentRoutes } from './routes/documents.ts';
 import { mcpMetadataRoutes, mcpRoutes } from './routes/mcp.ts';
 import { createRegistryEvents } from './registry-events.ts';
 
@@ -96,6 +99,9 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(mcpServerRoutes(routeDeps), { prefix: '/v1' });
   await app.register(secretRoutes(routeDeps), { prefix: '/v1' });
   await app.register(busCredentialRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(scheduleRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(fileRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(documentRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpMetadataRoutes(routeDeps));
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());

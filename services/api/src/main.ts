@@ -12,6 +12,7 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from './app.ts';
 import { bootstrapTools } from './bootstrap.ts';
+import { startScheduler } from './schedules/scheduler.ts';
 
 await runService({
   name: 'api',
@@ -54,9 +55,19 @@ await runService({
       );
     });
     logger.info({ address }, 'api listening');
+    const scheduler = startScheduler({
+      store,
+      client,
+      nc,
+      root: config.nats.subject_root,
+      config: config.schedules,
+      instanceId,
+      logger,
+    });
     return {
       stop: async () => {
         sync.abort();
+        await scheduler.stop();
         await app.close();
         await client.close();
         await nc.drain();

@@ -19,6 +19,9 @@ import {
   type ToolServiceLimits,
 } from '@toolmesh/tool-service';
 import { BUILTIN_TARGET, builtinTools } from './builtin/index.ts';
+import { documentTools } from './builtin/documents.ts';
+import { fileTools } from './builtin/files.ts';
+import { pythonTool } from './builtin/python.ts';
 import {
   SKILLS_TARGET,
   skillsTools,
@@ -90,26 +93,32 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
     // One count per project for both targets: builtin.sleep holds a slot as well as run_cmd.
     callsPerProject: config.quotas.calls_per_project,
   };
+  const skillsDeps = {
+    store,
+    artifacts: createArtifactStoreFromConfig(config),
+    sandboxes,
+    sessions: sessionOptions(config.sandbox),
+    limits: skillsLimits(config),
+    quotas: {
+      sandboxesPerProject: config.quotas.sandboxes_per_project,
+      runningTasksPerProject: config.quotas.running_tasks_per_project,
+    },
+    bus,
+    instanceId,
+    logger: log,
+  };
   const services = [
-    createToolService({ ...common, target: BUILTIN_TARGET, tools: builtinTools }),
     createToolService({
       ...common,
-      target: SKILLS_TARGET,
-      tools: skillsTools({
-        store,
-        artifacts: createArtifactStoreFromConfig(config),
-        sandboxes,
-        sessions: sessionOptions(config.sandbox),
-        limits: skillsLimits(config),
-        quotas: {
-          sandboxesPerProject: config.quotas.sandboxes_per_project,
-          runningTasksPerProject: config.quotas.running_tasks_per_project,
-        },
-        bus,
-        instanceId,
-        logger: log,
-      }),
+      target: BUILTIN_TARGET,
+      tools: [
+        ...builtinTools,
+        pythonTool(skillsDeps, config.builtin),
+        ...fileTools(store, config.builtin),
+        ...documentTools(store, config.builtin),
+      ],
     }),
+    createToolService({ ...common, target: SKILLS_TARGET, tools: skillsTools(skillsDeps) }),
   ];
   // Heads a dead process left `running` end before this instance takes calls.
   const reaper = createReaper({

@@ -17,7 +17,7 @@ import { CardOut, cardOut } from './cards.ts';
 /** Largest task input, as JSON; a task is a prompt and its context, not a payload store. */
 export const TASK_INPUT_MAX_BYTES = 65_536;
 
-const TaskInput = z
+export const TaskInput = z
   .union([z.string().min(1), z.record(z.string(), z.unknown())])
   .refine((v) => Buffer.byteLength(JSON.stringify(v)) <= TASK_INPUT_MAX_BYTES, {
     message: `must be at most ${TASK_INPUT_MAX_BYTES} bytes as JSON`,
