@@ -91,6 +91,8 @@ export interface MeshCall {
   onProgress?: ((ev: ToolProgressEvent) => void) | undefined;
 }
 
+type ProgressOf = Pick<MeshCall, 'project' | 'tool' | 'onProgress'>;
+
 export function createMeshCalls(deps: CallDeps) {
   const { store, client, nc, config } = deps;
   const log = deps.logger.child({ component: 'mcp' });
@@ -125,7 +127,7 @@ export function createMeshCalls(deps: CallDeps) {
     return card ? toCallToolResult(card.content as ToolResultContent, id) : undefined;
   }
 
-  function listenProgress(call: MeshCall, id: string): Subscription | undefined {
+  function listenProgress(call: ProgressOf, id: string): Subscription | undefined {
     if (!call.onProgress) return undefined;
     const onProgress = call.onProgress;
     const subject = client.subjects.toolProgress({
@@ -196,9 +198,44 @@ export function createMeshCalls(deps: CallDeps) {
     return { id, queued: false, req, ...(done ? { answer: done } : {}) };
   }
 
+  /**
+   * Follows a task's progress events after its request was answered, until its result event (or
+   * its deadline plus a grace) is seen on the bus. Lives in this instance only: if it stops, the
+   * task goes on without progress.
+   */
+  function followProgress(call: ProgressOf, id: string, deadlineMs: number): () => void {
+    const progress = listenProgress(call, id);
+    if (!progress) return () => undefined;
+    const results = nc.subscribe(
+      client.subjects.toolResult({
+        project: call.project,
+        channel: MCP_CHANNEL,
+        target: call.tool.target,
+      }),
+      {
+        callback: (err, msg) => {
+          if (err) return;
+          try {
+            if (decodeMessage('tool_result', msg.data).tool_call_id === id) stop();
+          } catch {
+            // Another sender's malformed event.
+          }
+        },
+      },
+    );
+    const timer = setTimeout(() => stop(), deadlineMs + 5_000);
+    timer.unref();
+    function stop() {
+      clearTimeout(timer);
+      progress?.unsubscribe();
+      results.unsubscribe();
+    }
+    return stop;
+  }
+
   /** Publishes a call and returns at once (an MCP task); the card answers it later. */
   async function start(
-    call: Omit<MeshCall, 'signal' | 'onProgress'>,
+    call: Omit<MeshCall, 'signal'>,
     /** Runs once the id is known and before anything is published (records the task). */
     beforePublish: (id: string) => Promise<void>,
   ): Promise<{ id: string; refused?: CallToolResult }> {
@@ -206,10 +243,15 @@ export function createMeshCalls(deps: CallDeps) {
     if (conflict) return { id, refused: conflict };
     await beforePublish(id);
     if (!queued) return { id };
+    const stopProgress = call.onProgress
+      ? followProgress(call, id, req.timeoutMs ?? config.tools.max_timeout_ms)
+      : undefined;
     try {
+      if (stopProgress) await nc.flush();
       await client.publishToolCall(req);
       return { id };
     } catch (err) {
+      stopProgress?.();
       await store.executions.dropQueued(call.project, id);
       log.warn({ err, tool_call_id: id }, 'publishing an MCP task failed');
       return {

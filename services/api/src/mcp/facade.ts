@@ -20,6 +20,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ArtifactStore } from '@toolmesh/artifacts';
 import type { Client } from '@toolmesh/client';
+import type { ToolProgressEvent } from '@toolmesh/protocol';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
 import { IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
@@ -107,6 +108,11 @@ export function createFacade(deps: {
     extra: {
       signal: AbortSignal;
       sendNotification: (n: ProgressNotification) => Promise<void>;
+      /**
+       * Notifies the client outside this request (a 2025 session's stream): a task's progress
+       * after its request was answered. Without it a task sends no progress.
+       */
+      notifyLater?: ((n: ProgressNotification) => Promise<void>) | undefined;
     },
   ): Promise<CallToolResult | CreateTaskResult> {
     let name = params.name;
@@ -160,7 +166,25 @@ export function createFacade(deps: {
       );
     }
     const traceparent = meta?.['traceparent'];
+    const progressToken = meta?.progressToken;
     const task = params.task;
+    /** The call's progress events as notifications/progress on `send`, counted up. */
+    const progressTo = (send: ((n: ProgressNotification) => Promise<void>) | undefined) => {
+      if (progressToken === undefined || !send) return undefined;
+      let progress = 0;
+      return (ev: ToolProgressEvent) => {
+        // Our own count keeps progress increasing whatever the tool reports; a message the tool
+        // gave (an MCP server's, a watch's) is passed on, else the detail.
+        progress += 1;
+        const said = ev.detail?.['message'];
+        const detail =
+          typeof said === 'string' ? said : ev.detail ? JSON.stringify(ev.detail) : undefined;
+        send({
+          method: 'notifications/progress',
+          params: { progressToken, progress, ...(detail ? { message: detail } : {}) },
+        }).catch(() => undefined);
+      };
+    };
     if (task) {
       // A task: recorded before the call is published and before it is returned; its id is
       // the tool_call_id, so any instance answers tasks/get, tasks/result and tasks/cancel.
@@ -172,6 +196,7 @@ export function createFacade(deps: {
           arguments: args,
           idempotencyKey: key,
           traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+          onProgress: progressTo(extra.notifyLater),
         },
         async (id) => {
           await store.mcpTasks.create({
@@ -190,8 +215,6 @@ export function createFacade(deps: {
       if (!row) throw new McpError(ErrorCode.InternalError, 'the task expired at once');
       return { task: toTask(row) };
     }
-    const progressToken = meta?.progressToken;
-    let progress = 0;
     return calls.run({
       project: scope.project,
       tool,
@@ -199,27 +222,7 @@ export function createFacade(deps: {
       idempotencyKey: key,
       traceparent: typeof traceparent === 'string' ? traceparent : undefined,
       signal: extra.signal,
-      onProgress:
-        progressToken === undefined
-          ? undefined
-          : (ev) => {
-              // Our own count keeps progress increasing whatever the tool reports; a message
-              // the tool gave (an MCP server's, a watch's) is passed on, else the detail.
-              progress += 1;
-              const said = ev.detail?.['message'];
-              const detail =
-                typeof said === 'string' ? said : ev.detail ? JSON.stringify(ev.detail) : undefined;
-              extra
-                .sendNotification({
-                  method: 'notifications/progress',
-                  params: {
-                    progressToken,
-                    progress,
-                    ...(detail ? { message: detail } : {}),
-                  },
-                })
-                .catch(() => undefined);
-            },
+      onProgress: progressTo(extra.sendNotification),
     });
   }
 
@@ -256,7 +259,11 @@ export function createFacade(deps: {
     );
 
     server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
-      handleCall(scope, req.params, extra),
+      handleCall(scope, req.params, {
+        ...extra,
+        // Outside the request: the session's standalone stream (GET), which the client keeps.
+        notifyLater: (n) => server.notification(n),
+      }),
     );
     return server;
   }
