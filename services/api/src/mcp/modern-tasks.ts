@@ -78,7 +78,9 @@ export function registerModernTasks(
             message: 'the call was never recorded',
           },
         };
-      default: {
+      case 'succeeded':
+      case 'failed':
+      case 'timeout': {
         // A tool's own failure is a result (isError), as it is without a task; only a call that
         // ended without any card is the task's error.
         const result = await calls.answered(project, taskId);
