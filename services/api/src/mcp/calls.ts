@@ -40,11 +40,21 @@ export function idempotentCallId(project: string, key: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-/** A result card as MCP content: the result as JSON text, and as structuredContent. */
-export function toCallToolResult(content: ToolResultContent, toolCallId: string): CallToolResult {
+/**
+ * A result card as MCP content: the result as JSON text, and as structuredContent. An MCP tool's
+ * result (`{content, structured_content?}`, the upstream server's answer) is given back as that
+ * server gave it: its content blocks and its structuredContent, which its outputSchema describes.
+ */
+export function toCallToolResult(
+  content: ToolResultContent,
+  toolCallId: string,
+  origin?: string,
+): CallToolResult {
   const meta = { 'io.toolmesh/tool-call-id': toolCallId };
   if (content.status === 'succeeded') {
     const result = content.result;
+    const upstream = origin === 'mcp' ? mcpResultOf(result) : undefined;
+    if (upstream) return { ...upstream, _meta: meta };
     const text = typeof result === 'string' ? result : JSON.stringify(result ?? null);
     const structured =
       typeof result === 'object' && result !== null && !Array.isArray(result)
@@ -62,6 +72,21 @@ export function toCallToolResult(content: ToolResultContent, toolCallId: string)
     content: [{ type: 'text', text: `${error.code}: ${error.message}` }],
     structuredContent: { status: content.status, error },
     _meta: meta,
+  };
+}
+
+/** The upstream answer inside an MCP tool's card, if the card holds one. */
+function mcpResultOf(
+  result: unknown,
+): Pick<CallToolResult, 'content' | 'structuredContent'> | undefined {
+  if (typeof result !== 'object' || result === null) return undefined;
+  const { content, structured_content: structured } = result as Record<string, unknown>;
+  if (!Array.isArray(content)) return undefined;
+  return {
+    content: content as CallToolResult['content'],
+    ...(typeof structured === 'object' && structured !== null && !Array.isArray(structured)
+      ? { structuredContent: structured as Record<string, unknown> }
+      : {}),
   };
 }
 
@@ -124,7 +149,9 @@ export function createMeshCalls(deps: CallDeps) {
     const e = await store.executions.get(project, id);
     if (!e?.card_id) return undefined;
     const card = await store.cards.byId(project, e.card_id);
-    return card ? toCallToolResult(card.content as ToolResultContent, id) : undefined;
+    if (!card) return undefined;
+    const tool = await store.tools.get(project, e.tool_name);
+    return toCallToolResult(card.content as ToolResultContent, id, tool?.origin);
   }
 
   function listenProgress(call: ProgressOf, id: string): Subscription | undefined {
@@ -278,7 +305,7 @@ export function createMeshCalls(deps: CallDeps) {
     try {
       if (progress) await nc.flush();
       const result = await awaitResult({ ...req, toolCallId: id }, call.signal);
-      return toCallToolResult(result.content, id);
+      return toCallToolResult(result.content, id, call.tool.origin);
     } catch (err) {
       if (call.signal.aborted) {
         // The SDK sends no response to a cancelled request; this value is never seen.

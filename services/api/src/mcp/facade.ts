@@ -19,6 +19,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ArtifactStore } from '@toolmesh/artifacts';
+import { LONG_RUNNING_TOOLS } from '@toolmesh/skills';
 import type { Client } from '@toolmesh/client';
 import type { ToolProgressEvent } from '@toolmesh/protocol';
 import type { Store, ToolRecord } from '@toolmesh/store';
@@ -42,6 +43,27 @@ export interface FacadeScope {
 function allows(patterns: readonly string[], name: string): boolean {
   return patterns.some((p) =>
     p.endsWith('.*') ? name.startsWith(p.slice(0, -1)) && name.length > p.length - 1 : p === name,
+  );
+}
+
+/** Past this registered timeout a call outlives most MCP clients' default request timeout. */
+const LONG_TIMEOUT_MS = 60_000;
+
+/**
+ * Task support: every call is a durable mesh call (its card answers any instance), so every tool
+ * may run as a task, and every tool says `optional`. None is `required`, which would lock out
+ * clients without Tasks (2025-06-18 and older, most clients today); none is `forbidden`, which
+ * would take a durable, re-readable result from clients that ask for one. The long-running
+ * skills tools and any tool registered with a timeout over 60 s are where a client should use a
+ * task; they are marked in `_meta["io.toolmesh/long-running"]`.
+ */
+const TASK_SUPPORT = 'optional';
+
+/** Does a call of this tool run longer than a client's default request timeout? */
+export function isLongRunning(t: ToolRecord): boolean {
+  const timeout = (t.options as { timeout_ms?: unknown }).timeout_ms;
+  return (
+    LONG_RUNNING_TOOLS.has(t.name) || (typeof timeout === 'number' && timeout > LONG_TIMEOUT_MS)
   );
 }
 
@@ -92,9 +114,13 @@ export function createFacade(deps: {
       title: t.name,
       description: t.description,
       inputSchema: t.parameters as Tool['inputSchema'],
-      // Any call may run as a task: it is a tool call on the mesh either way.
-      execution: { taskSupport: 'optional' },
-      _meta: { 'io.toolmesh/tool': t.name },
+      ...(t.output_schema ? { outputSchema: t.output_schema as Tool['outputSchema'] } : {}),
+      ...(Object.keys(t.annotations).length > 0 ? { annotations: t.annotations } : {}),
+      execution: { taskSupport: TASK_SUPPORT },
+      _meta: {
+        'io.toolmesh/tool': t.name,
+        ...(isLongRunning(t) ? { 'io.toolmesh/long-running': true } : {}),
+      },
     };
   }
 
