@@ -66,10 +66,10 @@ type Listed = {
 const revisions: [string, () => Promise<Listed>, unknown][] = [
   [
     '2025-era',
-    async () => (await (await mesh.connect()).listTools()).tools as Listed,
+    async () => (await (await mesh.connect()).listTools()).tools,
     { taskSupport: 'optional' },
   ],
-  ['2026-07-28', async () => (await (await modern()).listTools()).tools as Listed, undefined],
+  ['2026-07-28', async () => (await (await modern()).listTools()).tools, undefined],
 ];
 
 describe.each(revisions)('tools/list on %s', (_rev, list, execution) => {
