@@ -10,6 +10,8 @@
 // on it, so a project's registry change reaches that project's listeners and no other's.
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
+  ProtocolError,
+  ProtocolErrorCode,
   Server,
   createMcpHandler,
   type McpHttpHandler,
@@ -91,7 +93,12 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
       const created = (result as Partial<CreateTaskResult>).task;
       if (task && created) {
         const row = await deps.store.mcpTasks.get(project, created.taskId);
-        if (row) return createdTask(row) as never;
+        if (!row) {
+          throw new ProtocolError(ProtocolErrorCode.InternalError, 'the task expired at once', {
+            taskId: created.taskId,
+          });
+        }
+        return createdTask(row) as never;
       }
       return result as never;
     });
