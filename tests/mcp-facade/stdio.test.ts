@@ -85,6 +85,15 @@ describe('toolmesh mcp serve', () => {
     );
     try {
       expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+      // The tasks extension and the registry's annotations come through the relay too.
+      expect(client.getServerCapabilities()?.extensions).toMatchObject({
+        'io.modelcontextprotocol/tasks': {},
+      });
+      const { tools } = await client.listTools();
+      expect(tools.find((t) => t.name === 'skills__start_job')).toMatchObject({
+        annotations: { destructiveHint: true },
+        _meta: { 'io.toolmesh/long-running': true },
+      });
       const res = await client.callTool({ name: 'builtin__echo', arguments: { via: 'modern' } });
       expect(res.structuredContent).toEqual({ via: 'modern' });
     } finally {

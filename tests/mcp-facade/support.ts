@@ -3,6 +3,8 @@
 // HTTP with a project's key.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
+import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { pino } from 'pino';
 import { loadConfig } from '@toolmesh/config';
 import { startMcpHttpServer, type McpHttpFixture } from '@toolmesh/testing';
@@ -75,5 +77,49 @@ export async function addMcpFixture(mesh: FacadeMesh): Promise<{
       await tools.stop(1_000);
       await fixture.stop();
     },
+  };
+}
+
+/**
+ * A raw 2026-07-28 JSON-RPC exchange over HTTP, in the shape the ext-tasks requester's
+ * `rawDispatch` takes: the request as the requester framed it (its `_meta` envelope), the
+ * revision's headers, and the answer read from a JSON body or an SSE stream.
+ */
+export function modernDispatch(url: URL, key: string) {
+  let next = 0;
+  return async (
+    request: unknown,
+    options: { signal?: AbortSignal; context?: { headers?: Record<string, string> } } = {},
+  ): Promise<JsonRpcResponse> => {
+    const req = request as { method: string; params?: Record<string, unknown> };
+    const id = `raw-${++next}`;
+    const name = req.method === 'tools/call' ? req.params?.['name'] : undefined;
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': req.method,
+        ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+        ...options.context?.headers,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id, ...req }),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    const text = await res.text();
+    const messages = (res.headers.get('content-type') ?? '').includes('text/event-stream')
+      ? text
+          .split('\n')
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => JSON.parse(l.slice(5)) as Record<string, unknown>)
+      : [JSON.parse(text) as Record<string, unknown>];
+    const answer = messages.find((m) => m['id'] === id) ?? messages.at(-1);
+    if (!answer) throw new Error(`no answer to ${req.method}: HTTP ${res.status} ${text}`);
+    if (answer['error']) {
+      return { kind: 'error', error: answer['error'] as { code: number; message: string } };
+    }
+    return { kind: 'result', result: answer['result'] as JsonValue };
   };
 }

@@ -11,7 +11,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { freePort } from '@toolmesh/testing';
 import { spawnReady } from '../support/procs.ts';
-import { startFacadeMesh, type FacadeMesh } from './support.ts';
+import { modernDispatch, startFacadeMesh, type FacadeMesh } from './support.ts';
 
 let mesh: FacadeMesh;
 beforeAll(async () => {
@@ -88,6 +88,59 @@ describe('MCP tasks', () => {
     expect(tasks.map((t) => t.taskId)).toContain(task.taskId);
   });
 
+  it('a 2026-07-28 task outlives the instance that created it', async () => {
+    const other = await spawnApi();
+    const url = (base: string) => new URL(`${base}/v1/projects/${mesh.project.id}/mcp`);
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
+      'io.modelcontextprotocol/clientCapabilities': {
+        extensions: { 'io.modelcontextprotocol/tasks': {} },
+      },
+    };
+    const created = await modernDispatch(
+      url(other.url),
+      mesh.project.key,
+    )({
+      method: 'tools/call',
+      params: { name: 'builtin__sleep', arguments: { ms: 1_500 }, _meta: meta },
+    });
+    expect(created).toMatchObject({ kind: 'result', result: { resultType: 'task' } });
+    const taskId = (created.kind === 'result' &&
+      (created.result as { taskId?: unknown }).taskId) as string;
+    other.child.kill('SIGKILL');
+    await once(other.child, 'exit');
+
+    const reader = modernDispatch(url(mesh.baseUrl), mesh.project.key);
+    const get = () =>
+      reader(
+        { method: 'tasks/get', params: { taskId, _meta: meta } },
+        { context: { headers: { 'mcp-name': taskId } } },
+      );
+    await expect
+      .poll(
+        async () => {
+          const got = await get();
+          return got.kind === 'result' ? (got.result as { status?: unknown }).status : got.kind;
+        },
+        { timeout: 10_000, interval: 250 },
+      )
+      .toBe('completed');
+    expect(await get()).toMatchObject({
+      kind: 'result',
+      result: { taskId, result: { structuredContent: { slept_ms: expect.any(Number) } } },
+    });
+    const cancelled = await reader(
+      { method: 'tasks/cancel', params: { taskId, _meta: meta } },
+      { context: { headers: { 'mcp-name': taskId } } },
+    );
+    // Cancelling a finished task changes nothing: the card stays the answer.
+    expect(cancelled.kind).toBe('result');
+    expect((await mesh.api.store.executions.get(mesh.project.id, taskId))?.status).toBe(
+      'succeeded',
+    );
+  });
+
   it('a failed call is a failed task whose result is isError', async () => {
     const client = await mesh.connect();
     const { task } = await createTask(client, 'skills__job_status', {
@@ -119,6 +172,41 @@ describe('MCP tasks', () => {
     expect(b.task.taskId).toBe(a.task.taskId);
     await client.experimental.tasks.getTaskResult(a.task.taskId, CallToolResultSchema);
     expect(await mesh.api.store.cards.countToolResults(mesh.project.id, a.task.taskId)).toBe(1);
+  });
+
+  it('the task view expires after its ttl; the card stays readable over HTTP', async () => {
+    const client = await mesh.connect();
+    const { task } = await client.request(
+      {
+        method: 'tools/call',
+        params: { name: 'builtin__echo', arguments: { ttl: 1 }, task: { ttl: 1_500 } },
+      },
+      CreateTaskResultSchema,
+    );
+    expect(task.ttl).toBe(1_500);
+    await expect
+      .poll(
+        () =>
+          client.experimental.tasks.getTask(task.taskId).then(
+            () => 'live',
+            (err: Error) => err.message,
+          ),
+        { timeout: 10_000, interval: 250 },
+      )
+      .toMatch(/Task not found/);
+    await expect(
+      client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema),
+    ).rejects.toThrow(/not found/i);
+    const res = await mesh.api.request(
+      'GET',
+      `/v1/projects/${mesh.project.id}/executions/${task.taskId}`,
+      { key: mesh.project.key },
+    );
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      execution: { status: 'succeeded' },
+      card: { content: { result: { ttl: 1 } } },
+    });
   });
 
   it("another project's session does not see the task", async () => {

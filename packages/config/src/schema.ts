@@ -222,6 +222,9 @@ export const apiSchema = section({
   mcp_max_sessions: positiveInt().default(1_000),
   // More visible tools than this and the facade lists only search_tools and call_tool.
   mcp_search_threshold: positiveInt().default(100),
+  // How long a 2026-07-28 task (io.modelcontextprotocol/tasks) stays readable; the revision lets
+  // the server choose it. The card outlives it.
+  mcp_task_ttl_ms: positiveInt().default(86_400_000),
 }).superRefine((api, ctx) => {
   const {
     execution_wait_min_ms: min,

@@ -50,7 +50,92 @@ export interface CatalogTool {
   readonly args: z.ZodType;
   /** The arguments' JSON Schema, generated from `args`. */
   readonly parameters: JsonSchema;
+  /** MCP tool annotations: hints for clients about what a call does. */
+  readonly annotations: ToolAnnotations;
 }
+
+/** The MCP tool annotations the registry keeps (all hints; absent means unknown). */
+export interface ToolAnnotations {
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+/** Reads only (a skill, a status, a watch, the diagnostics): safe to repeat, touches nothing. */
+const READS: ToolAnnotations = Object.freeze({
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+});
+/**
+ * Runs a command of the model's choosing in a sandbox: it may change or delete the session's
+ * files, a second call runs it again, and the deployment may allow network domains.
+ */
+const RUNS: ToolAnnotations = Object.freeze({
+  readOnlyHint: false,
+  destructiveHint: true,
+  idempotentHint: false,
+  openWorldHint: true,
+});
+/** Ends a task or a job: destructive for it, and cancelling twice is cancelling once. */
+const CANCELS: ToolAnnotations = Object.freeze({
+  readOnlyHint: false,
+  destructiveHint: true,
+  idempotentHint: true,
+  openWorldHint: false,
+});
+const ANNOTATIONS: Record<string, ToolAnnotations> = {
+  'skills.load': READS,
+  // Puts the same files in the same place: repeatable, nothing of the session is lost.
+  'skills.activate': Object.freeze({
+    readOnlyHint: false,
+    destructiveHint: false,
+    idempotentHint: true,
+    openWorldHint: false,
+  }),
+  'skills.run_cmd': RUNS,
+  'skills.run_cmd_async': RUNS,
+  'skills.run_service': RUNS,
+  'skills.start_job': RUNS,
+  'skills.job_status': READS,
+  'skills.job_watch': READS,
+  'skills.job_cancel': CANCELS,
+  'skills.task_status': READS,
+  'skills.task_watch': READS,
+  'skills.task_cancel': CANCELS,
+  'builtin.echo': READS,
+  'builtin.sleep': READS,
+  // A fresh sandbox per call, thrown away after: nothing of the project changes.
+  'builtin.execute_python': Object.freeze({
+    readOnlyHint: true,
+    destructiveHint: false,
+    idempotentHint: false,
+    openWorldHint: false,
+  }),
+  'builtin.read_file': READS,
+  'builtin.list_files': READS,
+  // Replaces the file whole: what was there is gone, and writing it twice is writing it once.
+  'builtin.write_file': Object.freeze({
+    readOnlyHint: false,
+    destructiveHint: true,
+    idempotentHint: true,
+    openWorldHint: false,
+  }),
+  'builtin.search_documents': READS,
+  'builtin.get_document': READS,
+};
+
+/**
+ * The reserved tools that start work which outlives their call (a command, a service, a job):
+ * the MCP facade lists them with task support.
+ */
+export const LONG_RUNNING_TOOLS: ReadonlySet<string> = new Set([
+  'skills.run_cmd_async',
+  'skills.run_service',
+  'skills.start_job',
+]);
 
 function define(
   target: ReservedTarget,
@@ -68,6 +153,7 @@ function define(
     category,
     args,
     parameters,
+    annotations: ANNOTATIONS[`${target}.${tool}`] ?? {},
   });
 }
 

@@ -16,8 +16,9 @@ export {
   catalogTool,
   isReservedTarget,
   isReservedToolName,
+  LONG_RUNNING_TOOLS,
 } from './catalog.ts';
-export type { CatalogTool, JsonSchema } from './catalog.ts';
+export type { CatalogTool, JsonSchema, ToolAnnotations } from './catalog.ts';
 export {
   SkillName,
   SkillVersion,

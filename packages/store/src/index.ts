@@ -31,7 +31,15 @@ export type { Migration, MigrateOptions, EnsureDatabaseOptions } from './migrate
 export { hashKey } from './projects.ts';
 export type { Project, ApiKey, ProjectsRepo } from './projects.ts';
 export { ToolOrigin } from './tools.ts';
-export type { ToolRecord, NewTool, ToolFilter, ToolPatch, ToolUsage, ToolsRepo } from './tools.ts';
+export type {
+  ToolRecord,
+  NewTool,
+  ToolFilter,
+  ToolPatch,
+  ToolUsage,
+  ToolsRepo,
+  ToolAnnotations,
+} from './tools.ts';
 export { InternalTool } from './profiles.ts';
 export type {
   ProfileRecord,

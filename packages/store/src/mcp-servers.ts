@@ -67,6 +67,10 @@ export interface DiscoveredTool {
   parameters: Record<string, unknown>;
   /** The `$schema` the server declared for its input schema, kept out of `parameters`. */
   schemaDialect?: string;
+  /** The server's annotation hints for the tool (readOnlyHint and the like). */
+  annotations?: Record<string, boolean>;
+  /** The server's JSON Schema of the tool's structured result. */
+  outputSchema?: Record<string, unknown>;
 }
 
 /** What a sync did, by full tool name. */
@@ -225,10 +229,20 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
               'mcp_tools_insert',
               `INSERT INTO resource.tools
                  (tool_id, project_id, name, target, description, category, tags, parameters,
-                  origin, options, spec)
-               VALUES ($1, $2, $3, $4, $5, 'mcp', '{}', $6, 'mcp', '{}', $7)
+                  origin, options, spec, annotations, output_schema)
+               VALUES ($1, $2, $3, $4, $5, 'mcp', '{}', $6, 'mcp', '{}', $7, $8, $9)
                ON CONFLICT (project_id, name) DO NOTHING RETURNING tool_id`,
-              [uuidv7(), projectId, full, name, t.description, t.parameters, spec],
+              [
+                uuidv7(),
+                projectId,
+                full,
+                name,
+                t.description,
+                t.parameters,
+                spec,
+                t.annotations ?? {},
+                t.outputSchema ?? null,
+              ],
             );
             if (inserted.length === 1) out.added.push(full);
             else out.refused.push(full);
@@ -238,14 +252,24 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
           const changed = await tx.query(
             'mcp_tools_update',
             `UPDATE resource.tools SET
-               description = $3, parameters = $4, spec = $5,
+               description = $3, parameters = $4, spec = $5, annotations = $6,
+               output_schema = $7,
                enabled = CASE WHEN (spec->>'vanished')::boolean THEN true ELSE enabled END,
                updated_at = now()
              WHERE project_id = $1 AND name = $2
                AND (description IS DISTINCT FROM $3 OR parameters IS DISTINCT FROM $4::jsonb
-                    OR spec IS DISTINCT FROM $5::jsonb)
+                    OR spec IS DISTINCT FROM $5::jsonb OR annotations IS DISTINCT FROM $6::jsonb
+                    OR output_schema IS DISTINCT FROM $7::jsonb)
              RETURNING tool_id`,
-            [projectId, full, t.description, t.parameters, spec],
+            [
+              projectId,
+              full,
+              t.description,
+              t.parameters,
+              spec,
+              t.annotations ?? {},
+              t.outputSchema ?? null,
+            ],
           );
           if (changed.length === 1) out.updated.push(full);
         }

@@ -27,6 +27,10 @@ export interface ToolRecord {
   options: Record<string, unknown>;
   /** How the tools service runs an http or mcp tool; `{}` for the others. */
   spec: Record<string, unknown>;
+  /** MCP tool annotations (readOnlyHint, destructiveHint, idempotentHint, openWorldHint). */
+  annotations: ToolAnnotations;
+  /** The JSON Schema of the tool's structured result, when one is known. */
+  output_schema: Record<string, unknown> | null;
   enabled: boolean;
   created_at: Date;
   updated_at: Date;
@@ -42,6 +46,16 @@ export interface NewTool {
   origin: ToolOrigin;
   options?: Record<string, unknown>;
   spec?: Record<string, unknown>;
+  annotations?: ToolAnnotations | undefined;
+  output_schema?: Record<string, unknown> | null | undefined;
+}
+
+/** The MCP tool annotations the registry keeps; a missing hint is unknown. */
+export interface ToolAnnotations {
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
 }
 
 export interface ToolFilter {
@@ -76,6 +90,9 @@ export interface ToolPatch {
   options?: Record<string, unknown> | undefined;
   spec?: Record<string, unknown> | undefined;
   enabled?: boolean | undefined;
+  annotations?: ToolAnnotations | undefined;
+  /** null removes the output schema. */
+  output_schema?: Record<string, unknown> | null | undefined;
 }
 
 export interface ToolsRepo {
@@ -98,7 +115,7 @@ export interface ToolsRepo {
 }
 
 const COLUMNS = `tool_id, project_id, name, target, description, category, tags, parameters, origin,
-  options, spec, enabled, created_at, updated_at`;
+  options, spec, annotations, output_schema, enabled, created_at, updated_at`;
 
 export function createToolsRepo(db: Db): ToolsRepo {
   const insert = (projectId: string, t: NewTool) => [
@@ -113,11 +130,13 @@ export function createToolsRepo(db: Db): ToolsRepo {
     t.origin,
     t.options ?? {},
     t.spec ?? {},
+    t.annotations ?? {},
+    t.output_schema ?? null,
   ];
   const INSERT = `INSERT INTO resource.tools
       (tool_id, project_id, name, target, description, category, tags, parameters, origin, options,
-       spec)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       spec, annotations, output_schema)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
     ON CONFLICT (project_id, name) DO NOTHING RETURNING ${COLUMNS}`;
   return {
     create: async (projectId, t) =>
@@ -136,16 +155,20 @@ export function createToolsRepo(db: Db): ToolsRepo {
           description: t.description,
           category: t.category,
           parameters: t.parameters,
+          annotations: t.annotations ?? {},
           origin: t.origin,
         })),
       );
       const updated = await db.query(
         'tools_sync_reserved',
         `UPDATE resource.tools t
-            SET description = c.description, parameters = c.parameters, updated_at = now()
-           FROM jsonb_to_recordset($1::jsonb) AS c(name text, description text, parameters jsonb)
+            SET description = c.description, parameters = c.parameters,
+                annotations = c.annotations, updated_at = now()
+           FROM jsonb_to_recordset($1::jsonb)
+                  AS c(name text, description text, parameters jsonb, annotations jsonb)
           WHERE t.name = c.name AND t.origin IN ('skills', 'builtin')
-            AND (t.description <> c.description OR t.parameters <> c.parameters)
+            AND (t.description <> c.description OR t.parameters <> c.parameters
+                 OR t.annotations <> c.annotations)
          RETURNING t.tool_id`,
         [catalog],
       );
@@ -153,13 +176,14 @@ export function createToolsRepo(db: Db): ToolsRepo {
       const added = await db.query(
         'tools_sync_reserved_add',
         `INSERT INTO resource.tools
-           (tool_id, project_id, name, target, description, category, parameters, origin)
+           (tool_id, project_id, name, target, description, category, parameters, annotations,
+            origin)
          SELECT gen_random_uuid(), p.project_id, c.name, c.target, c.description, c.category,
-                c.parameters, c.origin
+                c.parameters, c.annotations, c.origin
            FROM resource.projects p
           CROSS JOIN jsonb_to_recordset($1::jsonb)
             AS c(name text, target text, description text, category text, parameters jsonb,
-                 origin text)
+                 annotations jsonb, origin text)
           WHERE c.origin IN ('skills', 'builtin')
          ON CONFLICT (project_id, name) DO NOTHING
          RETURNING tool_id`,
@@ -210,6 +234,8 @@ export function createToolsRepo(db: Db): ToolsRepo {
              options = coalesce($7, options),
              enabled = coalesce($8, enabled),
              spec = coalesce($9, spec),
+             annotations = coalesce($10, annotations),
+             output_schema = CASE WHEN $11::boolean THEN $12::jsonb ELSE output_schema END,
              updated_at = now()
            WHERE project_id = $1 AND name = $2 RETURNING ${COLUMNS}`,
           [
@@ -222,6 +248,9 @@ export function createToolsRepo(db: Db): ToolsRepo {
             p.options ?? null,
             p.enabled ?? null,
             p.spec ?? null,
+            p.annotations ?? null,
+            p.output_schema !== undefined,
+            p.output_schema ?? null,
           ],
         )
       )[0],

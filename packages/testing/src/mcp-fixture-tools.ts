@@ -39,6 +39,8 @@ export function registerFixtureTools(
       {
         description: 'Returns its text',
         inputSchema: { text: z.string().describe('what to echo') },
+        outputSchema: { text: z.string() },
+        annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
       },
       ({ text }) => ({
         content: [{ type: 'text', text: `echo: ${text}` }],

@@ -14,6 +14,8 @@ const tool = (name: string, over: Partial<ToolRecord> = {}): ToolRecord => ({
   origin: 'external',
   options: {},
   spec: {},
+  annotations: {},
+  output_schema: null,
   enabled: true,
   created_at: new Date(),
   updated_at: new Date(),

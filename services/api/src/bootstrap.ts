@@ -10,6 +10,7 @@ export function bootstrapTools(): NewTool[] {
     description: t.description,
     category: t.category,
     parameters: t.parameters,
+    annotations: t.annotations,
     origin: t.target === 'skills' ? 'skills' : 'builtin',
   }));
 }

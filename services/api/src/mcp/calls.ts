@@ -40,11 +40,21 @@ export function idempotentCallId(project: string, key: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-/** A result card as MCP content: the result as JSON text, and as structuredContent. */
-export function toCallToolResult(content: ToolResultContent, toolCallId: string): CallToolResult {
+/**
+ * A result card as MCP content: the result as JSON text, and as structuredContent. An MCP tool's
+ * result (`{content, structured_content?}`, the upstream server's answer) is given back as that
+ * server gave it: its content blocks and its structuredContent, which its outputSchema describes.
+ */
+export function toCallToolResult(
+  content: ToolResultContent,
+  toolCallId: string,
+  origin?: string,
+): CallToolResult {
   const meta = { 'io.toolmesh/tool-call-id': toolCallId };
   if (content.status === 'succeeded') {
     const result = content.result;
+    const upstream = origin === 'mcp' ? mcpResultOf(result) : undefined;
+    if (upstream) return { ...upstream, _meta: meta };
     const text = typeof result === 'string' ? result : JSON.stringify(result ?? null);
     const structured =
       typeof result === 'object' && result !== null && !Array.isArray(result)
@@ -62,6 +72,21 @@ export function toCallToolResult(content: ToolResultContent, toolCallId: string)
     content: [{ type: 'text', text: `${error.code}: ${error.message}` }],
     structuredContent: { status: content.status, error },
     _meta: meta,
+  };
+}
+
+/** The upstream answer inside an MCP tool's card, if the card holds one. */
+function mcpResultOf(
+  result: unknown,
+): Pick<CallToolResult, 'content' | 'structuredContent'> | undefined {
+  if (typeof result !== 'object' || result === null) return undefined;
+  const { content, structured_content: structured } = result as Record<string, unknown>;
+  if (!Array.isArray(content)) return undefined;
+  return {
+    content: content as CallToolResult['content'],
+    ...(typeof structured === 'object' && structured !== null && !Array.isArray(structured)
+      ? { structuredContent: structured as Record<string, unknown> }
+      : {}),
   };
 }
 
@@ -90,6 +115,8 @@ export interface MeshCall {
   /** Called once per progress event of the call. */
   onProgress?: ((ev: ToolProgressEvent) => void) | undefined;
 }
+
+type ProgressOf = Pick<MeshCall, 'project' | 'tool' | 'onProgress'>;
 
 export function createMeshCalls(deps: CallDeps) {
   const { store, client, nc, config } = deps;
@@ -122,10 +149,12 @@ export function createMeshCalls(deps: CallDeps) {
     const e = await store.executions.get(project, id);
     if (!e?.card_id) return undefined;
     const card = await store.cards.byId(project, e.card_id);
-    return card ? toCallToolResult(card.content as ToolResultContent, id) : undefined;
+    if (!card) return undefined;
+    const tool = await store.tools.get(project, e.tool_name);
+    return toCallToolResult(card.content as ToolResultContent, id, tool?.origin);
   }
 
-  function listenProgress(call: MeshCall, id: string): Subscription | undefined {
+  function listenProgress(call: ProgressOf, id: string): Subscription | undefined {
     if (!call.onProgress) return undefined;
     const onProgress = call.onProgress;
     const subject = client.subjects.toolProgress({
@@ -196,9 +225,44 @@ export function createMeshCalls(deps: CallDeps) {
     return { id, queued: false, req, ...(done ? { answer: done } : {}) };
   }
 
+  /**
+   * Follows a task's progress events after its request was answered, until its result event (or
+   * its deadline plus a grace) is seen on the bus. Lives in this instance only: if it stops, the
+   * task goes on without progress.
+   */
+  function followProgress(call: ProgressOf, id: string, deadlineMs: number): () => void {
+    const progress = listenProgress(call, id);
+    if (!progress) return () => undefined;
+    const results = nc.subscribe(
+      client.subjects.toolResult({
+        project: call.project,
+        channel: MCP_CHANNEL,
+        target: call.tool.target,
+      }),
+      {
+        callback: (err, msg) => {
+          if (err) return;
+          try {
+            if (decodeMessage('tool_result', msg.data).tool_call_id === id) stop();
+          } catch {
+            // Another sender's malformed event.
+          }
+        },
+      },
+    );
+    const timer = setTimeout(() => stop(), deadlineMs + 5_000);
+    timer.unref();
+    function stop() {
+      clearTimeout(timer);
+      progress?.unsubscribe();
+      results.unsubscribe();
+    }
+    return stop;
+  }
+
   /** Publishes a call and returns at once (an MCP task); the card answers it later. */
   async function start(
-    call: Omit<MeshCall, 'signal' | 'onProgress'>,
+    call: Omit<MeshCall, 'signal'>,
     /** Runs once the id is known and before anything is published (records the task). */
     beforePublish: (id: string) => Promise<void>,
   ): Promise<{ id: string; refused?: CallToolResult }> {
@@ -206,10 +270,15 @@ export function createMeshCalls(deps: CallDeps) {
     if (conflict) return { id, refused: conflict };
     await beforePublish(id);
     if (!queued) return { id };
+    const stopProgress = call.onProgress
+      ? followProgress(call, id, req.timeoutMs ?? config.tools.max_timeout_ms)
+      : undefined;
     try {
+      if (stopProgress) await nc.flush();
       await client.publishToolCall(req);
       return { id };
     } catch (err) {
+      stopProgress?.();
       await store.executions.dropQueued(call.project, id);
       log.warn({ err, tool_call_id: id }, 'publishing an MCP task failed');
       return {
@@ -236,7 +305,7 @@ export function createMeshCalls(deps: CallDeps) {
     try {
       if (progress) await nc.flush();
       const result = await awaitResult({ ...req, toolCallId: id }, call.signal);
-      return toCallToolResult(result.content, id);
+      return toCallToolResult(result.content, id, call.tool.origin);
     } catch (err) {
       if (call.signal.aborted) {
         // The SDK sends no response to a cancelled request; this value is never seen.

@@ -19,7 +19,9 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ArtifactStore } from '@toolmesh/artifacts';
+import { LONG_RUNNING_TOOLS } from '@toolmesh/skills';
 import type { Client } from '@toolmesh/client';
+import type { ToolProgressEvent } from '@toolmesh/protocol';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
 import { IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
@@ -41,6 +43,27 @@ export interface FacadeScope {
 function allows(patterns: readonly string[], name: string): boolean {
   return patterns.some((p) =>
     p.endsWith('.*') ? name.startsWith(p.slice(0, -1)) && name.length > p.length - 1 : p === name,
+  );
+}
+
+/** Past this registered timeout a call outlives most MCP clients' default request timeout. */
+const LONG_TIMEOUT_MS = 60_000;
+
+/**
+ * Task support: every call is a durable mesh call (its card answers any instance), so every tool
+ * may run as a task, and every tool says `optional`. None is `required`, which would lock out
+ * clients without Tasks (2025-06-18 and older, most clients today); none is `forbidden`, which
+ * would take a durable, re-readable result from clients that ask for one. The long-running
+ * skills tools and any tool registered with a timeout over 60 s are where a client should use a
+ * task; they are marked in `_meta["io.toolmesh/long-running"]`.
+ */
+const TASK_SUPPORT = 'optional';
+
+/** Does a call of this tool run longer than a client's default request timeout? */
+export function isLongRunning(t: ToolRecord): boolean {
+  const timeout = (t.options as { timeout_ms?: unknown }).timeout_ms;
+  return (
+    LONG_RUNNING_TOOLS.has(t.name) || (typeof timeout === 'number' && timeout > LONG_TIMEOUT_MS)
   );
 }
 
@@ -91,9 +114,13 @@ export function createFacade(deps: {
       title: t.name,
       description: t.description,
       inputSchema: t.parameters as Tool['inputSchema'],
-      // Any call may run as a task: it is a tool call on the mesh either way.
-      execution: { taskSupport: 'optional' },
-      _meta: { 'io.toolmesh/tool': t.name },
+      ...(t.output_schema ? { outputSchema: t.output_schema as Tool['outputSchema'] } : {}),
+      ...(Object.keys(t.annotations).length > 0 ? { annotations: t.annotations } : {}),
+      execution: { taskSupport: TASK_SUPPORT },
+      _meta: {
+        'io.toolmesh/tool': t.name,
+        ...(isLongRunning(t) ? { 'io.toolmesh/long-running': true } : {}),
+      },
     };
   }
 
@@ -107,6 +134,11 @@ export function createFacade(deps: {
     extra: {
       signal: AbortSignal;
       sendNotification: (n: ProgressNotification) => Promise<void>;
+      /**
+       * Notifies the client outside this request (a 2025 session's stream): a task's progress
+       * after its request was answered. Without it a task sends no progress.
+       */
+      notifyLater?: ((n: ProgressNotification) => Promise<void>) | undefined;
     },
   ): Promise<CallToolResult | CreateTaskResult> {
     let name = params.name;
@@ -160,7 +192,25 @@ export function createFacade(deps: {
       );
     }
     const traceparent = meta?.['traceparent'];
+    const progressToken = meta?.progressToken;
     const task = params.task;
+    /** The call's progress events as notifications/progress on `send`, counted up. */
+    const progressTo = (send: ((n: ProgressNotification) => Promise<void>) | undefined) => {
+      if (progressToken === undefined || !send) return undefined;
+      let progress = 0;
+      return (ev: ToolProgressEvent) => {
+        // Our own count keeps progress increasing whatever the tool reports; a message the tool
+        // gave (an MCP server's, a watch's) is passed on, else the detail.
+        progress += 1;
+        const said = ev.detail?.['message'];
+        const detail =
+          typeof said === 'string' ? said : ev.detail ? JSON.stringify(ev.detail) : undefined;
+        send({
+          method: 'notifications/progress',
+          params: { progressToken, progress, ...(detail ? { message: detail } : {}) },
+        }).catch(() => undefined);
+      };
+    };
     if (task) {
       // A task: recorded before the call is published and before it is returned; its id is
       // the tool_call_id, so any instance answers tasks/get, tasks/result and tasks/cancel.
@@ -172,6 +222,7 @@ export function createFacade(deps: {
           arguments: args,
           idempotencyKey: key,
           traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+          onProgress: progressTo(extra.notifyLater),
         },
         async (id) => {
           await store.mcpTasks.create({
@@ -190,8 +241,6 @@ export function createFacade(deps: {
       if (!row) throw new McpError(ErrorCode.InternalError, 'the task expired at once');
       return { task: toTask(row) };
     }
-    const progressToken = meta?.progressToken;
-    let progress = 0;
     return calls.run({
       project: scope.project,
       tool,
@@ -199,27 +248,7 @@ export function createFacade(deps: {
       idempotencyKey: key,
       traceparent: typeof traceparent === 'string' ? traceparent : undefined,
       signal: extra.signal,
-      onProgress:
-        progressToken === undefined
-          ? undefined
-          : (ev) => {
-              // Our own count keeps progress increasing whatever the tool reports; a message
-              // the tool gave (an MCP server's, a watch's) is passed on, else the detail.
-              progress += 1;
-              const said = ev.detail?.['message'];
-              const detail =
-                typeof said === 'string' ? said : ev.detail ? JSON.stringify(ev.detail) : undefined;
-              extra
-                .sendNotification({
-                  method: 'notifications/progress',
-                  params: {
-                    progressToken,
-                    progress,
-                    ...(detail ? { message: detail } : {}),
-                  },
-                })
-                .catch(() => undefined);
-            },
+      onProgress: progressTo(extra.sendNotification),
     });
   }
 
@@ -256,7 +285,11 @@ export function createFacade(deps: {
     );
 
     server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
-      handleCall(scope, req.params, extra),
+      handleCall(scope, req.params, {
+        ...extra,
+        // Outside the request: the session's standalone stream (GET), which the client keeps.
+        notifyLater: (n) => server.notification(n),
+      }),
     );
     return server;
   }

@@ -1,17 +1,35 @@
 // The 2026-07-28 revision of the facade (stateless requests, `server/discover`, list results with
-// `ttlMs`/`cacheScope`), served with the 2.x SDK (`@modelcontextprotocol/server`): its
-// createMcpHandler builds a server per request from the factory below, with the same handlers
-// as the 1.x sessions (facade.ts). 2025-era requests never reach it: the route tells them apart
-// with the SDK's isLegacyRequest and keeps them on the 1.x sessions, so the 2025 revisions keep
-// initialize, sessions and list_changed.
+// `ttlMs`/`cacheScope`, list changes on `subscriptions/listen`, Tasks as the
+// `io.modelcontextprotocol/tasks` extension), served with the 2.x SDK
+// (`@modelcontextprotocol/server`): its createMcpHandler builds a server per request from the
+// factory below, with the same handlers as the 1.x sessions (facade.ts). 2025-era requests never
+// reach it: the route tells them apart with the SDK's isLegacyRequest and keeps them on the 1.x
+// sessions, so the 2025 revisions keep initialize, sessions and list_changed.
+//
+// One handler per project: a handler's event bus feeds every `subscriptions/listen` stream open
+// on it, so a project's registry change reaches that project's listeners and no other's.
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
+  ProtocolError,
+  ProtocolErrorCode,
   Server,
   createMcpHandler,
   type McpHttpHandler,
   type McpRequestContext,
 } from '@modelcontextprotocol/server';
+import type { CreateTaskResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@toolmesh/client';
+import type { Store } from '@toolmesh/store';
+import type { MeshCalls } from './calls.ts';
+import { IDEMPOTENCY_META_KEY } from './calls.ts';
 import type { Facade, FacadeScope } from './facade.ts';
 import { FACADE_NAME, FACADE_VERSION } from './facade.ts';
+import {
+  TASKS_EXTENSION,
+  createdTask,
+  declaresTasks,
+  registerModernTasks,
+} from './modern-tasks.ts';
 import type { readArtifact } from './resources.ts';
 
 /** A modern request's scope travels in the SDK's authInfo (the route authenticated it). */
@@ -22,39 +40,69 @@ export interface ModernScope extends FacadeScope {
 /** Tool lists may be cached by the requesting client for a short while; registry edits are rare. */
 const LIST_TTL_MS = 10_000;
 
-export function createModernHandler(deps: {
+export interface ModernDeps {
   facade: Facade;
+  store: Store;
+  client: Client;
+  calls: MeshCalls;
+  nc: NatsConnection;
+  /** The subject of a project's registry-changed event. */
+  registryChanged: (project: string) => string;
+  /** How long a task created on this revision stays readable. */
+  taskTtlMs: number;
   readResource: (project: string, uri: string) => ReturnType<typeof readArtifact>;
-}): McpHttpHandler {
+}
+
+function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler {
   const { facade } = deps;
   const factory = (ctx: McpRequestContext) => {
     const scope = ctx.authInfo?.extra as ModernScope | undefined;
-    if (!scope) throw new Error('a modern MCP request reached the facade without its scope');
+    if (scope?.project !== project) {
+      throw new Error('a modern MCP request reached the facade without its scope');
+    }
     const server = new Server(
       { name: FACADE_NAME, version: FACADE_VERSION },
       {
-        capabilities: { tools: { listChanged: true }, resources: {} },
+        capabilities: {
+          tools: { listChanged: true },
+          resources: {},
+          extensions: { [TASKS_EXTENSION]: {} },
+        },
         cacheHints: { 'tools/list': { ttlMs: LIST_TTL_MS, cacheScope: 'private' } },
         instructions:
           'Tools of a toolmesh project. Each call runs on the mesh and is recorded as an execution; ' +
-          'set _meta["io.toolmesh/idempotency-key"] to make a re-sent call the same call.',
+          `set _meta["${IDEMPOTENCY_META_KEY}"] to make a re-sent call the same call.`,
       },
     );
     // The two SDK lines type JSON Schemas apart; the values are the same registry JSON.
     server.setRequestHandler('tools/list', async () => (await facade.handleList(scope)) as never);
     server.setRequestHandler('tools/call', async (req, c) => {
+      // A task only when the request declares the extension; the server chooses its ttl. A
+      // `task` field is the 2025-11 form and means nothing here.
+      const task = declaresTasks(c.mcpReq.envelope, req.params)
+        ? { ttl: deps.taskTtlMs }
+        : undefined;
       const result = await facade.handleCall(
         scope,
-        // Tasks on this revision are the io.modelcontextprotocol/tasks extension, not served
-        // yet: a `task` field is not the 2025-11 form here.
-        { ...(req.params as Record<string, unknown>), task: undefined } as never,
+        { ...(req.params as Record<string, unknown>), task } as never,
         {
           signal: c.mcpReq.signal,
           sendNotification: (n) => c.mcpReq.notify(n),
         },
       );
+      const created = (result as Partial<CreateTaskResult>).task;
+      if (task && created) {
+        const row = await deps.store.mcpTasks.get(project, created.taskId);
+        if (!row) {
+          throw new ProtocolError(ProtocolErrorCode.InternalError, 'the task expired at once', {
+            taskId: created.taskId,
+          });
+        }
+        return createdTask(row) as never;
+      }
       return result as never;
     });
+    registerModernTasks(server, { ...deps, project });
     server.setRequestHandler('resources/list', () => ({ resources: [] }));
     server.setRequestHandler(
       'resources/read',
@@ -63,4 +111,32 @@ export function createModernHandler(deps: {
     return server;
   };
   return createMcpHandler(factory, { legacy: 'reject' });
+}
+
+/** The modern handlers of every project this instance has served, created on first use. */
+export function createModernHandlers(deps: ModernDeps) {
+  const handlers = new Map<string, { handler: McpHttpHandler; registry: Subscription }>();
+  return {
+    for(project: string): McpHttpHandler {
+      let h = handlers.get(project);
+      if (!h) {
+        const handler = createProjectHandler(deps, project);
+        // Registry changes of the project become notifications/tools/list_changed on its open
+        // subscriptions/listen streams.
+        const registry = deps.nc.subscribe(deps.registryChanged(project), {
+          callback: () => handler.notify.toolsChanged(),
+        });
+        h = { handler, registry };
+        handlers.set(project, h);
+      }
+      return h.handler;
+    },
+    async close(): Promise<void> {
+      for (const h of handlers.values()) {
+        h.registry.unsubscribe();
+        await h.handler.close();
+      }
+      handlers.clear();
+    },
+  };
 }

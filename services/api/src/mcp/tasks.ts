@@ -17,7 +17,7 @@ const LIST_PAGE = 50;
 /** tasks/cancel answers with the task's new state: how long it waits for the mesh's cancel. */
 const CANCEL_SETTLE_MS = 5_000;
 
-function taskStatus(s: ExecutionStatus | undefined): Task['status'] {
+export function taskStatus(s: ExecutionStatus | undefined): Task['status'] {
   switch (s) {
     case 'queued':
     case 'running':
@@ -64,6 +64,32 @@ function decodeCursor(cursor: string): { createdAt: Date; taskId: string } {
   throw new McpError(ErrorCode.InvalidParams, 'invalid cursor');
 }
 
+/**
+ * Cancels a task's call on the mesh; the tool service writes its `canceled` card. Waited for
+ * (bounded) so the answer shows it. False when the task is unknown (or its view expired).
+ */
+export async function cancelTask(
+  deps: { store: Store; client: Client },
+  project: string,
+  taskId: string,
+): Promise<boolean> {
+  const get = () => deps.store.mcpTasks.get(project, taskId);
+  if (!(await get())) return false;
+  await deps.client.cancel({
+    project,
+    channel: MCP_CHANNEL,
+    toolCallId: taskId,
+    reason: 'MCP tasks/cancel',
+  });
+  const until = Date.now() + CANCEL_SETTLE_MS;
+  while (Date.now() < until) {
+    const now = await get();
+    if (!now || taskStatus(now.status) !== 'working') return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return true;
+}
+
 /** The TaskStore of one project's facade server. Sessions do not scope tasks: the project does. */
 export function createProjectTaskStore(deps: {
   store: Store;
@@ -93,22 +119,10 @@ export function createProjectTaskStore(deps: {
       );
     },
     updateTaskStatus: async (taskId, status) => {
-      // The only update a client can ask for is tasks/cancel: the mesh cancels the call, and the
-      // tool service writes its `canceled` card. Waited for (bounded) so the answer shows it.
+      // The only update a client can ask for is tasks/cancel.
       if (status !== 'cancelled') return;
-      const t = await get(taskId);
-      if (!t) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
-      await client.cancel({
-        project,
-        channel: MCP_CHANNEL,
-        toolCallId: taskId,
-        reason: 'MCP tasks/cancel',
-      });
-      const until = Date.now() + CANCEL_SETTLE_MS;
-      while (Date.now() < until) {
-        const now = await get(taskId);
-        if (!now || taskStatus(now.status) !== 'working') return;
-        await new Promise((r) => setTimeout(r, 100));
+      if (!(await cancelTask({ store, client }, project, taskId))) {
+        throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
       }
     },
     listTasks: async (cursor) => {

@@ -19,7 +19,7 @@ import { Id, ProjectParams } from '../schemas.ts';
 import { createMeshCalls } from '../mcp/calls.ts';
 import { createFacade } from '../mcp/facade.ts';
 import { createMcpAuth } from '../mcp/oauth.ts';
-import { createModernHandler } from '../mcp/modern.ts';
+import { createModernHandlers } from '../mcp/modern.ts';
 import { readArtifact } from '../mcp/resources.ts';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { Readable } from 'node:stream';
@@ -63,19 +63,26 @@ export const mcpRoutes =
   async (app) => {
     const { store, auth, nc, config } = deps;
     const log = deps.logger.child({ component: 'mcp' });
+    const calls = createMeshCalls(deps);
     const facade = createFacade({
       store,
       client: deps.client,
       artifacts: deps.artifacts,
-      calls: createMeshCalls(deps),
+      calls,
       searchThreshold: config.api.mcp_search_threshold,
     });
-    const modern = createModernHandler({
+    const subjects = createSubjects(config.nats.subject_root);
+    const modern = createModernHandlers({
       facade,
+      store,
+      client: deps.client,
+      calls,
+      nc,
+      registryChanged: (project) => subjects.registryChanged(project),
+      taskTtlMs: config.api.mcp_task_ttl_ms,
       readResource: (project, uri) => readArtifact(deps, project, uri),
     });
     app.addHook('onClose', () => modern.close());
-    const subjects = createSubjects(config.nats.subject_root);
     const sessions = new Map<string, Session>();
     const { mcp_session_idle_ms: idleMs, mcp_max_sessions: maxSessions } = config.api;
     const mcpAuth = createMcpAuth(config.mcp_oauth, auth);
@@ -140,7 +147,7 @@ export const mcpRoutes =
         tags: ['mcp'],
         summary: 'The project as an MCP server (streamable HTTP)',
         description:
-          "JSON-RPC per the Model Context Protocol (revisions 2025-03-26 to 2025-11-25): POST messages, GET the server's notification stream, DELETE to end a session. Tools are the project's enabled tools; `?agent=` at initialize limits them to that agent's tool set. See docs/protocol.md, \"The MCP facade\".",
+          "JSON-RPC per the Model Context Protocol. Revisions 2025-03-26 to 2025-11-25: POST messages, GET the session's notification stream, DELETE to end a session. Revision 2026-07-28: stateless POSTs (server/discover, subscriptions/listen as an SSE stream, the io.modelcontextprotocol/tasks extension's tasks/get, tasks/update and tasks/cancel). Tools are the project's enabled tools; `?agent=` limits them to that agent's tool set. See docs/protocol.md, section 21.",
         params: ProjectParams,
         querystring: z.object({ agent: Id.optional() }),
         response: {
@@ -155,7 +162,7 @@ export const mcpRoutes =
           const web = toWebRequest(req);
           if (!(await isLegacyRequest(web, req.body))) {
             // 2026-07-28: stateless, one server per request (modern.ts).
-            const res = await modern.fetch(web, {
+            const res = await modern.for(project).fetch(web, {
               parsedBody: req.body,
               authInfo: {
                 token: '',

@@ -113,7 +113,10 @@ export const ParametersSchema = z
  * @toolmesh/json-schema for why each check uses its own ajv instance. No `loadSchema`, so a
  * remote `$ref` is an error, never a network fetch.
  */
-export function checkParametersSchema(schema: Record<string, unknown>): void {
+export function checkParametersSchema(
+  schema: Record<string, unknown>,
+  field: 'parameters' | 'output_schema' = 'parameters',
+): void {
   const checked = checkSchema(schema);
   if (!checked.ok) {
     const what = {
@@ -121,17 +124,46 @@ export function checkParametersSchema(schema: Record<string, unknown>): void {
       invalid: 'is not a valid JSON Schema',
       compile: 'does not compile',
     }[checked.reason];
-    throw new ApiError('invalid_schema', `parameters ${what}: ${checked.message}`, {
+    throw new ApiError('invalid_schema', `${field} ${what}: ${checked.message}`, {
+      field,
       issues: checked.issues,
     });
   }
   if (schema['type'] !== 'object') {
+    const why =
+      field === 'parameters'
+        ? 'tool arguments are a JSON object'
+        : "MCP clients check a tool's structuredContent, a JSON object, against it";
     throw new ApiError(
       'invalid_schema',
-      'parameters must be an object schema (`"type": "object"`): tool arguments are a JSON object',
+      `${field} must be an object schema (\`"type": "object"\`): ${why}`,
       {
+        field,
         issues: [{ path: '/type', keyword: 'type', message: 'must be "object"' }],
       },
     );
   }
 }
+
+/** MCP tool annotations: hints to clients about what a call does (MCP `ToolAnnotations`). */
+export const ToolAnnotationsSchema = z
+  .strictObject({
+    readOnlyHint: z.boolean().optional().describe('the tool does not change its environment'),
+    destructiveHint: z
+      .boolean()
+      .optional()
+      .describe('a change it makes may destroy or overwrite (meaningful when not read-only)'),
+    idempotentHint: z
+      .boolean()
+      .optional()
+      .describe('calling it again with the same arguments has no further effect'),
+    openWorldHint: z
+      .boolean()
+      .optional()
+      .describe('it reaches outside the mesh (the web, other systems)'),
+  })
+  .describe('MCP tool annotations; a missing hint is unknown. Listed by the MCP facade');
+
+export const OutputSchema = ParametersSchema.describe(
+  'JSON Schema (draft 2020-12) of the structured result; must be `type: "object"`. MCP clients check the structuredContent of a call against it',
+);

@@ -33,6 +33,8 @@ describe('register', () => {
       parameters: searchParams,
       options: { timeout_ms: 20_000 },
       origin: 'external',
+      annotations: {},
+      output_schema: null,
       reserved: false,
       enabled: true,
       created_at: expect.any(String),

@@ -13,6 +13,8 @@ import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, Limit, ProjectParams, ToolName, iso } from '../schemas.ts';
 import {
   HttpToolSpec,
+  OutputSchema,
+  ToolAnnotationsSchema,
   ParametersSchema,
   ToolOptions,
   assertRegistrable,
@@ -51,6 +53,18 @@ const ToolOut = z
       .record(z.string(), z.unknown())
       .optional()
       .describe('the request template of an http tool'),
+    annotations: z
+      .object({
+        readOnlyHint: z.boolean().optional(),
+        destructiveHint: z.boolean().optional(),
+        idempotentHint: z.boolean().optional(),
+        openWorldHint: z.boolean().optional(),
+      })
+      .describe('MCP tool annotations; a missing hint is unknown'),
+    output_schema: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .describe('JSON Schema of the structured result, when one is known'),
     reserved: z.boolean().describe('a seeded skills.* or builtin.* tool'),
     enabled: z.boolean(),
     created_at: z.string(),
@@ -85,6 +99,8 @@ const toolOut = (t: ToolRecord) => ({
   options: t.options,
   origin: t.origin,
   ...(t.origin === ToolOrigin.http ? { http: t.spec } : {}),
+  annotations: t.annotations,
+  output_schema: t.output_schema,
   reserved: isReserved(t),
   enabled: t.enabled,
   created_at: t.created_at.toISOString(),
@@ -115,6 +131,8 @@ export const toolRoutes =
               tags: Tags.default([]),
               parameters: ParametersSchema,
               options: ToolOptions.default({}),
+              annotations: ToolAnnotationsSchema.default({}),
+              output_schema: OutputSchema.optional(),
               kind: z
                 .enum(RegistrableKind)
                 .default('external')
@@ -134,6 +152,7 @@ export const toolRoutes =
         const { name, parameters, kind, http, ...rest } = req.body;
         assertRegistrable(name);
         checkParametersSchema(parameters);
+        if (rest.output_schema) checkParametersSchema(rest.output_schema, 'output_schema');
         if (http) checkHttpSpec(http, parameters);
         const created = await store.tools.create(req.params.project, {
           ...rest,
@@ -215,6 +234,10 @@ export const toolRoutes =
               parameters: ParametersSchema.optional(),
               options: ToolOptions.optional(),
               enabled: z.boolean().optional(),
+              annotations: ToolAnnotationsSchema.optional().describe(
+                'replaces the annotations; {} clears them',
+              ),
+              output_schema: OutputSchema.nullable().optional().describe('null removes it'),
               http: HttpToolSpec.optional().describe('replaces the template of an http tool'),
             })
             .refine((b) => Object.keys(b).length > 0, { message: 'nothing to update' }),
@@ -238,6 +261,7 @@ export const toolRoutes =
           }
         }
         if (req.body.parameters) checkParametersSchema(req.body.parameters);
+        if (req.body.output_schema) checkParametersSchema(req.body.output_schema, 'output_schema');
         const { http, ...patch } = req.body;
         if (http && current.origin !== ToolOrigin.http) {
           throw new ApiError('invalid_request', `tool ${JSON.stringify(name)} is not an http tool`);

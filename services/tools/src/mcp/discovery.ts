@@ -92,6 +92,8 @@ export async function refreshServer(
       mcpName: t.name,
       description: t.description ?? t.title ?? '',
       ...schemaOf(t.inputSchema),
+      ...hintsOf(t.annotations),
+      ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}),
     });
   });
   const outcome = await deps.store.mcpServers.sync(project, server, tools);
@@ -128,6 +130,17 @@ export async function refreshServer(
     disabled: outcome.disabled,
     refused,
   };
+}
+
+/** The annotation hints the registry keeps: the four booleans, nothing else the server sent. */
+function hintsOf(a: unknown): { annotations?: Record<string, boolean> } {
+  if (typeof a !== 'object' || a === null) return {};
+  const kept: Record<string, boolean> = {};
+  for (const k of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint']) {
+    const v = (a as Record<string, unknown>)[k];
+    if (typeof v === 'boolean') kept[k] = v;
+  }
+  return Object.keys(kept).length > 0 ? { annotations: kept } : {};
 }
 
 /**
