@@ -56,16 +56,23 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
           () => ended,
         );
         for (const port of ports) {
-          const f = await startForwarder(nsPid, port);
+          const f = await startForwarder(nsPid, port, ctx.logger);
           forwarders.push(f);
           // The task ended while this one started: onEnd has already run.
           if (ended) await stopAll();
         }
         if (ended) throw serviceEnded(started);
-        const endpoints = forwarders.map((f) => f.endpoint);
-        await deps.store.skillTasks.setEndpoints(started.taskId, endpoints);
-        ctx.logger.info({ task_id: started.taskId, endpoints }, 'service exposed');
-        return { ...started.result, endpoints: endpoints.map(publicEndpoint) };
+        // The tokens go to the caller only: the head (and the log) keep everything else.
+        const stored = forwarders.map(({ endpoint: { token: _token, ...rest } }) => rest);
+        await deps.store.skillTasks.setEndpoints(started.taskId, stored);
+        ctx.logger.info({ task_id: started.taskId, endpoints: stored }, 'service exposed');
+        return {
+          ...started.result,
+          endpoints: forwarders.map((f) => ({
+            ...publicEndpoint(f.endpoint),
+            token: f.endpoint.token,
+          })),
+        };
       } catch (err) {
         // A service nobody can reach is not left running.
         started.task.canceled = true;
