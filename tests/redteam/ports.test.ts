@@ -3,6 +3,7 @@
 // with another project's endpoint token, the gate refuses with 401 and the service never sees
 // the request; the forwarder's unix socket behind the gate is in a private folder another user
 // cannot enter, and the token is in no task head. The owner with the token is served throughout.
+// The suite runs once per service mode (root, unprivileged: tests/support/service-modes.ts).
 import { execFile } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -10,9 +11,9 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSkillsMesh, type SkillsMesh } from '../support/skills-mesh.ts';
 import { processesWith } from '../support/procs.ts';
+import { isRoot, NOBODY, serviceModes, startSkillsAs } from '../support/service-modes.ts';
 
 const run = promisify(execFile);
-const isRoot = process.getuid?.() === 0;
 
 interface Endpoint {
   port: number;
@@ -51,15 +52,12 @@ async function expose(project: string, session: string, greet?: string): Promise
   return res.endpoints[0]!;
 }
 
+let serviceUid = 0;
+
 beforeAll(async () => {
   mesh = await startSkillsMesh();
-  await mesh.startSkills();
-  other = await mesh.api.createProject();
   await mesh.uploadSkill(join(import.meta.dirname, '..', '..', 'examples/skills/http-hello'));
-  mine = await expose(mesh.project.id, 'svc-a', greeting);
-  mineToo = await expose(mesh.project.id, 'svc-b', `${greeting}b`);
-  theirs = await expose(other.id, 'svc-c');
-}, 240_000);
+}, 120_000);
 
 afterAll(async () => {
   await mesh?.close();
@@ -71,8 +69,26 @@ const get = (ep: Endpoint, token?: string) =>
     token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } },
   );
 
-describe('red team: exposed ports', () => {
-  it('the owner with the endpoint token reaches the service (the token does not reach it)', async () => {
+const rootModes = serviceModes.filter((m) => m.mode === 'root');
+const unprivilegedModes = serviceModes.filter((m) => m.mode === 'unprivileged');
+
+describe.each(rootModes)('red team: exposed ports, $name', ({ mode }) => {
+  let stop: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    const service = await startSkillsAs(mesh, mode, {});
+    stop = service.stop;
+    serviceUid = service.uid;
+    other = await mesh.api.createProject();
+    tasks.length = 0;
+    mine = await expose(mesh.project.id, `svc-a-${mode}`, greeting);
+    mineToo = await expose(mesh.project.id, `svc-b-${mode}`, `${greeting}b`);
+    theirs = await expose(other.id, `svc-c-${mode}`);
+  }, 240_000);
+  afterAll(async () => {
+    await stop?.();
+  });
+
+  it('the owner with the endpoint token reaches the service', async () => {
     const res = await get(mine, mine.token);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ greeting, path: '/probe' });
@@ -132,11 +148,14 @@ describe('red team: exposed ports', () => {
     expect((await stat(socket)).mode & 0o077).toBe(0);
     // No TCP listener but the gate: the socat has no TCP-LISTEN of its own.
     expect(argv.some((a) => a.startsWith('TCP-LISTEN'))).toBe(false);
+    expect((await stat(socket)).uid).toBe(serviceUid);
     if (isRoot) {
-      // Another (unprivileged) user on the host cannot connect to it.
+      // Another unprivileged user on the host (the sandboxes' nobody, or when the service is
+      // nobody, another uid) cannot connect to it.
+      const stranger = serviceUid === NOBODY.uid ? 65533 : NOBODY.uid;
       const tried = await run('setpriv', [
-        '--reuid=65534',
-        '--regid=65534',
+        `--reuid=${stranger}`,
+        `--regid=${stranger}`,
         '--clear-groups',
         'socat',
         '-u',
@@ -158,5 +177,50 @@ describe('red team: exposed ports', () => {
     const text = JSON.stringify(heads);
     for (const ep of [mine, mineToo, theirs]) expect(text).not.toContain(ep.token);
     expect(text).toContain(`"host_port":${mine.host_port}`);
+  });
+});
+
+// A service that is not root cannot enter a sandbox's network namespace (bubblewrap made it in
+// a user namespace of its own), so it exposes nothing: the call is refused before anything runs.
+describe.each(unprivilegedModes)('red team: exposed ports, $name', ({ mode }) => {
+  let stop: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    const service = await startSkillsAs(mesh, mode, {});
+    stop = service.stop;
+  }, 120_000);
+  afterAll(async () => {
+    await stop?.();
+  });
+
+  it('expose_ports is refused up front with a clear reason, and nothing listens', async () => {
+    const marker = `unexposed${Date.now()}`;
+    const r = await mesh.client.callTool({
+      project: mesh.project.id,
+      channel: 'main',
+      tool: 'skills.run_service',
+      arguments: {
+        skill: 'http-hello',
+        command: `python3 server.py --port 8000 --greeting ${marker}`,
+        session_id: `svc-${mode}`,
+        expose_ports: [8000],
+      },
+      timeoutMs: 60_000,
+    });
+    expect(r.status).toBe('failed');
+    expect(r.content.error).toMatchObject({
+      code: 'tool_error',
+      details: { reason: 'ports_need_root', ports: [8000] },
+    });
+    expect(r.content.error?.message).toMatch(/needs the skills service to run as root/);
+    expect(await processesWith(marker)).toEqual([]);
+    // The service still serves: a service without exposed ports runs.
+    const ok = await mesh.client.callTool({
+      project: mesh.project.id,
+      channel: 'main',
+      tool: 'skills.run_cmd',
+      arguments: { command: 'echo still-serving', session_id: `svc-${mode}` },
+      timeoutMs: 60_000,
+    });
+    expect(ok.status, JSON.stringify(ok.content)).toBe('succeeded');
   });
 });

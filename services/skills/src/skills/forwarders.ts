@@ -4,6 +4,9 @@
 // (`nsenter -t <pid> -n`) to connect to the port there. Inside the sandbox a unix socket is not
 // an option (sandbox-runtime's seccomp filter refuses socket(AF_UNIX)), and each command has a
 // network namespace of its own, so the host reaches the port through that namespace instead.
+// Entering it takes root: bubblewrap, run unprivileged, makes the namespace inside a user
+// namespace of its own, and setns needs CAP_SYS_ADMIN in the caller's namespace too. A service
+// that is not root refuses expose_ports up front (see run-service.ts).
 // Every argument is built from integers and our own temp folder only, never from user text;
 // spawn gets an argv array. In front of the socket sits the endpoint gate (endpoint-gate.ts) on
 // 127.0.0.1:<free host port>: the only way in, with the endpoint's bearer token.

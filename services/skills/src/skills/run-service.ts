@@ -29,6 +29,13 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
     timeoutMs: START_TIMEOUT_MS,
     handler: async (args, ctx) => {
       const { expose_ports: ports = [], ready_timeout_ms: readyMs, ...rest } = args;
+      if (ports.length > 0 && deps.sandboxes.kind === 'local' && process.getuid?.() !== 0) {
+        // Nothing is started: the forwarders could not enter the sandbox's network.
+        throw new ToolError(
+          'expose_ports needs the skills service to run as root with the local sandbox provider (its forwarders enter the sandbox network namespace); run the service as root, use the e2b provider, or call without expose_ports',
+          { details: { reason: 'ports_need_root', ports } },
+        );
+      }
       const started = await startTask(deps, registry, ctx, rest);
       const forwarders: Forwarder[] = [];
       let ended = false;
