@@ -76,7 +76,7 @@ describe.each(rootModes)('red team: exposed ports, $name', ({ mode }) => {
   let stop: (() => Promise<void>) | undefined;
   beforeAll(async () => {
     const service = await startSkillsAs(mesh, mode, {});
-    stop = service.stop;
+    stop = () => service.stop();
     serviceUid = service.uid;
     other = await mesh.api.createProject();
     tasks.length = 0;
@@ -186,7 +186,7 @@ describe.each(unprivilegedModes)('red team: exposed ports, $name', ({ mode }) =>
   let stop: (() => Promise<void>) | undefined;
   beforeAll(async () => {
     const service = await startSkillsAs(mesh, mode, {});
-    stop = service.stop;
+    stop = () => service.stop();
   }, 120_000);
   afterAll(async () => {
     await stop?.();
