@@ -1,7 +1,8 @@
 // skills.run_service: a long-running command (a server) started as an async task in a session
 // sandbox, with each port of `expose_ports` forwarded to 127.0.0.1 on the host. The call waits
-// until every port answers inside the sandbox, starts one host forwarder per port (see
-// forwarders.ts), writes the endpoints into the task head and returns them. The task is then
+// until every port answers inside the sandbox, starts one host forwarder per port behind a gate
+// that wants the endpoint's bearer token (see forwarders.ts, endpoint-gate.ts), writes the
+// endpoints into the task head without their tokens and returns them with the tokens. The task is then
 // an ordinary task: task_status (which also says whether each endpoint still answers),
 // task_watch and task_cancel. However the task ends, its forwarders are killed first. A
 // provider that serves ports on hosts of its own (e2b's getHost) needs no forwarder: the call
@@ -24,7 +25,7 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
   return defineTool({
     name: 'run_service',
     description:
-      'Starts a long-running process in a sandbox session and returns a task id at once, with endpoints for its exposed ports (127.0.0.1 forwarders locally).',
+      'Starts a long-running process in a sandbox session and returns a task id at once, with endpoints for its exposed ports (127.0.0.1 forwarders locally, each needing its bearer token).',
     args: RunServiceArgs,
     timeoutMs: START_TIMEOUT_MS,
     handler: async (args, ctx) => {
