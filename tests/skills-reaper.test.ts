@@ -6,7 +6,8 @@
 // port forwarders, which outlive the service, are killed with it.
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { join } from 'node:path';
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
@@ -149,11 +150,15 @@ describe('skills reaper', () => {
     });
     expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
     const res = r.content.result as { task_id: string; endpoints: { host_port: number }[] };
-    const forwarder = `TCP-LISTEN:${res.endpoints[0]!.host_port},`;
+    const forwarder = `/${res.endpoints[0]!.host_port}.sock,`;
     dead.kill('SIGKILL');
     await once(dead, 'exit');
     // Positive control: the forwarder outlives the service that started it.
-    expect(await processesWith(forwarder)).not.toHaveLength(0);
+    const [fpid] = await processesWith(forwarder);
+    expect(fpid).toBeDefined();
+    const listen = (await readFile(`/proc/${fpid}/cmdline`, 'utf8')).split('\0')[1]!;
+    const socketDir = dirname(listen.replace(/^UNIX-LISTEN:/, '').split(',')[0]!);
+    expect((await stat(socketDir)).isDirectory()).toBe(true);
 
     const again = await spawnSkills(id);
     expect((await headOf(res.task_id))?.status).toBe('orphaned');
@@ -161,6 +166,13 @@ describe('skills reaper', () => {
       (await processesWith(forwarder)).length === 0 && (await processesWith(greeting)).length === 0
         ? true
         : undefined,
+    );
+    // Its private socket folder is gone with it.
+    await until(() =>
+      stat(socketDir).then(
+        () => undefined,
+        () => true,
+      ),
     );
     again.kill('SIGKILL');
     await once(again, 'exit');

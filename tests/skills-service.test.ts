@@ -1,5 +1,6 @@
 // skills.run_service through the whole mesh: the example HTTP skill started in a session
-// sandbox with port 8000 exposed answers through its 127.0.0.1 endpoint; task_status says the
+// sandbox with port 8000 exposed answers through its 127.0.0.1 endpoint, given the endpoint's
+// bearer token (tests/redteam/ports.test.ts has the refusals); task_status says the
 // endpoint is active; task_cancel ends it, after which the host port refuses connections and
 // neither the forwarder nor the server is left in /proc. A service that never listens, or exits
 // first, fails the call and leaves nothing running.
@@ -43,6 +44,7 @@ interface Endpoint {
   host: string;
   host_port: number;
   url: string;
+  token?: string;
   active?: boolean;
 }
 
@@ -63,8 +65,9 @@ describe('skills.run_service', () => {
     const ep = res.endpoints[0]!;
     expect(ep).toMatchObject({ port: 8000, host: '127.0.0.1' });
     expect(ep.url).toBe(`http://127.0.0.1:${ep.host_port}`);
+    expect(ep.token).toMatch(/^[\w-]{43}$/);
 
-    const got = await fetch(`${ep.url}/x`);
+    const got = await fetch(`${ep.url}/x`, { headers: { authorization: `Bearer ${ep.token}` } });
     expect(got.status).toBe(200);
     expect(await got.json()).toMatchObject({ greeting, path: '/x' });
 
@@ -72,9 +75,11 @@ describe('skills.run_service', () => {
     expect(st.status, JSON.stringify(st.content)).toBe('succeeded');
     const view = st.content.result as { status: string; endpoints: Endpoint[] };
     expect(view.status).toBe('running');
-    expect(view.endpoints).toEqual([{ ...ep, active: true }]);
+    // The token was shown once: task_status (and the task head) never carry it.
+    const { token: _token, ...shown } = ep;
+    expect(view.endpoints).toEqual([{ ...shown, active: true }]);
     expect(await processesWith(greeting)).not.toHaveLength(0);
-    const forwarderMarker = `TCP-LISTEN:${ep.host_port},`;
+    const forwarderMarker = `/${ep.host_port}.sock,`;
     expect(await processesWith(forwarderMarker)).not.toHaveLength(0);
 
     const c = await call('task_cancel', { task_id: res.task_id });
@@ -89,7 +94,7 @@ describe('skills.run_service', () => {
     );
     const after = await call('task_status', { task_id: res.task_id });
     expect((after.content.result as { endpoints: Endpoint[] }).endpoints).toEqual([
-      { ...ep, active: false },
+      { ...shown, active: false },
     ]);
   }, 90_000);
 

@@ -27,15 +27,18 @@ export async function until<T>(fn: () => Promise<T | undefined>, ms = 15_000): P
 
 /**
  * Starts `node <main>` with exactly `env` (plus PATH) and resolves once its stdout carried the
- * `ready` line; the error names the process and holds the end of its output.
+ * `ready` line; the error names the process and holds the end of its output. `prefix` runs node
+ * through a wrapper that execs it (e.g. setpriv to another user).
  */
 export async function spawnReady(
   main: string,
   env: Record<string, string>,
   ready: string,
   name: string,
+  prefix: readonly string[] = [],
 ): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [main], {
+  const argv = [...prefix, process.execPath, main];
+  const child = spawn(argv[0]!, argv.slice(1), {
     env: { PATH: process.env['PATH'] ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -21,8 +21,14 @@ export interface SkillsMesh {
   nc: NatsConnection;
   project: { id: string; key: string };
   startSkills(extraEnv?: Record<string, string>): Promise<SkillsService>;
-  /** A skills service as a real child process (SIGKILL-able); resolves once it serves. */
-  spawnSkills(extraEnv?: Record<string, string>): Promise<ChildProcess>;
+  /**
+   * A skills service as a real child process (SIGKILL-able); resolves once it serves. With
+   * `user`, it runs as that uid/gid (no supplementary groups, no capabilities) via setpriv.
+   */
+  spawnSkills(
+    extraEnv?: Record<string, string>,
+    opts?: { user?: { uid: number; gid: number } },
+  ): Promise<ChildProcess>;
   /** Uploads a folder as a skill through the api; returns the version. */
   uploadSkill(dir: string): Promise<string>;
   close(): Promise<void>;
@@ -60,13 +66,17 @@ export async function startSkillsMesh(overrides: Record<string, string> = {}): P
       services.push(s);
       return s;
     },
-    spawnSkills: async (extraEnv = {}) => {
+    spawnSkills: async (extraEnv = {}, opts = {}) => {
       const main = join(import.meta.dirname, '..', '..', 'services/skills/src/main.ts');
+      const { user } = opts;
       const child = await spawnReady(
         main,
         { ...api.env, CG__LOG__LEVEL: 'info', ...extraEnv },
         'tool service started',
         'skills',
+        user === undefined
+          ? []
+          : ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--'],
       );
       children.push(child);
       return child;

@@ -190,7 +190,7 @@ const SKILLS_TOOLS: readonly CatalogTool[] = Object.freeze([
   skills(
     'run_service',
     RunServiceArgs,
-    'Starts a long-running process (a server) in a sandbox session and returns a task_id at once. Ports in `expose_ports` are forwarded to 127.0.0.1 on the host; the result lists the endpoints. Stop it with skills.task_cancel.',
+    'Starts a long-running process (a server) in a sandbox session and returns a task_id at once. Ports in `expose_ports` are forwarded to 127.0.0.1 on the host; the result lists the endpoints, each with a token: send `Authorization: Bearer <token>` (HTTP only; anything else gets 401). Stop it with skills.task_cancel.',
   ),
   skills(
     'start_job',

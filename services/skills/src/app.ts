@@ -130,15 +130,18 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
   await reaper.runOnce();
   reaper.start();
   for (const s of services) await s.start();
+  let stopping: Promise<void> | undefined;
   return {
     instanceId,
-    stop: async (graceMs) => {
-      await reaper.stop();
-      await Promise.all(services.map((s) => s.stop(graceMs)));
-      registry.close();
-      await sandboxes.close();
-      await bus.close();
-      await store.close();
-    },
+    // Once: a second stop (a test's fixture after the test's own) waits for the first.
+    stop: (graceMs) =>
+      (stopping ??= (async () => {
+        await reaper.stop();
+        await Promise.all(services.map((s) => s.stop(graceMs)));
+        registry.close();
+        await sandboxes.close();
+        await bus.close();
+        await store.close();
+      })()),
   };
 }

@@ -12,13 +12,15 @@
 // A job is treated as a task whose process is its running step's; when it is orphaned, that
 // step becomes `orphaned` and the steps still pending `skipped`.
 // A process is killed only when pid, start time and command line all prove it is the task's
-// (or step's) bwrap, or a run_service forwarder (a socat listening on the task's host port;
+// (or step's) bwrap, or a run_service forwarder (a socat listening on a private unix socket;
 // forwarders are detached and outlive a killed service): pids are reused, and a wrong guess
 // would kill a stranger.
 import { hostname } from 'node:os';
-import { basename } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { isOurProcess, readProc } from '@toolmesh/sandbox';
+import { FORWARDER_DIR_PREFIX } from './skills/forwarders.ts';
 import type {
   FinishSkillTask,
   SkillJobRecord,
@@ -35,13 +37,20 @@ export interface ForwarderRecord {
   readonly pid: number;
   readonly startTime: string;
   readonly hostPort: number;
+  /** The unix socket it listens on (older heads: none, it listened on the host port). */
+  readonly socket?: string;
 }
 
 /** The forwarders a task head's endpoints name (see skills/forwarders.ts); others are skipped. */
 export function forwardersOf(endpoints: readonly unknown[]): ForwarderRecord[] {
   const out: ForwarderRecord[] = [];
   for (const e of endpoints) {
-    const r = e as { forwarder_pid?: unknown; forwarder_start_time?: unknown; host_port?: unknown };
+    const r = e as {
+      forwarder_pid?: unknown;
+      forwarder_start_time?: unknown;
+      host_port?: unknown;
+      forwarder_socket?: unknown;
+    };
     if (
       Number.isInteger(r.forwarder_pid) &&
       typeof r.forwarder_start_time === 'string' &&
@@ -51,6 +60,7 @@ export function forwardersOf(endpoints: readonly unknown[]): ForwarderRecord[] {
         pid: r.forwarder_pid as number,
         startTime: r.forwarder_start_time,
         hostPort: r.host_port as number,
+        ...(typeof r.forwarder_socket === 'string' ? { socket: r.forwarder_socket } : {}),
       });
     }
   }
@@ -59,7 +69,8 @@ export function forwardersOf(endpoints: readonly unknown[]): ForwarderRecord[] {
 
 /**
  * True only when the pid is alive, started when recorded, is a socat and listens on the
- * recorded host port: the proof required before a forwarder is killed.
+ * recorded socket (or, for older heads, host port): the proof required before a forwarder is
+ * killed.
  */
 export async function isOurForwarder(f: ForwarderRecord): Promise<boolean> {
   if (f.pid <= 1) return false;
@@ -69,7 +80,9 @@ export async function isOurForwarder(f: ForwarderRecord): Promise<boolean> {
     info.startTime === f.startTime &&
     info.pgrp === f.pid &&
     basename(info.argv[0] ?? '') === 'socat' &&
-    (info.argv[1] ?? '').startsWith(`TCP-LISTEN:${f.hostPort},`)
+    (info.argv[1] ?? '').startsWith(
+      f.socket === undefined ? `TCP-LISTEN:${f.hostPort},` : `UNIX-LISTEN:${f.socket},`,
+    )
   );
 }
 
@@ -220,6 +233,11 @@ export function createReaper(o: ReaperOptions): Reaper {
         continue;
       }
       log.warn({ task_id: head.id, pid: f.pid, host_port: f.hostPort }, 'killed a lost forwarder');
+      // Its private socket folder goes too (only one of ours, by name).
+      const dir = f.socket === undefined ? '' : dirname(f.socket);
+      if (basename(dir).startsWith(FORWARDER_DIR_PREFIX)) {
+        await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      }
       killed.push(f.pid);
     }
     return killed;

@@ -1,20 +1,38 @@
-// Host-side port forwarders for skills.run_service: one socat per exposed port, listening on
-// 127.0.0.1:<free host port> and, per connection, entering the service's network namespace
+// Host-side port forwarders for skills.run_service: one socat per exposed port, listening on a
+// unix socket in a 0700 folder of this service's user (nobody else on the host can connect) and,
+// per connection, entering the service's network namespace
 // (`nsenter -t <pid> -n`) to connect to the port there. Inside the sandbox a unix socket is not
 // an option (sandbox-runtime's seccomp filter refuses socket(AF_UNIX)), and each command has a
 // network namespace of its own, so the host reaches the port through that namespace instead.
-// Every argument is built from integers only, never from user text; spawn gets an argv array.
+// Entering it takes root: bubblewrap, run unprivileged, makes the namespace inside a user
+// namespace of its own, and setns needs CAP_SYS_ADMIN in the caller's namespace too. A service
+// that is not root refuses expose_ports up front (see run-service.ts).
+// Every argument is built from integers and our own temp folder only, never from user text;
+// spawn gets an argv array. In front of the socket sits the endpoint gate (endpoint-gate.ts) on
+// 127.0.0.1:<free host port>: the only way in, with the endpoint's bearer token.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createConnection, createServer } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readProc } from '@toolmesh/sandbox';
+import type { Logger } from 'pino';
+import { startEndpointGate } from './endpoint-gate.ts';
+
+/** The prefix of a forwarder's private socket folder under the host's temp dir. */
+export const FORWARDER_DIR_PREFIX = 'toolmesh-fwd-';
 
 export interface Endpoint {
   port: number;
   host: '127.0.0.1';
   host_port: number;
   url: string;
+  /** The bearer token the gate wants; returned to the caller once, never stored. */
+  token: string;
+  /** The unix socket the forwarder listens on (inside a 0700 folder of ours). */
+  forwarder_socket: string;
   /** The forwarder's pid and /proc start time: with its command line, proof it is ours. */
   forwarder_pid: number;
   forwarder_start_time: string | null;
@@ -65,15 +83,18 @@ export function answersInside(nsPid: number, port: number): Promise<boolean> {
   });
 }
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const addr = srv.address();
-  srv.close();
-  await once(srv, 'close');
-  if (addr === null || typeof addr === 'string') throw new Error('no free port');
-  return addr.port;
+/** True when a unix socket accepts a connection within `ms`. */
+function socketAnswers(path: string, ms = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection({ path });
+    const done = (ok: boolean) => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(ms, () => done(false));
+    s.once('connect', () => done(true));
+    s.once('error', () => done(false));
+  });
 }
 
 function stopper(child: ChildProcess): () => Promise<void> {
@@ -91,43 +112,57 @@ function stopper(child: ChildProcess): () => Promise<void> {
 }
 
 /**
- * Starts a forwarder from a free host port to `port` inside the namespace of `nsPid`; resolves
- * once the host port accepts connections. Retries with another port when one was taken meanwhile.
+ * Starts the gate on a free 127.0.0.1 port and a forwarder from a private unix socket to `port`
+ * inside the namespace of `nsPid`; resolves once the socket accepts connections.
  */
-export async function startForwarder(nsPid: number, port: number): Promise<Forwarder> {
-  let lastErr = 'no attempt';
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const hostPort = await freePort();
-    const target = `nsenter -t ${int(nsPid)} -n socat STDIO TCP\\:127.0.0.1\\:${int(port)}`;
-    const child = spawn(
-      'socat',
-      [`TCP-LISTEN:${int(hostPort)},bind=127.0.0.1,reuseaddr,fork`, `EXEC:${target}`],
-      { stdio: ['ignore', 'ignore', 'pipe'], detached: true },
-    );
-    let stderr = '';
-    child.stderr?.on('data', (b: Buffer) => (stderr = (stderr + b.toString()).slice(-2_000)));
-    child.once('error', (err) => (stderr += String(err)));
-    const stop = stopper(child);
-    const until = Date.now() + 5_000;
-    while (Date.now() < until && child.exitCode === null && child.signalCode === null) {
-      if (await tcpAnswers(hostPort, 500)) {
-        const info = child.pid === undefined ? undefined : await readProc(child.pid);
-        return {
-          endpoint: {
-            port,
-            host: '127.0.0.1',
-            host_port: hostPort,
-            url: `http://127.0.0.1:${hostPort}`,
-            forwarder_pid: child.pid!,
-            forwarder_start_time: info?.startTime ?? null,
-          },
-          stop,
-        };
-      }
-      await sleep(50);
+export async function startForwarder(
+  nsPid: number,
+  port: number,
+  logger: Logger,
+): Promise<Forwarder> {
+  const dir = await mkdtemp(join(tmpdir(), FORWARDER_DIR_PREFIX));
+  let socketPath = '';
+  const gate = await startEndpointGate(() => socketPath, logger).catch(async (err: unknown) => {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  });
+  socketPath = join(dir, `${gate.hostPort}.sock`);
+  const target = `nsenter -t ${int(nsPid)} -n socat STDIO TCP\\:127.0.0.1\\:${int(port)}`;
+  const child = spawn('socat', [`UNIX-LISTEN:${socketPath},fork,mode=600`, `EXEC:${target}`], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
+  let stderr = '';
+  child.stderr?.on('data', (b: Buffer) => (stderr = (stderr + b.toString()).slice(-2_000)));
+  child.once('error', (err) => (stderr += String(err)));
+  const killSocat = stopper(child);
+  const stop = async () => {
+    await gate.close();
+    await killSocat();
+    await rm(dir, { recursive: true, force: true });
+  };
+  const until = Date.now() + 5_000;
+  while (Date.now() < until && child.exitCode === null && child.signalCode === null) {
+    if (await socketAnswers(socketPath)) {
+      const info = child.pid === undefined ? undefined : await readProc(child.pid);
+      return {
+        endpoint: {
+          port,
+          host: '127.0.0.1',
+          host_port: gate.hostPort,
+          url: `http://127.0.0.1:${gate.hostPort}`,
+          token: gate.token,
+          forwarder_socket: socketPath,
+          forwarder_pid: child.pid!,
+          forwarder_start_time: info?.startTime ?? null,
+        },
+        stop,
+      };
     }
-    await stop();
-    lastErr = stderr.trim() || 'the forwarder did not listen in time';
+    await sleep(50);
   }
-  throw new Error(`starting a forwarder for port ${port} failed: ${lastErr}`);
+  await stop();
+  throw new Error(
+    `starting a forwarder for port ${port} failed: ${stderr.trim() || 'the forwarder did not listen in time'}`,
+  );
 }

@@ -1,7 +1,8 @@
 // skills.run_service: a long-running command (a server) started as an async task in a session
 // sandbox, with each port of `expose_ports` forwarded to 127.0.0.1 on the host. The call waits
-// until every port answers inside the sandbox, starts one host forwarder per port (see
-// forwarders.ts), writes the endpoints into the task head and returns them. The task is then
+// until every port answers inside the sandbox, starts one host forwarder per port behind a gate
+// that wants the endpoint's bearer token (see forwarders.ts, endpoint-gate.ts), writes the
+// endpoints into the task head without their tokens and returns them with the tokens. The task is then
 // an ordinary task: task_status (which also says whether each endpoint still answers),
 // task_watch and task_cancel. However the task ends, its forwarders are killed first. A
 // provider that serves ports on hosts of its own (e2b's getHost) needs no forwarder: the call
@@ -24,11 +25,18 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
   return defineTool({
     name: 'run_service',
     description:
-      'Starts a long-running process in a sandbox session and returns a task id at once, with endpoints for its exposed ports (127.0.0.1 forwarders locally).',
+      'Starts a long-running process in a sandbox session and returns a task id at once, with endpoints for its exposed ports (127.0.0.1 forwarders locally, each needing its bearer token).',
     args: RunServiceArgs,
     timeoutMs: START_TIMEOUT_MS,
     handler: async (args, ctx) => {
       const { expose_ports: ports = [], ready_timeout_ms: readyMs, ...rest } = args;
+      if (ports.length > 0 && deps.sandboxes.kind === 'local' && process.getuid?.() !== 0) {
+        // Nothing is started: the forwarders could not enter the sandbox's network.
+        throw new ToolError(
+          'expose_ports needs the skills service to run as root with the local sandbox provider (its forwarders enter the sandbox network namespace); run the service as root, use the e2b provider, or call without expose_ports',
+          { details: { reason: 'ports_need_root', ports } },
+        );
+      }
       const started = await startTask(deps, registry, ctx, rest);
       const forwarders: Forwarder[] = [];
       let ended = false;
@@ -56,16 +64,23 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
           () => ended,
         );
         for (const port of ports) {
-          const f = await startForwarder(nsPid, port);
+          const f = await startForwarder(nsPid, port, ctx.logger);
           forwarders.push(f);
           // The task ended while this one started: onEnd has already run.
           if (ended) await stopAll();
         }
         if (ended) throw serviceEnded(started);
-        const endpoints = forwarders.map((f) => f.endpoint);
-        await deps.store.skillTasks.setEndpoints(started.taskId, endpoints);
-        ctx.logger.info({ task_id: started.taskId, endpoints }, 'service exposed');
-        return { ...started.result, endpoints: endpoints.map(publicEndpoint) };
+        // The tokens go to the caller only: the head (and the log) keep everything else.
+        const stored = forwarders.map(({ endpoint: { token: _token, ...rest } }) => rest);
+        await deps.store.skillTasks.setEndpoints(started.taskId, stored);
+        ctx.logger.info({ task_id: started.taskId, endpoints: stored }, 'service exposed');
+        return {
+          ...started.result,
+          endpoints: forwarders.map((f) => ({
+            ...publicEndpoint(f.endpoint),
+            token: f.endpoint.token,
+          })),
+        };
       } catch (err) {
         // A service nobody can reach is not left running.
         started.task.canceled = true;
