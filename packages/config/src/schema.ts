@@ -429,6 +429,18 @@ export const agentSchema = section({
   max_deliver: positiveInt().default(20),
   max_step_attempts: positiveInt().default(5),
   tool_result_max_chars: positiveInt().default(32_000),
+  // Tools offered to the model in full; an agent with more also gets list_available_tools.
+  prompt_tools_max: positiveInt().default(32),
+});
+
+// Retention of the execution log: finished executions and their cards older than this are
+// deleted in batches by the sandbox-reaper daemon. 0 keeps them for ever.
+export const retentionSchema = section({
+  executions_max_age_hours: intAtLeast(0).default(0),
+  // Rows one delete statement removes; each batch is its own short transaction.
+  batch_size: positiveInt().default(1_000),
+  // How often the daemon looks for expired executions.
+  interval_sec: positiveInt().default(300),
 });
 
 // The MCP facade as an OAuth 2.1 resource server (project keys keep working beside it). A
@@ -476,6 +488,7 @@ export const configSchema = z
       quotas: quotasSchema.prefault({}),
       llm: llmSchema.prefault({}),
       agent: agentSchema.prefault({}),
+      retention: retentionSchema.prefault({}),
       mcp_oauth: mcpOauthSchema.prefault({}),
     },
     expected('a table'),
@@ -507,6 +520,7 @@ export type QuotasConfig = z.infer<typeof quotasSchema>;
 export type LlmConfig = z.infer<typeof llmSchema>;
 export type AgentConfig = z.infer<typeof agentSchema>;
 export type McpOauthConfig = z.infer<typeof mcpOauthSchema>;
+export type RetentionConfig = z.infer<typeof retentionSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});
