@@ -8,6 +8,7 @@ import {
   executionsShow,
   sandboxesList,
   taskShow,
+  taskCancel,
   taskStart,
   toolsList,
 } from './commands/manage.ts';
@@ -205,6 +206,12 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .description("a task's status and final card")
     .argument('<task_id>')
     .action(run((ctx, id: string) => taskShow(ctx, id)));
+  task
+    .command('cancel')
+    .description('cancel a task: its turn stops, its running tool calls are canceled')
+    .argument('<task_id>')
+    .option('--reason <text>')
+    .action(run((ctx, id: string, f: { reason?: string }) => taskCancel(ctx, id, f)));
 
   const mcp = program
     .command('mcp')

@@ -16,6 +16,7 @@ export type {
 export type { InboxItem, InboxRepo, NewTaskItem } from './inbox.ts';
 export { TaskState } from './tasks.ts';
 export type { Task, NewTask, TasksRepo } from './tasks.ts';
+export type { CancelTaskOutcome, CanceledCall } from './task-cancel.ts';
 export type { RecordToolResult, RecordedResult, ResultsRepo } from './results.ts';
 export { isRetryablePgError, toStoreError } from './errors.ts';
 export { createPool } from './pool.ts';

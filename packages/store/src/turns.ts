@@ -15,6 +15,7 @@ export const TurnStatus = {
   waiting: 'waiting',
   succeeded: 'succeeded',
   failed: 'failed',
+  canceled: 'canceled',
 } as const;
 export type TurnStatus = (typeof TurnStatus)[keyof typeof TurnStatus];
 
@@ -43,7 +44,7 @@ export interface TurnCallRecord {
   seq: number;
   tool_name: string;
   arguments: Record<string, unknown>;
-  status: 'pending' | 'done' | 'timeout';
+  status: 'pending' | 'done' | 'timeout' | 'canceled';
   deadline_ms: number;
   published_at: Date | null;
   result_card_id: string | null;
