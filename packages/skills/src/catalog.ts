@@ -37,7 +37,20 @@ export interface CatalogTool {
   readonly args: z.ZodType;
   /** The arguments' JSON Schema, generated from `args`. */
   readonly parameters: JsonSchema;
+  /**
+   * Whether running a call twice is harmless. A non-idempotent call whose instance died mid-run
+   * is filed `interrupted` instead of being run again (unless the caller opts in).
+   */
+  readonly idempotent: boolean;
 }
+
+/** Tools whose second run would repeat an effect: a command, a process, a job. */
+const NOT_IDEMPOTENT = new Set([
+  'skills.run_cmd',
+  'skills.run_cmd_async',
+  'skills.run_service',
+  'skills.start_job',
+]);
 
 function define(
   target: ReservedTarget,
@@ -55,6 +68,7 @@ function define(
     category,
     args,
     parameters,
+    idempotent: !NOT_IDEMPOTENT.has(`${target}.${tool}`),
   });
 }
 

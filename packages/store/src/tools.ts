@@ -133,10 +133,13 @@ export function createToolsRepo(db: Db): ToolsRepo {
         await db.query(
           'tools_sync_reserved',
           `UPDATE resource.tools t
-              SET description = c.description, parameters = c.parameters, updated_at = now()
-             FROM jsonb_to_recordset($1::jsonb) AS c(name text, description text, parameters jsonb)
+              SET description = c.description, parameters = c.parameters,
+                  options = t.options || c.options, updated_at = now()
+             FROM jsonb_to_recordset($1::jsonb)
+                  AS c(name text, description text, parameters jsonb, options jsonb)
             WHERE t.name = c.name AND t.origin IN ('skills', 'builtin')
-              AND (t.description <> c.description OR t.parameters <> c.parameters)
+              AND (t.description <> c.description OR t.parameters <> c.parameters
+                   OR NOT t.options @> c.options)
            RETURNING t.tool_id`,
           [
             JSON.stringify(
@@ -144,6 +147,7 @@ export function createToolsRepo(db: Db): ToolsRepo {
                 name: t.name,
                 description: t.description,
                 parameters: t.parameters,
+                options: t.options ?? {},
               })),
             ),
           ],

@@ -8,13 +8,7 @@ import type { Logger } from 'pino';
 import type { Bus, Consumption, Delivery, Disposition, Lease } from '@toolmesh/bus';
 import { backoffMs } from '@toolmesh/bus';
 import type { Store } from '@toolmesh/store';
-import {
-  RetryableError,
-  statusForCode,
-  type ErrorBody,
-  type ErrorCode,
-  type ToolResultContent,
-} from '@toolmesh/protocol';
+import { RetryableError, type ToolResultContent } from '@toolmesh/protocol';
 import type { CallCost, ToolDefinition } from './define.ts';
 import { emitProgress, emitResult } from './emit.ts';
 import { sanitizeResult } from './sanitize.ts';
@@ -30,6 +24,7 @@ import {
 import { bindResolved, type Skip, type ToolResolver } from './resolve.ts';
 import type { Registry } from './registry.ts';
 import { createCancelRegistry, type CancelRegistry } from './cancel.ts';
+import { failure, interruptedOnTakeover } from './takeover.ts';
 
 export interface ToolServiceLimits {
   concurrency: number;
@@ -195,15 +190,6 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     return { type: 'ack' };
   }
 
-  function failure(
-    code: ErrorCode,
-    message: string,
-    details?: Record<string, unknown>,
-  ): ToolResultContent {
-    const error: ErrorBody = details ? { code, message, details } : { code, message };
-    return { status: statusForCode(code), error, duration_ms: 0 };
-  }
-
   async function reemit(ids: CallIds, clog: Logger): Promise<Disposition | undefined> {
     const card = await store.cards.toolResult(ids.project, ids.toolCallId);
     if (!card) return undefined;
@@ -323,6 +309,11 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     }
     const { call } = accepted;
     const { tool, args, timeoutMs } = bound;
+    const interrupted = lease.takeover ? interruptedOnTakeover(tool, call) : undefined;
+    if (interrupted) {
+      clog.warn('took over a non-idempotent call mid-run; filed interrupted, not run again');
+      return finish(ids, interrupted, lease, clog);
+    }
     const callQuota = opts.callsPerProject ?? 0;
     if (callQuota > 0) {
       const admission = await store.quotas

@@ -11,5 +11,7 @@ export function bootstrapTools(): NewTool[] {
     category: t.category,
     parameters: t.parameters,
     origin: t.target === 'skills' ? 'skills' : 'builtin',
+    // Shown in the registry; the skills service's handlers declare the same (define.ts).
+    options: { idempotent: t.idempotent },
   }));
 }
