@@ -109,6 +109,8 @@ export const toolsSchema = section({
   concurrency: positiveInt().default(64),
   max_call_bytes: positiveInt().default(262_144),
   max_result_bytes: positiveInt().default(524_288),
+  // Largest arguments kept on an execution row; larger ones are kept as a size marker.
+  execution_arguments_max_bytes: intAtLeast(0).default(8_192),
   default_timeout_ms: positiveInt().default(60_000),
   max_timeout_ms: positiveInt().default(3_600_000),
   // JetStream redelivers after ack_wait; under a second, a busy instance sees its own calls again.

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { Bus, Consumption, Delivery, Disposition, Lease } from '@toolmesh/bus';
 import { backoffMs } from '@toolmesh/bus';
-import type { Store } from '@toolmesh/store';
+import { cappedArguments, type Store } from '@toolmesh/store';
 import { RetryableError, type ToolResultContent } from '@toolmesh/protocol';
 import type { CallCost, ToolDefinition } from './define.ts';
 import { emitProgress, emitResult } from './emit.ts';
@@ -30,6 +30,8 @@ export interface ToolServiceLimits {
   concurrency: number;
   maxCallBytes: number;
   maxResultBytes: number;
+  /** Largest arguments kept on the execution row (optional: 8 KiB). */
+  executionArgumentsMaxBytes?: number;
   defaultTimeoutMs: number;
   maxTimeoutMs: number;
   ackWaitMs: number;
@@ -102,6 +104,8 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   });
   const author = `${name}@${instanceId}`;
   let consumption: Consumption | undefined;
+  const argumentsOf = (ids: CallIds) =>
+    cappedArguments(ids.arguments, limits.executionArgumentsMaxBytes ?? 8_192);
   let cancels: CancelRegistry | undefined;
 
   /** Retries a write while Postgres or NATS is unreachable, renewing the lease meanwhile. */
@@ -153,6 +157,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
             agentId: ids.agentId,
             turnId: ids.turnId,
             turnEpoch: ids.turnEpoch,
+            arguments: argumentsOf(ids),
           }),
         lease,
         clog,
@@ -358,6 +363,8 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
           target: ids.target,
           agentId: ids.agentId,
           instanceId,
+          arguments: argumentsOf(ids),
+          turnId: ids.turnId,
         })
         .catch((err: unknown) => clog.warn({ err }, 'could not record the running execution'));
     }, RUNNING_ROW_AFTER_MS);
