@@ -6,7 +6,6 @@
 // never dropped; infrastructure trouble is retried, never turned into a result.
 import type { Logger } from 'pino';
 import type { Bus, Consumption, Delivery, Disposition, Lease } from '@toolmesh/bus';
-import { backoffMs } from '@toolmesh/bus';
 import { cappedArguments, type Store } from '@toolmesh/store';
 import { RetryableError, type ToolResultContent } from '@toolmesh/protocol';
 import type { CallCost, ToolDefinition } from './define.ts';
@@ -25,6 +24,7 @@ import { bindResolved, type Skip, type ToolResolver } from './resolve.ts';
 import type { Registry } from './registry.ts';
 import { createCancelRegistry, type CancelRegistry } from './cancel.ts';
 import { failure, interruptedOnTakeover } from './takeover.ts';
+import { createPersist } from './persist.ts';
 
 export interface ToolServiceLimits {
   concurrency: number;
@@ -86,7 +86,6 @@ export interface ToolService {
   inFlight(): number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Calls still running after this long get a `running` row in the execution log. */
 const RUNNING_ROW_AFTER_MS = 50;
 /** Added to a call's deadline to make its quota slot's expiry. */
@@ -108,26 +107,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     cappedArguments(ids.arguments, limits.executionArgumentsMaxBytes ?? 8_192);
   let cancels: CancelRegistry | undefined;
 
-  /** Retries a write while Postgres or NATS is unreachable, renewing the lease meanwhile. */
-  async function persist<T>(
-    what: string,
-    fn: () => Promise<T>,
-    lease: Lease | undefined,
-    clog: Logger,
-  ): Promise<T> {
-    const giveUpAt = Date.now() + limits.persistRetryMaxMs;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (!(err instanceof RetryableError) || Date.now() >= giveUpAt) throw err;
-        const delay = backoffMs(attempt, limits.retryBaseMs, limits.retryMaxMs);
-        clog.warn({ err, attempt, delayMs: delay }, `${what} failed; retrying`);
-        await sleep(delay);
-        if (lease) await lease.renew().catch(() => false);
-      }
-    }
-  }
+  const persist = createPersist(limits);
 
   async function finish(
     ids: CallIds,
@@ -138,7 +118,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     cost?: CallCost,
   ): Promise<Disposition> {
     // The one place every result becomes a card: internal errors lose their host details here.
-    const record = (raw: ToolResultContent) => {
+    const record = (raw: ToolResultContent, args: unknown) => {
       const c = sanitizeResult(raw);
       return persist(
         'writing the result card',
@@ -157,7 +137,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
             agentId: ids.agentId,
             turnId: ids.turnId,
             turnEpoch: ids.turnEpoch,
-            arguments: argumentsOf(ids),
+            arguments: args,
           }),
         lease,
         clog,
@@ -165,16 +145,20 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     };
     let recorded;
     try {
-      recorded = await record(content);
+      recorded = await record(content, argumentsOf(ids));
     } catch (err) {
       if (err instanceof RetryableError) throw err;
-      // Postgres refused the content itself (e.g. a NUL character, which jsonb cannot hold):
-      // retrying cannot help, so file a failure that says why instead of looping.
+      // Postgres refused the content itself (e.g. a NUL character, which jsonb cannot hold, in
+      // the result or the arguments): retrying cannot help, so file a failure that says why,
+      // without the arguments, instead of looping.
       clog.error({ err }, 'result could not be stored; filing a failure instead');
-      recorded = await record({
-        ...failure('internal_error', `the result could not be stored: ${(err as Error).message}`),
-        duration_ms: content.duration_ms,
-      });
+      recorded = await record(
+        {
+          ...failure('internal_error', `the result could not be stored: ${(err as Error).message}`),
+          duration_ms: content.duration_ms,
+        },
+        undefined,
+      );
     }
     // The lease is left to lapse rather than rewritten as done: one KV write less per call. A
     // copy of the call arriving meanwhile finds the card (below); if publishing fails, the
