@@ -190,7 +190,7 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .argument('<agent>')
     .requiredOption('-i, --input <text|json>', 'the prompt, or a JSON object')
     .option('-c, --channel <id>')
-    .option('-w, --wait', 'wait for the task to end; exit 1 when it failed')
+    .option('-w, --wait', 'wait for the task to end; exit 1 when it failed or was canceled')
     .option('--timeout-ms <ms>', 'how long --wait waits (default 300000); then exit 5')
     .action(
       run(
