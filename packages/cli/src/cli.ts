@@ -8,6 +8,7 @@ import {
   executionsShow,
   sandboxesList,
   taskShow,
+  taskCancel,
   taskStart,
   toolsList,
 } from './commands/manage.ts';
@@ -234,7 +235,7 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .argument('<agent>')
     .requiredOption('-i, --input <text|json>', 'the prompt, or a JSON object')
     .option('-c, --channel <id>')
-    .option('-w, --wait', 'wait for the task to end; exit 1 when it failed')
+    .option('-w, --wait', 'wait for the task to end; exit 1 when it failed or was canceled')
     .option('--timeout-ms <ms>', 'how long --wait waits (default 300000); then exit 5')
     .action(
       run(
@@ -250,6 +251,12 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .description("a task's status and final card")
     .argument('<task_id>')
     .action(run((ctx, id: string) => taskShow(ctx, id)));
+  task
+    .command('cancel')
+    .description('cancel a task: its turn stops, its running tool calls are canceled')
+    .argument('<task_id>')
+    .option('--reason <text>')
+    .action(run((ctx, id: string, f: { reason?: string }) => taskCancel(ctx, id, f)));
 
   const mcp = program
     .command('mcp')

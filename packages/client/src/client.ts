@@ -36,6 +36,11 @@ export interface ToolCallRequest {
   /** The call's deadline, enforced by the tool service. */
   timeoutMs?: number;
   afterExecution?: AfterExecution;
+  /**
+   * Let a non-idempotent tool run again when the instance running this call died mid-run
+   * (default: the call ends `interrupted` instead).
+   */
+  rerunOnTakeover?: boolean;
   /** Ask for a wakeup of this agent when the result is written (agent workers use this). */
   agentId?: string;
   turnId?: string;
@@ -129,6 +134,7 @@ export function createClient(opts: ClientOptions): Client {
       arguments: req.arguments ?? {},
       after_execution: req.afterExecution ?? 'suspend',
       ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}),
+      ...(req.rerunOnTakeover !== undefined ? { rerun_on_takeover: req.rerunOnTakeover } : {}),
     });
     const h = natsHeaders();
     h.set(Header.toolCallId, toolCallId);

@@ -30,6 +30,7 @@ export type {
   McpOauthConfig,
   SchedulesConfig,
   BuiltinConfig,
+  RetentionConfig,
 } from './schema.ts';
 export { redactConfig, redactUrls, secretsOf, createRedactor, MASK } from './redact.ts';
 export type { Redactor } from './redact.ts';

@@ -123,6 +123,8 @@ export const toolsSchema = section({
   concurrency: positiveInt().default(64),
   max_call_bytes: positiveInt().default(262_144),
   max_result_bytes: positiveInt().default(524_288),
+  // Largest arguments kept on an execution row; larger ones are kept as a size marker.
+  execution_arguments_max_bytes: intAtLeast(0).default(8_192),
   default_timeout_ms: positiveInt().default(60_000),
   max_timeout_ms: positiveInt().default(3_600_000),
   // JetStream redelivers after ack_wait; under a second, a busy instance sees its own calls again.
@@ -446,6 +448,18 @@ export const agentSchema = section({
   max_deliver: positiveInt().default(20),
   max_step_attempts: positiveInt().default(5),
   tool_result_max_chars: positiveInt().default(32_000),
+  // Tools offered to the model in full; an agent with more also gets list_available_tools.
+  prompt_tools_max: positiveInt().default(32),
+});
+
+// Retention of the execution log: finished executions and their cards older than this are
+// deleted in batches by the sandbox-reaper daemon. 0 keeps them for ever.
+export const retentionSchema = section({
+  executions_max_age_hours: intAtLeast(0).default(0),
+  // Rows one delete statement removes; each batch is its own short transaction.
+  batch_size: positiveInt().default(1_000),
+  // How often the daemon looks for expired executions.
+  interval_sec: positiveInt().default(300),
 });
 
 // The registry's built-in tools that keep data per project: files and searchable documents.
@@ -525,6 +539,7 @@ export const configSchema = z
       agent: agentSchema.prefault({}),
       schedules: schedulesSchema.prefault({}),
       builtin: builtinSchema.prefault({}),
+      retention: retentionSchema.prefault({}),
       mcp_oauth: mcpOauthSchema.prefault({}),
     },
     expected('a table'),
@@ -558,6 +573,7 @@ export type AgentConfig = z.infer<typeof agentSchema>;
 export type McpOauthConfig = z.infer<typeof mcpOauthSchema>;
 export type SchedulesConfig = z.infer<typeof schedulesSchema>;
 export type BuiltinConfig = z.infer<typeof builtinSchema>;
+export type RetentionConfig = z.infer<typeof retentionSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

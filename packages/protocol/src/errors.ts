@@ -133,6 +133,12 @@ export const ERROR_CODES = {
     summary: 'the turn used every step it was allowed without a final answer',
   },
   timeout: { retryable: false, status: 'timeout', summary: 'the call outlived its deadline' },
+  interrupted: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      'the instance running a non-idempotent tool stopped mid-run; the call was not run again (rerun_on_takeover allows it)',
+  },
   canceled: { retryable: false, status: 'canceled', summary: 'the call was canceled' },
   unavailable: {
     retryable: true,

@@ -23,6 +23,9 @@ export const ToolCall = z.strictObject({
   arguments: z.record(z.string(), z.unknown()),
   after_execution: z.enum(AfterExecution).default('suspend'),
   timeout_ms: z.number().int().positive().optional(),
+  // A call of a non-idempotent tool whose instance died mid-run is filed `interrupted` unless
+  // its caller allows it to run again (protocol section 10.5).
+  rerun_on_takeover: z.boolean().optional(),
 });
 export type ToolCall = z.infer<typeof ToolCall>;
 export type ToolCallInput = z.input<typeof ToolCall>;

@@ -53,6 +53,12 @@ export const ToolOptions = z.strictObject({
   rate_limit: RateLimitOptions.optional(),
   retries: RetryOptions.optional(),
   cost: CostOptions.optional(),
+  idempotent: z
+    .boolean()
+    .optional()
+    .describe(
+      'whether a second run is harmless; false: a call whose instance died mid-run ends interrupted instead of running again (default: true for http GET/PUT/DELETE, false otherwise)',
+    ),
 });
 export type ToolOptions = z.infer<typeof ToolOptions>;
 

@@ -52,6 +52,11 @@ export interface CatalogTool {
   readonly parameters: JsonSchema;
   /** MCP tool annotations: hints for clients about what a call does. */
   readonly annotations: ToolAnnotations;
+  /**
+   * Whether running a call twice is harmless. A non-idempotent call whose instance died mid-run
+   * is filed `interrupted` instead of being run again (unless the caller opts in).
+   */
+  readonly idempotent: boolean;
 }
 
 /** The MCP tool annotations the registry keeps (all hints; absent means unknown). */
@@ -137,6 +142,14 @@ export const LONG_RUNNING_TOOLS: ReadonlySet<string> = new Set([
   'skills.start_job',
 ]);
 
+/** Tools whose second run would repeat an effect: a command, a process, a job. */
+const NOT_IDEMPOTENT = new Set([
+  'skills.run_cmd',
+  'skills.run_cmd_async',
+  'skills.run_service',
+  'skills.start_job',
+]);
+
 function define(
   target: ReservedTarget,
   tool: string,
@@ -154,6 +167,7 @@ function define(
     args,
     parameters,
     annotations: ANNOTATIONS[`${target}.${tool}`] ?? {},
+    idempotent: !NOT_IDEMPOTENT.has(`${target}.${tool}`),
   });
 }
 

@@ -15,6 +15,11 @@ export interface ExecutionFilter {
   from?: Date | undefined;
   /** Exclusive upper bound on started_at. */
   to?: Date | undefined;
+  agent?: string | undefined;
+  /** The agent task the call was made for. */
+  task?: string | undefined;
+  /** The agent turn the call was made in. */
+  turn?: string | undefined;
 }
 
 /** Where a page starts: strictly after this row in (started_at DESC, tool_call_id DESC). */
@@ -76,7 +81,7 @@ export interface ExecutionStats {
 
 const COLUMNS = `e.project_id, e.tool_call_id, e.channel, e.tool_name, e.target, e.agent_id, e.status,
   e.error_code, e.instance_id, e.attempts, e.card_id, e.created_at, e.started_at, e.finished_at,
-  e.duration_ms, e.cost, e.cost_currency`;
+  e.duration_ms, e.cost, e.cost_currency, e.arguments, e.turn_id, e.task_id`;
 
 // One statement for every combination of filters: an absent filter is a NULL parameter.
 const FILTER = `e.project_id = $1
@@ -85,7 +90,10 @@ const FILTER = `e.project_id = $1
   AND ($4::text IS NULL OR e.status = $4)
   AND ($5::text IS NULL OR e.channel = $5)
   AND ($6::timestamptz IS NULL OR e.started_at >= $6)
-  AND ($7::timestamptz IS NULL OR e.started_at < $7)`;
+  AND ($7::timestamptz IS NULL OR e.started_at < $7)
+  AND ($8::text IS NULL OR e.agent_id = $8)
+  AND ($9::uuid IS NULL OR e.task_id = $9)
+  AND ($10::text IS NULL OR e.turn_id = $10)`;
 const FROM = `state.tool_executions e
   LEFT JOIN resource.tools t ON t.project_id = e.project_id AND t.name = e.tool_name`;
 
@@ -106,6 +114,9 @@ const filterValues = (projectId: string, f: ExecutionFilter) => [
   f.channel ?? null,
   f.from ?? null,
   f.to ?? null,
+  f.agent ?? null,
+  f.task ?? null,
+  f.turn ?? null,
 ];
 
 // count(*) arrives as a string (bigint), avg as a number or null.
@@ -135,9 +146,9 @@ export function createExecutionStats(db: Db): ExecutionStats {
         `SELECT ${COLUMNS}, t.category, e.started_at::text AS sort_started_at
          FROM ${FROM}
          WHERE ${FILTER}
-           AND ($8::timestamptz IS NULL OR (e.started_at, e.tool_call_id) < ($8::timestamptz, $9::text))
+           AND ($11::timestamptz IS NULL OR (e.started_at, e.tool_call_id) < ($11::timestamptz, $12::text))
          ORDER BY e.started_at DESC, e.tool_call_id DESC
-         LIMIT $10`,
+         LIMIT $13`,
         [...filterValues(projectId, f), after?.startedAt ?? null, after?.toolCallId ?? null, limit],
       ),
     summary: async (projectId, f) =>
@@ -167,7 +178,7 @@ export function createExecutionStats(db: Db): ExecutionStats {
              count(*) FILTER (WHERE e.status NOT IN ('queued', 'running')) AS finished,
              avg(e.duration_ms) AS avg_duration_ms
            FROM ${FROM} WHERE ${FILTER}
-           GROUP BY e.tool_name ORDER BY count(*) DESC, e.tool_name LIMIT $8`,
+           GROUP BY e.tool_name ORDER BY count(*) DESC, e.tool_name LIMIT $11`,
           [...values, top],
         ),
         // GROUPING SETS: one row per currency for the project, one per tool and currency.

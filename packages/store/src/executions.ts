@@ -29,6 +29,10 @@ export interface Execution {
   /** The call's cost estimate (tool options `cost`), when its tool has one. */
   cost: number | null;
   cost_currency: string | null;
+  /** The arguments as the caller sent them (null for a call rejected before they were read). */
+  arguments: Record<string, unknown> | null;
+  turn_id: string | null;
+  task_id: string | null;
 }
 
 export interface StartExecution {
@@ -39,6 +43,9 @@ export interface StartExecution {
   target: string;
   agentId?: string | undefined;
   instanceId: string;
+  /** Already capped by the caller of the repo (see cappedArguments). */
+  arguments?: unknown;
+  turnId?: string | undefined;
 }
 
 export interface ExecutionsRepo extends ExecutionStats {
@@ -54,9 +61,25 @@ export interface ExecutionsRepo extends ExecutionStats {
   active(projectId: string, limit: number): Promise<Execution[]>;
 }
 
+/** The task of an agent turn named by a (header-given, so unchecked) turn id. */
+export const TASK_OF_TURN = (turnId: string) =>
+  `(SELECT task_id FROM state.turns WHERE turn_id =
+     CASE WHEN ${turnId}::text ~ '^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$'
+          THEN ${turnId}::text::uuid END)`;
+
+/**
+ * Arguments as the execution log keeps them: as sent, or, past `maxBytes` of JSON, a marker
+ * with their size (the full call is still in the stream and its tool.call card, if any).
+ */
+export function cappedArguments(args: unknown, maxBytes: number): unknown {
+  if (args === undefined) return undefined;
+  const size = Buffer.byteLength(JSON.stringify(args));
+  return size <= maxBytes ? args : { $truncated: { size_bytes: size, limit_bytes: maxBytes } };
+}
+
 const COLUMNS = `project_id, tool_call_id, channel, tool_name, target, agent_id, status, error_code,
   instance_id, attempts, card_id, created_at, started_at, finished_at, duration_ms, cost,
-  cost_currency`;
+  cost_currency, arguments, turn_id, task_id`;
 
 export function createExecutionsRepo(db: Db): ExecutionsRepo {
   return {
@@ -64,10 +87,14 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
       await db.query(
         'executions_start',
         `INSERT INTO state.tool_executions
-           (project_id, tool_call_id, channel, tool_name, target, agent_id, status, instance_id)
-         VALUES ($1, $2, $3, $4, $5, $6, 'running', $7)
+           (project_id, tool_call_id, channel, tool_name, target, agent_id, status, instance_id,
+            arguments, turn_id, task_id)
+         VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, ${TASK_OF_TURN('$9')})
          ON CONFLICT (project_id, md5(tool_call_id)) DO UPDATE
            SET status = 'running',
+               arguments = coalesce(EXCLUDED.arguments, state.tool_executions.arguments),
+               turn_id = coalesce(EXCLUDED.turn_id, state.tool_executions.turn_id),
+               task_id = coalesce(EXCLUDED.task_id, state.tool_executions.task_id),
                -- A queued row (published over HTTP) is starting its first attempt, not a retry.
                attempts = state.tool_executions.attempts
                  + CASE WHEN state.tool_executions.status = 'queued' THEN 0 ELSE 1 END,
@@ -82,6 +109,8 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
           e.target,
           e.agentId ?? null,
           e.instanceId,
+          e.arguments === undefined ? null : JSON.stringify(e.arguments),
+          e.turnId ?? null,
         ],
       );
     },

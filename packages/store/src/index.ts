@@ -2,7 +2,7 @@ export { createStore } from './store.ts';
 export type { Store, TxStore } from './store.ts';
 export { CardKind } from './cards.ts';
 export type { Card, CardsRepo } from './cards.ts';
-export { ExecutionStatus } from './executions.ts';
+export { ExecutionStatus, cappedArguments } from './executions.ts';
 export type { Execution, ExecutionsRepo, StartExecution } from './executions.ts';
 export type {
   ExecutionFilter,
@@ -16,6 +16,8 @@ export type {
 export type { InboxItem, InboxRepo, NewTaskItem } from './inbox.ts';
 export { TaskState } from './tasks.ts';
 export type { Task, NewTask, TasksRepo } from './tasks.ts';
+export type { CancelTaskOutcome, CanceledCall } from './task-cancel.ts';
+export type { RetentionBatch, RetentionRepo } from './retention.ts';
 export type { RecordToolResult, RecordedResult, ResultsRepo } from './results.ts';
 export { isRetryablePgError, toStoreError } from './errors.ts';
 export { createPool } from './pool.ts';

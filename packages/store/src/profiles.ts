@@ -8,7 +8,10 @@ import type { Db } from './db.ts';
  * Tools the agent worker implements itself rather than publishing as tool calls. The api
  * validates `allowed_internal_tools` against this list; the worker owns the behaviour.
  */
-export const InternalTool = { submit_result: 'submit_result' } as const;
+export const InternalTool = {
+  submit_result: 'submit_result',
+  list_available_tools: 'list_available_tools',
+} as const;
 export type InternalTool = (typeof InternalTool)[keyof typeof InternalTool];
 
 export interface ProfileRecord {

@@ -12,6 +12,7 @@ import { ToolError, type ResultStatus, type ToolResultContent } from '@toolmesh/
 import { createBatcher } from './batcher.ts';
 import type { Db } from './db.ts';
 import { isRetryablePgError } from './errors.ts';
+import { TASK_OF_TURN } from './executions.ts';
 
 export interface RecordToolResult {
   projectId: string;
@@ -28,6 +29,8 @@ export interface RecordToolResult {
   agentId?: string | undefined;
   turnId?: string | undefined;
   turnEpoch?: number | undefined;
+  /** The call's arguments for the execution log, already capped (see cappedArguments). */
+  arguments?: unknown;
 }
 
 export interface RecordedResult {
@@ -62,6 +65,7 @@ const COLUMNS = [
   'inbox_id uuid',
   'cost float8',
   'cost_currency text',
+  'arguments jsonb',
 ] as const;
 
 const UNNEST = COLUMNS.map((c, i) => `$${i + 1}::${c.split(' ')[1]}[]`).join(', ');
@@ -99,17 +103,21 @@ card AS (
 exec AS (
   INSERT INTO state.tool_executions
     (project_id, tool_call_id, channel, tool_name, target, agent_id, status, error_code,
-     instance_id, card_id, started_at, finished_at, duration_ms, cost, cost_currency)
+     instance_id, card_id, started_at, finished_at, duration_ms, cost, cost_currency,
+     arguments, turn_id, task_id)
   SELECT t.project_id, t.tool_call_id, t.channel, t.tool_name, t.target, t.agent_id, t.status,
          t.error_code, t.instance_id, ins.card_id,
          now() - make_interval(secs => t.duration_ms / 1000), now(), t.duration_ms,
-         t.cost, t.cost_currency
+         t.cost, t.cost_currency, t.arguments, t.turn_id, ${TASK_OF_TURN('t.turn_id')}
   FROM input t JOIN ins ON ins.project_id = t.project_id AND ins.tool_call_id = t.tool_call_id
   ON CONFLICT (project_id, md5(tool_call_id)) DO UPDATE
     SET status = EXCLUDED.status, error_code = EXCLUDED.error_code, card_id = EXCLUDED.card_id,
         instance_id = EXCLUDED.instance_id, finished_at = EXCLUDED.finished_at,
         duration_ms = EXCLUDED.duration_ms, cost = EXCLUDED.cost,
-        cost_currency = EXCLUDED.cost_currency
+        cost_currency = EXCLUDED.cost_currency,
+        arguments = coalesce(EXCLUDED.arguments, state.tool_executions.arguments),
+        turn_id = coalesce(EXCLUDED.turn_id, state.tool_executions.turn_id),
+        task_id = coalesce(EXCLUDED.task_id, state.tool_executions.task_id)
 ),
 edge AS (
   INSERT INTO state.execution_edges (project_id, agent_id, turn_id, turn_epoch, tool_call_id)
@@ -170,6 +178,7 @@ function toColumns(items: RecordToolResult[]): unknown[][] {
       uuidv7(),
       r.cost?.amount ?? null,
       r.cost?.currency ?? null,
+      r.arguments === undefined ? null : JSON.stringify(r.arguments),
     ];
     values.forEach((v, i) => cols[i]!.push(v));
   }

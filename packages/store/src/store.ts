@@ -28,6 +28,7 @@ import { createBusCredentialsRepo, type BusCredentialsRepo } from './bus-credent
 import { createSchedulesRepo, type SchedulesRepo } from './schedules.ts';
 import { createFilesRepo, type FilesRepo } from './files.ts';
 import { createDocumentsRepo, type DocumentsRepo } from './documents.ts';
+import { createRetentionRepo, type RetentionRepo } from './retention.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -57,6 +58,7 @@ export interface Store {
   readonly schedules: SchedulesRepo;
   readonly files: FilesRepo;
   readonly documents: DocumentsRepo;
+  readonly retention: RetentionRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -108,6 +110,7 @@ export function createStore(pool: pg.Pool): Store {
     busCredentials: createBusCredentialsRepo(db),
     files: createFilesRepo(db),
     documents: createDocumentsRepo(db),
+    retention: createRetentionRepo(db),
     close: () => pool.end(),
   };
 }

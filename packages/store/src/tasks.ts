@@ -3,6 +3,7 @@
 // links its final card.
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from './db.ts';
+import { cancelTask, type CancelTaskOutcome } from './task-cancel.ts';
 
 export const TaskState = {
   pending: 'pending',
@@ -40,6 +41,13 @@ export interface TasksRepo {
   /** Undefined when the agent does not exist in the project. */
   create(t: NewTask): Promise<Task | undefined>;
   get(projectId: string, taskId: string): Promise<Task | undefined>;
+  /** Ends a pending or running task `canceled` (see task-cancel.ts). */
+  cancel(
+    projectId: string,
+    taskId: string,
+    reason: string,
+    author: string,
+  ): Promise<CancelTaskOutcome>;
 }
 
 const COLUMNS = `task_id, project_id, agent_id, channel, input, status, final_card_id, error,
@@ -47,6 +55,8 @@ const COLUMNS = `task_id, project_id, agent_id, channel, input, status, final_ca
 
 export function createTasksRepo(db: Db): TasksRepo {
   return {
+    cancel: (projectId, taskId, reason, author) =>
+      cancelTask(db, projectId, taskId, reason, author),
     // Inserting from the agent row makes "unknown agent" an empty result rather than a foreign
     // key violation to decode.
     create: async (t) =>

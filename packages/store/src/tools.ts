@@ -156,19 +156,22 @@ export function createToolsRepo(db: Db): ToolsRepo {
           category: t.category,
           parameters: t.parameters,
           annotations: t.annotations ?? {},
+          options: t.options ?? {},
           origin: t.origin,
         })),
       );
+      // The release's keys of `options` (e.g. idempotent) are merged over the project's.
       const updated = await db.query(
         'tools_sync_reserved',
         `UPDATE resource.tools t
             SET description = c.description, parameters = c.parameters,
-                annotations = c.annotations, updated_at = now()
+                annotations = c.annotations, options = t.options || c.options, updated_at = now()
            FROM jsonb_to_recordset($1::jsonb)
-                  AS c(name text, description text, parameters jsonb, annotations jsonb)
+                  AS c(name text, description text, parameters jsonb, annotations jsonb,
+                       options jsonb)
           WHERE t.name = c.name AND t.origin IN ('skills', 'builtin')
             AND (t.description <> c.description OR t.parameters <> c.parameters
-                 OR t.annotations <> c.annotations)
+                 OR t.annotations <> c.annotations OR NOT t.options @> c.options)
          RETURNING t.tool_id`,
         [catalog],
       );
@@ -177,13 +180,13 @@ export function createToolsRepo(db: Db): ToolsRepo {
         'tools_sync_reserved_add',
         `INSERT INTO resource.tools
            (tool_id, project_id, name, target, description, category, parameters, annotations,
-            origin)
+            options, origin)
          SELECT gen_random_uuid(), p.project_id, c.name, c.target, c.description, c.category,
-                c.parameters, c.annotations, c.origin
+                c.parameters, c.annotations, c.options, c.origin
            FROM resource.projects p
           CROSS JOIN jsonb_to_recordset($1::jsonb)
             AS c(name text, target text, description text, category text, parameters jsonb,
-                 annotations jsonb, origin text)
+                 annotations jsonb, options jsonb, origin text)
           WHERE c.origin IN ('skills', 'builtin')
          ON CONFLICT (project_id, name) DO NOTHING
          RETURNING tool_id`,

@@ -15,6 +15,7 @@ export const TurnStatus = {
   waiting: 'waiting',
   succeeded: 'succeeded',
   failed: 'failed',
+  canceled: 'canceled',
 } as const;
 export type TurnStatus = (typeof TurnStatus)[keyof typeof TurnStatus];
 
@@ -43,20 +44,23 @@ export interface TurnCallRecord {
   seq: number;
   tool_name: string;
   arguments: Record<string, unknown>;
-  status: 'pending' | 'done' | 'timeout';
+  status: 'pending' | 'done' | 'timeout' | 'canceled';
   deadline_ms: number;
   published_at: Date | null;
   result_card_id: string | null;
 }
 
-/** A tool call of a step: published (no `error`) or answered at once with an error result. */
+/** A tool call of a step: published (no `answer`) or answered at once by the worker. */
 export interface StepCall {
   toolCallId: string;
   toolName: string;
   arguments: Record<string, unknown>;
   deadlineMs: number;
-  /** Set when the call is refused by the worker (not allowed, bad arguments): never published. */
-  error?: ToolResultContent | undefined;
+  /**
+   * Set when the worker answers the call itself: a refusal (not allowed, bad arguments) or an
+   * internal tool (list_available_tools). Such a call is never published.
+   */
+  answer?: ToolResultContent | undefined;
 }
 
 export interface CommitStep {
@@ -198,13 +202,13 @@ export function createTurnsRepo(db: Db): TurnsRepo {
             metadata: meta,
           });
           let resultCard: string | null = null;
-          if (c.error) {
+          if (c.answer) {
             const [card] = await insertCard(tx, {
               projectId: t.project_id,
               kind: 'tool.result',
               toolCallId: c.toolCallId,
               author: s.author,
-              content: c.error,
+              content: c.answer,
               metadata: meta,
             });
             resultCard = card!.card_id;
@@ -222,7 +226,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
               seq,
               c.toolName,
               JSON.stringify(c.arguments),
-              c.error ? 'done' : 'pending',
+              c.answer ? 'done' : 'pending',
               c.deadlineMs,
               resultCard,
             ],

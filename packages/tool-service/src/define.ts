@@ -42,6 +42,12 @@ export interface RunnableTool {
   readonly name: string;
   /** The default deadline of this tool when the call gives none (config default otherwise). */
   readonly timeoutMs?: number | undefined;
+  /**
+   * Whether running a call twice is harmless (default true). A call of a tool that is not, taken
+   * over from an instance that died mid-run, ends `interrupted` instead of running again, unless
+   * the call says `rerun_on_takeover`.
+   */
+  readonly idempotent?: boolean | undefined;
   handler(args: unknown, ctx: ToolContext): Promise<unknown>;
 }
 
@@ -52,6 +58,8 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   readonly args: S;
   /** The default deadline of this tool when the call gives none (config default otherwise). */
   readonly timeoutMs?: number;
+  /** See RunnableTool.idempotent (default true). */
+  readonly idempotent?: boolean;
   handler(args: z.infer<S>, ctx: ToolContext): Promise<unknown>;
 }
 

@@ -26,6 +26,8 @@ export interface CallIds {
   agentId: string | undefined;
   turnId: string | undefined;
   turnEpoch: number | undefined;
+  /** The call's arguments once the body validated (kept on the execution row). */
+  arguments?: Record<string, unknown> | undefined;
 }
 
 /** A well-formed call whose tool is not looked up yet. */
@@ -199,6 +201,7 @@ export function intake(d: Delivery, subjects: Subjects, limits: IntakeLimits): I
       assertId(IdKind.toolCall, body.tool_call_id);
     }
     const call = validateMessage('tool_call', body);
+    ids.arguments = call.arguments;
     const headerId = d.header(Header.toolCallId);
     if (headerId !== undefined && headerId !== call.tool_call_id) {
       throw new ProtocolError(

@@ -6,19 +6,11 @@
 // never dropped; infrastructure trouble is retried, never turned into a result.
 import type { Logger } from 'pino';
 import type { Bus, Consumption, Delivery, Disposition, Lease } from '@toolmesh/bus';
-import type { Store } from '@toolmesh/store';
-import {
-  RetryableError,
-  errorCodeOf,
-  statusForCode,
-  type ErrorBody,
-  type ErrorCode,
-  type ToolResultContent,
-} from '@toolmesh/protocol';
+import { cappedArguments, type Store } from '@toolmesh/store';
+import { RetryableError, errorCodeOf, type ToolResultContent } from '@toolmesh/protocol';
 import type { CallCost, ToolDefinition } from './define.ts';
 import { emitProgress, emitResult } from './emit.ts';
 import { sanitizeResult } from './sanitize.ts';
-import { persistWrite } from './persist.ts';
 import { execute } from './execute.ts';
 import {
   bindStatic,
@@ -31,11 +23,15 @@ import {
 import { bindResolved, type Skip, type ToolResolver } from './resolve.ts';
 import type { Registry } from './registry.ts';
 import { createCancelRegistry, type CancelRegistry } from './cancel.ts';
+import { failure, interruptedOnTakeover } from './takeover.ts';
+import { createPersist } from './persist.ts';
 
 export interface ToolServiceLimits {
   concurrency: number;
   maxCallBytes: number;
   maxResultBytes: number;
+  /** Largest arguments kept on the execution row (optional: 8 KiB). */
+  executionArgumentsMaxBytes?: number;
   defaultTimeoutMs: number;
   maxTimeoutMs: number;
   ackWaitMs: number;
@@ -107,10 +103,11 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   });
   const author = `${name}@${instanceId}`;
   let consumption: Consumption | undefined;
+  const argumentsOf = (ids: CallIds) =>
+    cappedArguments(ids.arguments, limits.executionArgumentsMaxBytes ?? 8_192);
   let cancels: CancelRegistry | undefined;
 
-  const persist = <T>(what: string, fn: () => Promise<T>, lease: Lease | undefined, clog: Logger) =>
-    persistWrite(limits, what, fn, lease, clog);
+  const persist = createPersist(limits);
 
   async function finish(
     ids: CallIds,
@@ -121,7 +118,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     cost?: CallCost,
   ): Promise<Disposition> {
     // The one place every result becomes a card: internal errors lose their host details here.
-    const record = (raw: ToolResultContent) => {
+    const record = (raw: ToolResultContent, args: unknown) => {
       const c = sanitizeResult(raw);
       return persist(
         'writing the result card',
@@ -140,6 +137,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
             agentId: ids.agentId,
             turnId: ids.turnId,
             turnEpoch: ids.turnEpoch,
+            arguments: args,
           }),
         lease,
         clog,
@@ -147,7 +145,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     };
     let recorded;
     try {
-      recorded = await record(content);
+      recorded = await record(content, argumentsOf(ids));
     } catch (err) {
       if (err instanceof RetryableError) throw err;
       if (errorCodeOf(err) === 'tool_call_id_taken') {
@@ -158,13 +156,17 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
         await lease?.release().catch(() => undefined);
         return { type: 'term', reason: `tool_call_id_taken: ${(err as Error).message}` };
       }
-      // Postgres refused the content itself (e.g. a NUL character, which jsonb cannot hold):
-      // retrying cannot help, so file a failure that says why instead of looping.
+      // Postgres refused the content itself (e.g. a NUL character, which jsonb cannot hold, in
+      // the result or the arguments): retrying cannot help, so file a failure that says why,
+      // without the arguments, instead of looping.
       clog.error({ err }, 'result could not be stored; filing a failure instead');
-      recorded = await record({
-        ...failure('internal_error', `the result could not be stored: ${(err as Error).message}`),
-        duration_ms: content.duration_ms,
-      });
+      recorded = await record(
+        {
+          ...failure('internal_error', `the result could not be stored: ${(err as Error).message}`),
+          duration_ms: content.duration_ms,
+        },
+        undefined,
+      );
     }
     // The lease is left to lapse rather than rewritten as done: one KV write less per call. A
     // copy of the call arriving meanwhile finds the card (below); if publishing fails, the
@@ -183,15 +185,6 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       recorded.inserted ? 'tool call finished' : 'tool call already had its result; re-emitted',
     );
     return { type: 'ack' };
-  }
-
-  function failure(
-    code: ErrorCode,
-    message: string,
-    details?: Record<string, unknown>,
-  ): ToolResultContent {
-    const error: ErrorBody = details ? { code, message, details } : { code, message };
-    return { status: statusForCode(code), error, duration_ms: 0 };
   }
 
   async function reemit(ids: CallIds, clog: Logger): Promise<Disposition | undefined> {
@@ -313,6 +306,11 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     }
     const { call } = accepted;
     const { tool, args, timeoutMs } = bound;
+    const interrupted = lease.takeover ? interruptedOnTakeover(tool, call) : undefined;
+    if (interrupted) {
+      clog.warn('took over a non-idempotent call mid-run; filed interrupted, not run again');
+      return finish(ids, interrupted, lease, clog);
+    }
     const callQuota = opts.callsPerProject ?? 0;
     if (callQuota > 0) {
       const admission = await store.quotas
@@ -357,6 +355,8 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
           target: ids.target,
           agentId: ids.agentId,
           instanceId,
+          arguments: argumentsOf(ids),
+          turnId: ids.turnId,
         })
         .catch((err: unknown) => clog.warn({ err }, 'could not record the running execution'));
     }, RUNNING_ROW_AFTER_MS);

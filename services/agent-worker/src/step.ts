@@ -8,10 +8,18 @@ import { v7 as uuidv7 } from 'uuid';
 import type { AgentConfig, LlmConfig } from '@toolmesh/config';
 import type { ErrorBody, ErrorCode, ToolResultContent } from '@toolmesh/protocol';
 import type { ClaimedTurn, StepCall, Store } from '@toolmesh/store';
-import { ModelError, type Llm, type ModelAnswer } from './llm.ts';
+import { ModelError, type Llm, type ModelAnswer, type ModelCall } from './llm.ts';
 import { buildMessages, systemPrompt } from './prompt.ts';
 import type { Publisher } from './publish.ts';
-import { SUBMIT_RESULT, buildToolset, toolNameOf, type Toolset } from './toolset.ts';
+import { deferredSubmit, submittedResult } from './submit.ts';
+import {
+  LIST_AVAILABLE_TOOLS,
+  SUBMIT_RESULT,
+  buildToolset,
+  listAvailable,
+  toolNameOf,
+  type Toolset,
+} from './toolset.ts';
 
 export interface StepDeps {
   store: Store;
@@ -41,22 +49,40 @@ function parseArguments(text: string): Record<string, unknown> | undefined {
   }
 }
 
-/** Turns the model's calls into step calls: registry tools are published, the rest refused. */
-function planCalls(answer: ModelAnswer, tools: Toolset, deps: StepDeps, profile: string | null) {
-  return answer.calls.map((c): StepCall & { fn: string; timeoutMs?: number } => {
+/**
+ * Turns the model's calls into step calls: registry tools are published (with the agent's
+ * config for the tool merged over the model's arguments), list_available_tools is answered
+ * here, the rest refused.
+ */
+function planCalls(calls: ModelCall[], tools: Toolset, deps: StepDeps, profile: string | null) {
+  return calls.map((c): StepCall & { fn: string; said: string; timeoutMs?: number } => {
     const toolCallId = uuidv7();
     const args = parseArguments(c.arguments);
     const tool = tools.byFunction.get(c.name);
-    const base = { toolCallId, fn: c.name, arguments: args ?? {}, deadlineMs: 0 };
+    const base = {
+      toolCallId,
+      fn: c.name,
+      said: JSON.stringify(args ?? {}),
+      arguments: args ?? {},
+      deadlineMs: 0,
+    };
+    if (c.name === LIST_AVAILABLE_TOOLS && tools.internal.has(c.name)) {
+      return {
+        ...base,
+        toolName: `internal.${LIST_AVAILABLE_TOOLS}`,
+        answer: { status: 'succeeded', result: listAvailable(tools, args ?? {}), duration_ms: 0 },
+      };
+    }
     if (!tool) {
       const name = toolNameOf(c.name);
-      const shown = [...tools.byFunction.values()].map((t) => t.name).join(', ') || 'none';
+      const known = [...tools.byFunction.values()].map((t) => t.name);
+      const shown = known.slice(0, 50).join(', ') || 'none';
       return {
         ...base,
         toolName: name,
-        error: refused(
+        answer: refused(
           'tool_not_allowed',
-          `tool ${name} is not allowed for this agent (profile ${profile ?? 'none'}); tools it may call: ${shown}. Nothing was called.`,
+          `tool ${name} is not allowed for this agent (profile ${profile ?? 'none'}); tools it may call: ${shown}${known.length > 50 ? ', ... (list_available_tools lists them all)' : ''}. Nothing was called.`,
         ),
       };
     }
@@ -64,7 +90,7 @@ function planCalls(answer: ModelAnswer, tools: Toolset, deps: StepDeps, profile:
       return {
         ...base,
         toolName: tool.name,
-        error: refused('invalid_arguments', `arguments of ${tool.name} are not a JSON object`),
+        answer: refused('invalid_arguments', `arguments of ${tool.name} are not a JSON object`),
       };
     }
     const own = tool.options['timeout_ms'];
@@ -72,6 +98,8 @@ function planCalls(answer: ModelAnswer, tools: Toolset, deps: StepDeps, profile:
     return {
       ...base,
       toolName: tool.name,
+      // The agent's config for this tool wins over the model's values for the same keys.
+      arguments: { ...args, ...tools.config.get(tool.name) },
       deadlineMs: timeoutMs ?? deps.agent.tool_deadline_ms,
       timeoutMs,
     };
@@ -134,13 +162,17 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
       profile,
       profile ? await store.tools.list(turn.project_id, {}) : [],
       (await store.agents.listTools(turn.project_id, turn.agent_id)) ?? [],
+      deps.agent.prompt_tools_max,
     );
+    const conv = await store.turns.conversation(turn);
+    // The last answer submitted its result beside other calls: those have their results now.
+    const deferred = deferredSubmit(conv);
+    if (deferred) return await finish('succeeded', { ...deferred });
     if (turn.step >= deps.agent.max_steps_per_turn) {
       const message = `the turn used all ${deps.agent.max_steps_per_turn} steps without a final answer`;
       return await finish('failed', { text: message }, { code: 'step_limit', message });
     }
     const skills = tools.skills ? await store.skills.list(turn.project_id) : undefined;
-    const conv = await store.turns.conversation(turn);
     const messages = buildMessages(
       systemPrompt(profile?.system_prompt ?? '', skills),
       conv,
@@ -173,32 +205,35 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
     }
 
     const submit = answer.calls.find((c) => c.name === SUBMIT_RESULT && tools.internal.has(c.name));
-    if (submit) {
+    const others = answer.calls.filter((c) => c !== submit);
+    if (submit && others.length === 0) {
       // Arguments that are not a JSON object still carry the model's answer: keep them as text.
-      const args = parseArguments(submit.arguments);
-      const result = args ? (args['result'] ?? null) : submit.arguments;
-      return await finish('succeeded', { result, text: answer.text });
+      return await finish('succeeded', {
+        result: submittedResult(submit.arguments),
+        text: answer.text,
+      });
     }
     if (answer.calls.length === 0) {
       return await finish('succeeded', { result: answer.text, text: answer.text });
     }
 
-    const calls = planCalls(answer, tools, deps, agent?.profile ?? null);
+    // A submit_result beside other calls waits for them (submit.ts): it is kept in the answer's
+    // record, and the step after their results finishes the turn with it.
+    const calls = planCalls(others, tools, deps, agent?.profile ?? null);
     const committed = await store.turns.commitStep(turn, {
       assistant: {
         role: 'assistant',
         content: answer.text || null,
-        tool_calls: calls.map((c) => ({
-          id: c.toolCallId,
-          name: c.fn,
-          arguments: JSON.stringify(c.arguments),
-        })),
+        tool_calls: [
+          ...calls.map((c) => ({ id: c.toolCallId, name: c.fn, arguments: c.said })),
+          ...(submit ? [{ id: uuidv7(), name: SUBMIT_RESULT, arguments: submit.arguments }] : []),
+        ],
       },
       calls,
       author: `agent:${turn.agent_id}`,
     });
     if (!committed) return log.warn('lease lost before the step was recorded; step dropped');
-    const outgoing = calls.filter((c) => !c.error);
+    const outgoing = calls.filter((c) => !c.answer);
     await Promise.all(
       outgoing.map((c) =>
         publish.toolCall(turn, committed.epoch, {
@@ -217,9 +252,9 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
       {
         epoch: committed.epoch,
         calls: outgoing.map((c) => c.toolName),
-        refused: calls.filter((c) => c.error).map((c) => c.toolName),
+        answered: calls.filter((c) => c.answer).map((c) => c.toolName),
       },
-      outgoing.length ? 'turn suspended on tool calls' : 'every call refused; next step due',
+      outgoing.length ? 'turn suspended on tool calls' : 'every call answered here; next step due',
     );
     await publish.step(
       turn,

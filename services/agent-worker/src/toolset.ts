@@ -2,16 +2,26 @@
 // (a name, or `<target>.*`) and, when the agent has tools attached, only those; plus the
 // internal tools its profile lists. Function names cannot hold a dot, so `skills.run_cmd` is
 // shown to the model as `skills__run_cmd`, and mapped back through this table (never by
-// parsing, so a name the model invents cannot reach a tool it was not shown).
+// parsing, so a name the model invents cannot reach a tool it was not allowed).
+//
+// An attached tool's `config` is merged over the model's arguments: its keys are fixed by the
+// agent's owner, so they are taken out of the schema the model is shown and win over anything
+// the model sends under the same names. Agents with more tools than `agent.prompt_tools_max`
+// are shown that many in full plus `list_available_tools`, through which the model finds the
+// rest; every allowed tool can be called, shown or found.
 import type { AgentToolRecord, ProfileRecord, ToolRecord } from '@toolmesh/store';
 import type { FunctionSpec } from './llm.ts';
+import { SUBMIT_RESULT } from './submit.ts';
 
-export const SUBMIT_RESULT = 'submit_result';
+export { SUBMIT_RESULT };
+export const LIST_AVAILABLE_TOOLS = 'list_available_tools';
 
 export interface Toolset {
   specs: FunctionSpec[];
-  /** Function name -> registry tool. */
+  /** Function name -> registry tool, for every tool the agent may call. */
   byFunction: Map<string, ToolRecord>;
+  /** Tool name -> the attached tool's config (keys the model cannot set). */
+  config: Map<string, Record<string, unknown>>;
   /** Internal tools this agent may use. */
   internal: Set<string>;
   /** Whether any skills.* tool is visible (the prompt then lists the skills). */
@@ -35,7 +45,7 @@ const submitSpec: FunctionSpec = {
   function: {
     name: SUBMIT_RESULT,
     description:
-      'Finish the task: give the final answer. Call it once, when the work is done; nothing after it runs.',
+      'Finish the task: give the final answer. Call it once, when the work is done. Other calls in the same answer still run and are recorded, but you will not see their results: the task ends with this answer.',
     parameters: {
       type: 'object',
       properties: {
@@ -47,28 +57,104 @@ const submitSpec: FunctionSpec = {
   },
 };
 
+const listSpec: FunctionSpec = {
+  type: 'function',
+  function: {
+    name: LIST_AVAILABLE_TOOLS,
+    description:
+      'List tools you may call beyond those offered here, with their parameters. Any tool listed can be called by its function name.',
+    parameters: {
+      type: 'object',
+      properties: {
+        category: { type: 'string', description: 'only tools of this category' },
+        query: { type: 'string', description: 'only tools whose name or description holds this' },
+      },
+      additionalProperties: false,
+    },
+  },
+};
+
+/** The parameters schema without the keys the agent's config fixes. */
+export function withoutFixed(
+  parameters: Record<string, unknown>,
+  fixed: Record<string, unknown> | undefined,
+): Record<string, unknown> {
+  const keys = Object.keys(fixed ?? {});
+  if (keys.length === 0) return parameters;
+  const props = parameters['properties'];
+  const required = parameters['required'];
+  const out: Record<string, unknown> = { ...parameters };
+  if (typeof props === 'object' && props !== null)
+    out['properties'] = Object.fromEntries(
+      Object.entries(props).filter(([k]) => !keys.includes(k)),
+    );
+  if (Array.isArray(required))
+    out['required'] = (required as unknown[]).filter(
+      (k) => typeof k !== 'string' || !keys.includes(k),
+    );
+  return out;
+}
+
+export function specOf(t: ToolRecord, fixed: Record<string, unknown> | undefined): FunctionSpec {
+  return {
+    type: 'function',
+    function: {
+      name: functionName(t.name),
+      description: t.description,
+      parameters: withoutFixed(t.parameters, fixed),
+    },
+  };
+}
+
 export function buildToolset(
   profile: ProfileRecord | undefined,
   projectTools: ToolRecord[],
   attached: AgentToolRecord[],
+  promptToolsMax = Number.POSITIVE_INFINITY,
 ): Toolset {
   const allowed = profile?.allowed_tools ?? [];
-  const only = new Set(attached.map((t) => t.name));
+  const config = new Map(attached.map((t) => [t.name, t.config]));
   const byFunction = new Map<string, ToolRecord>();
-  const specs: FunctionSpec[] = [];
   for (const t of projectTools) {
     if (!t.enabled || !allows(allowed, t.name)) continue;
-    if (only.size > 0 && !only.has(t.name)) continue;
+    if (config.size > 0 && !config.has(t.name)) continue;
     const fn = functionName(t.name);
     if (!FUNCTION_NAME.test(fn)) continue;
     byFunction.set(fn, t);
-    specs.push({
-      type: 'function',
-      function: { name: fn, description: t.description, parameters: t.parameters },
-    });
   }
   const internal = new Set(profile?.allowed_internal_tools ?? []);
+  const all = [...byFunction.values()];
+  const specs = all.slice(0, promptToolsMax).map((t) => specOf(t, config.get(t.name)));
+  // Discovery is offered whenever some tools are not shown; a profile may also list it.
+  if (all.length > specs.length || internal.has(LIST_AVAILABLE_TOOLS)) {
+    internal.add(LIST_AVAILABLE_TOOLS);
+    specs.push(listSpec);
+  }
   if (internal.has(SUBMIT_RESULT)) specs.push(submitSpec);
-  const skills = [...byFunction.values()].some((t) => t.name.startsWith('skills.'));
-  return { specs, byFunction, internal, skills };
+  const skills = all.some((t) => t.name.startsWith('skills.'));
+  return { specs, byFunction, config, internal, skills };
+}
+
+/** The answer to a list_available_tools call: the tools not shown, filtered as asked. */
+export function listAvailable(
+  tools: Toolset,
+  args: Record<string, unknown>,
+): { tools: { name: string; description: string; category: string; parameters: unknown }[] } {
+  const shown = new Set(tools.specs.map((s) => s.function.name));
+  const category = typeof args['category'] === 'string' ? args['category'] : undefined;
+  const query = typeof args['query'] === 'string' ? args['query'].toLowerCase() : undefined;
+  const out = [];
+  for (const [fn, t] of tools.byFunction) {
+    if (shown.has(fn)) continue;
+    if (category !== undefined && t.category !== category) continue;
+    if (query && !`${t.name} ${t.description}`.toLowerCase().includes(query)) continue;
+    const spec = specOf(t, tools.config.get(t.name)).function;
+    out.push({
+      name: spec.name,
+      description: spec.description ?? '',
+      category: t.category,
+      parameters: spec.parameters,
+    });
+  }
+  return { tools: out };
 }

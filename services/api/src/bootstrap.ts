@@ -12,5 +12,7 @@ export function bootstrapTools(): NewTool[] {
     parameters: t.parameters,
     annotations: t.annotations,
     origin: t.target === 'skills' ? 'skills' : 'builtin',
+    // Shown in the registry; the skills service's handlers declare the same (define.ts).
+    options: { idempotent: t.idempotent },
   }));
 }

@@ -9,6 +9,7 @@ import { createStoreFromConfig, instanceIdOf, startHealthServer } from '@toolmes
 import { reaperHealth, type HealthState } from './health.ts';
 import { destroyersFromConfig, type Destroyers } from './providers.ts';
 import { createSandboxReaper } from './reaper.ts';
+import { startRetention, type RetentionLoop } from './retention.ts';
 
 export const REAPER_SERVICE = 'sandbox-reaper';
 
@@ -17,6 +18,8 @@ export interface ReaperService {
   /** The port /healthz listens on. */
   readonly healthPort: number;
   readonly health: HealthState;
+  /** The execution log's retention; undefined when retention.executions_max_age_hours is 0. */
+  readonly retention: RetentionLoop | undefined;
   stop(): Promise<void>;
 }
 
@@ -99,15 +102,18 @@ export async function startReaperService(
     }, delayMs);
   };
   schedule(0);
+  const retention = startRetention(store, config.retention, log);
 
   return {
     instanceId,
     healthPort: server.port,
     health,
+    retention,
     stop: async () => {
       stopping = true;
       clearTimeout(timer);
       await inFlight;
+      await retention?.stop();
       await server.close();
       await Promise.all([...destroyers.values()].map((d) => d.close()));
       await store.close();

@@ -118,10 +118,27 @@ export function createResolver(o: ResolverOptions): ToolResolver {
         tool: {
           name: token,
           timeoutMs: policies.timeoutMs,
+          idempotent: idempotentOf(tool),
           handler: (a, ctx) =>
             runRegistryCall(o, tool, policies, executor, a as Record<string, unknown>, ctx),
         },
       };
     },
   };
+}
+
+/** HTTP methods whose repeat has the effect of one request (RFC 9110, 9.2.2). */
+const IDEMPOTENT_METHODS = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+
+/**
+ * Whether a registry tool may run twice: its `options.idempotent` when set; else true for an
+ * http tool of an idempotent method, false for everything else (an MCP tool's own hints are the
+ * server's claims, not the operator's).
+ */
+export function idempotentOf(tool: RegistryTool): boolean {
+  const own = tool.options['idempotent'];
+  if (typeof own === 'boolean') return own;
+  if (tool.origin !== ToolOrigin.http) return false;
+  const method = (tool.spec as { method?: unknown } | null | undefined)?.method;
+  return typeof method === 'string' && IDEMPOTENT_METHODS.has(method);
 }

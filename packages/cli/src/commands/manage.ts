@@ -126,7 +126,7 @@ export async function taskStart(
     const task = await ctx.api.request<TaskRow>({
       path: `${p(ctx)}/tasks/${encodeURIComponent(body.task_id)}`,
     });
-    if (task.status === 'succeeded' || task.status === 'failed') {
+    if (task.status === 'succeeded' || task.status === 'failed' || task.status === 'canceled') {
       printTask(ctx, task);
       return task.status === 'succeeded' ? ExitCode.ok : ExitCode.failed;
     }
@@ -156,6 +156,25 @@ export async function taskShow(ctx: Context, id: string): Promise<number> {
     path: `${p(ctx)}/tasks/${encodeURIComponent(id)}`,
   });
   printTask(ctx, body);
+  return ExitCode.ok;
+}
+
+export async function taskCancel(
+  ctx: Context,
+  id: string,
+  f: { reason?: string },
+): Promise<number> {
+  const body = await ctx.api.request<TaskRow & { canceled_calls: { tool_call_id: string }[] }>({
+    method: 'POST',
+    path: `${p(ctx)}/tasks/${encodeURIComponent(id)}/cancel`,
+    json: f.reason ? { reason: f.reason } : {},
+  });
+  if (ctx.settings.json) printJson(ctx.io, body);
+  else
+    printLine(
+      ctx.io,
+      `task ${id} ${body.status}; ${body.canceled_calls.length} running tool call(s) sent a cancel`,
+    );
   return ExitCode.ok;
 }
 

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { HistoryKey, HistorySummary } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse } from '../errors.ts';
-import { Id, Limit, ProjectParams, Timestamp, ToolName } from '../schemas.ts';
+import { Id, Limit, ProjectParams, Timestamp, ToolName, Uuid } from '../schemas.ts';
 import {
   ActiveExecution,
   ExecutionMetricsOut,
@@ -79,6 +79,9 @@ export const executionHistoryRoutes =
                 .describe("the tool's registry category"),
               status: ExecutionStatusSchema.optional(),
               channel: Id.optional(),
+              agent: Id.optional().describe('calls made by this agent'),
+              task: Uuid.optional().describe('calls made for this agent task'),
+              turn: Uuid.optional().describe('calls made in this agent turn'),
               ...Range,
               limit: Limit,
               cursor: z
@@ -100,6 +103,9 @@ export const executionHistoryRoutes =
           category: q.category,
           status: q.status,
           channel: q.channel,
+          agent: q.agent,
+          task: q.task,
+          turn: q.turn,
           from: date(q.from),
           to: date(q.to),
         };

@@ -20,6 +20,14 @@ export const ExecutionOut = z
     status: ExecutionStatusSchema,
     error_code: z.string().nullable(),
     agent_id: z.string().nullable(),
+    task_id: z.string().nullable().describe('the agent task the call was made for'),
+    turn_id: z.string().nullable().describe('the agent turn the call was made in'),
+    arguments: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .describe(
+        'the arguments as the caller sent them; past tools.execution_arguments_max_bytes, {"$truncated": {size_bytes, limit_bytes}}',
+      ),
     attempts: z.number().int(),
     card_id: z.string().nullable().describe('the result card, once finished'),
     created_at: z.string().describe('when the execution was first recorded (queued)'),
@@ -135,6 +143,9 @@ export function executionOut(e: Execution) {
     status: e.status,
     error_code: e.error_code,
     agent_id: e.agent_id,
+    task_id: e.task_id,
+    turn_id: e.turn_id,
+    arguments: e.arguments,
     attempts: e.attempts,
     card_id: e.card_id,
     created_at: e.created_at.toISOString(),

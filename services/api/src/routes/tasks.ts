@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { Header, MsgId, WakeupReason, createSubjects, encodeMessage } from '@toolmesh/protocol';
 import { TaskState, type Task } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
-import { ErrorResponse, notFound } from '../errors.ts';
+import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams, Uuid, iso } from '../schemas.ts';
 import { CardOut, cardOut } from './cards.ts';
 
@@ -114,6 +114,80 @@ export const taskRoutes =
           );
         }
         return reply.status(202).send({ task_id: task.task_id, status: task.status, woken });
+      },
+    );
+
+    app.post(
+      '/projects/:project/tasks/:task_id/cancel',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['tasks'],
+          summary:
+            'Cancel a task: its turn stops, its running tool calls are canceled, the task ends canceled',
+          params: ProjectParams.extend({ task_id: Uuid }),
+          body: z
+            .strictObject({ reason: z.string().min(1).max(500).optional() })
+            .optional()
+            .describe('why, kept in the final card'),
+          response: {
+            200: TaskOut.extend({
+              canceled_calls: z
+                .array(z.object({ tool_call_id: z.string(), tool_name: z.string() }))
+                .describe('tool calls of the turn that were still running, each sent a cancel'),
+            }).meta({ id: 'TaskCanceled' }),
+            409: ErrorResponse,
+            ...errors,
+          },
+        },
+      },
+      async (req) => {
+        const { project, task_id } = req.params;
+        const reason = req.body?.reason ?? 'canceled by request';
+        const out = await store.tasks.cancel(project, task_id, reason, `api:${project}`);
+        if (out.kind === 'not_found') throw notFound('task', task_id);
+        if (out.kind === 'finished')
+          throw new ApiError('conflict', `task ${task_id} already ended ${out.status}`, {
+            status: out.status,
+          });
+        const { agent_id: agent, channel } = out.task;
+        // Cancels go to every tool service instance; one that has not started a call yet
+        // remembers the cancel and ends the call canceled when it arrives. A lost cancel only
+        // lets a call run to its end: its result is ignored, since the turn has ended.
+        const cancelSubject = subjects.cancel({ project, channel });
+        for (const c of out.calls) {
+          try {
+            await js.publish(
+              cancelSubject,
+              encodeMessage('cancel', {
+                v: 1,
+                tool_call_id: c.tool_call_id,
+                reason: `task ${task_id} canceled`,
+              }),
+              { timeout: 5_000 },
+            );
+          } catch (err) {
+            req.log.warn({ err, tool_call_id: c.tool_call_id }, 'publishing a call cancel failed');
+          }
+        }
+        try {
+          await js.publish(
+            subjects.agentEvent({ project, channel, agent, event: 'task' }),
+            encodeMessage('agent_task', {
+              v: 1,
+              agent_id: agent,
+              task_id,
+              status: 'canceled',
+              card_id: out.card.card_id,
+              error: { code: 'canceled', message: reason },
+            }),
+            { timeout: 5_000 },
+          );
+        } catch (err) {
+          req.log.warn({ err, task_id }, 'publishing the task canceled event failed');
+        }
+        const task = await store.tasks.get(project, task_id);
+        return { ...taskOut(task!, cardOut(out.card)), canceled_calls: out.calls };
       },
     );
 

@@ -47,6 +47,10 @@ const ToolOut = z
       rate_limit: z.record(z.string(), z.unknown()).optional(),
       retries: z.record(z.string(), z.unknown()).optional(),
       cost: z.record(z.string(), z.unknown()).optional(),
+      idempotent: z
+        .boolean()
+        .optional()
+        .describe('false: a call taken over from a dead instance mid-run ends interrupted'),
     }),
     origin: z.enum(ToolOrigin).describe('who runs it: skills, builtin, external, http or mcp'),
     http: z

@@ -1,0 +1,60 @@
+// Retention of the execution log: finished executions older than the configured age are
+// deleted with their tool.call and tool.result cards and their execution edge. One batch is one
+// statement (its own short transaction) over rows locked with SKIP LOCKED, so a writer closing
+// a row or two retention passes running at once never wait on each other. Rows of turns still
+// in progress are kept: the turn's conversation is rebuilt from those cards.
+import type { Db } from './db.ts';
+
+export interface RetentionBatch {
+  executions: number;
+  cards: number;
+}
+
+export interface RetentionRepo {
+  /** Deletes up to `limit` finished executions older than `maxAgeHours`, with their cards. */
+  deleteExpiredExecutions(maxAgeHours: number, limit: number): Promise<RetentionBatch>;
+}
+
+const UUID = `'^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$'`;
+
+const DELETE_SQL = `
+WITH doomed AS (
+  SELECT e.project_id, e.tool_call_id FROM state.tool_executions e
+  WHERE e.finished_at < now() - make_interval(secs => $1::float8 * 3600)
+    AND e.status NOT IN ('queued', 'running')
+    AND NOT EXISTS (
+      SELECT 1 FROM state.turns t
+      WHERE e.turn_id ~ ${UUID} AND t.turn_id = (CASE WHEN e.turn_id ~ ${UUID} THEN e.turn_id::uuid END)
+        AND t.status IN ('ready', 'running', 'waiting'))
+  ORDER BY e.finished_at LIMIT $2
+  FOR UPDATE OF e SKIP LOCKED
+),
+gone AS (
+  DELETE FROM state.tool_executions e USING doomed d
+  WHERE e.tool_call_id = d.tool_call_id AND e.project_id = d.project_id
+  RETURNING e.project_id, e.tool_call_id
+),
+cards_gone AS (
+  DELETE FROM cards c USING gone g
+  WHERE c.tool_call_id = g.tool_call_id AND c.project_id = g.project_id
+    AND c.kind IN ('tool.call', 'tool.result')
+  RETURNING 1
+),
+edges_gone AS (
+  DELETE FROM state.execution_edges x USING gone g
+  WHERE x.tool_call_id = g.tool_call_id AND x.project_id = g.project_id
+)
+SELECT (SELECT count(*) FROM gone) AS executions, (SELECT count(*) FROM cards_gone) AS cards`;
+
+export function createRetentionRepo(db: Db): RetentionRepo {
+  return {
+    deleteExpiredExecutions: async (maxAgeHours, limit) => {
+      const [row] = await db.query<{ executions: string; cards: string }>(
+        'retention_delete_executions',
+        DELETE_SQL,
+        [maxAgeHours, limit],
+      );
+      return { executions: Number(row?.executions ?? 0), cards: Number(row?.cards ?? 0) };
+    },
+  };
+}

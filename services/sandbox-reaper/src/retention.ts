@@ -1,0 +1,71 @@
+// The execution log's retention, run by the sandbox-reaper daemon beside its sandbox passes
+// (both are timers over Postgres that any number of instances may run at once). A pass deletes
+// batch after batch until a batch comes back short, yielding between batches; each batch is one
+// short statement over rows locked with SKIP LOCKED, so tool services closing rows never wait.
+import type { Logger } from 'pino';
+import type { RetentionConfig } from '@toolmesh/config';
+import type { Store } from '@toolmesh/store';
+
+export interface RetentionLoop {
+  /** One pass now: every batch due. Resolves with what it deleted. */
+  runPass(): Promise<{ executions: number; cards: number; batches: number }>;
+  stop(): Promise<void>;
+}
+
+/** Batches of one pass at most, so a huge backlog still lets the loop stop between passes. */
+const MAX_BATCHES_PER_PASS = 100;
+
+export function startRetention(
+  store: Store,
+  cfg: RetentionConfig,
+  logger: Logger,
+): RetentionLoop | undefined {
+  if (cfg.executions_max_age_hours <= 0) return undefined;
+  const log = logger.child({ component: 'retention' });
+  let stopping = false;
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight: Promise<unknown> = Promise.resolve();
+
+  const runPass = async () => {
+    const total = { executions: 0, cards: 0, batches: 0 };
+    while (!stopping && total.batches < MAX_BATCHES_PER_PASS) {
+      const b = await store.retention.deleteExpiredExecutions(
+        cfg.executions_max_age_hours,
+        cfg.batch_size,
+      );
+      total.batches++;
+      total.executions += b.executions;
+      total.cards += b.cards;
+      if (b.executions < cfg.batch_size) break;
+      await new Promise((r) => setImmediate(r));
+    }
+    if (total.executions > 0) log.info(total, 'expired executions deleted');
+    return total;
+  };
+
+  const schedule = (delayMs: number) => {
+    if (stopping) return;
+    timer = setTimeout(() => {
+      inFlight = runPass().then(
+        () => schedule(cfg.interval_sec * 1000),
+        (err: unknown) => {
+          log.warn({ err }, 'retention pass failed; retrying next interval');
+          schedule(cfg.interval_sec * 1000);
+        },
+      );
+    }, delayMs);
+  };
+  schedule(0);
+  log.info(
+    { max_age_hours: cfg.executions_max_age_hours, interval_sec: cfg.interval_sec },
+    'execution retention on',
+  );
+  return {
+    runPass,
+    stop: async () => {
+      stopping = true;
+      clearTimeout(timer);
+      await inFlight.catch(() => undefined);
+    },
+  };
+}
