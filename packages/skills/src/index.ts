@@ -45,3 +45,10 @@ export {
   MAX_EXPOSED_PORTS,
   MAX_JOB_STEPS,
 } from './catalog-args.ts';
+export {
+  DependencyKind,
+  SkillDependencyError,
+  dependencyKinds,
+  skillDependencies,
+} from './dependencies.ts';
+export type { SkillDependencies } from './dependencies.ts';

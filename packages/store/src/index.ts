@@ -108,3 +108,5 @@ export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secr
 export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';
 export { Quota } from './quotas.ts';
 export type { Admission, QuotaRefusal, QuotasRepo } from './quotas.ts';
+export { SkillEnvStatus } from './skill-envs.ts';
+export type { SkillEnvKey, SkillEnvRecord, SkillEnvsRepo } from './skill-envs.ts';

@@ -17,6 +17,7 @@ import { createSkillTasksRepo, type SkillTasksRepo } from './skill-tasks.ts';
 import { createInstancesRepo, type InstancesRepo } from './instances.ts';
 import { createSkillJobsRepo, type SkillJobsRepo } from './skill-jobs.ts';
 import { createQuotasRepo, type QuotasRepo } from './quotas.ts';
+import { createSkillEnvsRepo, type SkillEnvsRepo } from './skill-envs.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
@@ -49,6 +50,7 @@ export interface Store {
   readonly secrets: SecretsRepo;
   readonly rateBuckets: RateBucketsRepo;
   readonly quotas: QuotasRepo;
+  readonly skillEnvs: SkillEnvsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -95,6 +97,7 @@ export function createStore(pool: pg.Pool): Store {
     secrets: createSecretsRepo(db),
     rateBuckets: createRateBucketsRepo(db),
     quotas: createQuotasRepo(db),
+    skillEnvs: createSkillEnvsRepo(db),
     close: () => pool.end(),
   };
 }
