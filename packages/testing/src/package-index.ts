@@ -84,7 +84,12 @@ async function buildTarball(files: Record<string, string>): Promise<Buffer> {
   }
 }
 
-export async function startPackageIndex(): Promise<PackageIndex> {
+export interface PackageIndexOptions {
+  /** Delay of every index page (a slow index, to make installs overlap). */
+  readonly delayMs?: number;
+}
+
+export async function startPackageIndex(options: PackageIndexOptions = {}): Promise<PackageIndex> {
   const wheels = new Map<string, { file: string; data: Buffer }[]>();
   const files = new Map<string, Buffer>();
   const npm = new Map<string, { versions: Record<string, unknown>; latest: string }>();
@@ -130,7 +135,11 @@ export async function startPackageIndex(): Promise<PackageIndex> {
     send(404, 'text/plain', 'not found');
   };
 
-  const server = createServer(handle);
+  const delayMs = options.delayMs ?? 0;
+  const server = createServer((req, res) => {
+    if (delayMs > 0) setTimeout(() => handle(req, res), delayMs);
+    else handle(req, res);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   base = `http://127.0.0.1:${port}`;
