@@ -12,6 +12,9 @@ import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
 import { PROVIDER_SETUPS } from './support/sandbox-providers.ts';
 
 const e2b = PROVIDER_SETUPS.find((s) => s.name === 'e2b')!;
+/** A call's result as these tests read it. */
+type Result = { status: string; content: { result?: any; error?: any } };
+
 let index: PackageIndex;
 let mesh: SkillsMesh;
 let dir: string;
@@ -43,13 +46,15 @@ afterAll(async () => {
 });
 
 const call = (tool: string, args: Record<string, unknown>) =>
-  mesh.client.callTool({
-    project: mesh.project.id,
-    channel: 'main',
-    tool: `skills.${tool}`,
-    arguments: args,
-    timeoutMs: 240_000,
-  });
+  mesh.client
+    .callTool({
+      project: mesh.project.id,
+      channel: 'main',
+      tool: `skills.${tool}`,
+      arguments: args,
+      timeoutMs: 240_000,
+    })
+    .then((r) => r as unknown as Result);
 
 it('installs inside the session sandbox once, and the build row records it', async () => {
   const loaded = await call('load', { skill: 'e2b-skill', session_id: 'vm' });

@@ -8,6 +8,9 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startPackageIndex, type PackageIndex } from '@toolmesh/testing';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
 
+/** A call's result as these tests read it. */
+type Result = { status: string; content: { result?: any; error?: any } };
+
 let index: PackageIndex;
 let mesh: SkillsMesh;
 let dir: string;
@@ -43,18 +46,20 @@ it('two instances asked at once build the environment once', async () => {
   const ids = ['deps-a', 'deps-b'].map((s) => `${s}-${Date.now()}`);
   const results = await Promise.all(
     ids.map((id, i) =>
-      mesh.client.callTool({
-        project: mesh.project.id,
-        channel: 'main',
-        tool: 'skills.run_cmd',
-        toolCallId: id,
-        arguments: {
-          skill: 'slow-skill',
-          session_id: `s${i}`,
-          command: 'python3 -c "import slowpkg; print(slowpkg.VALUE)"',
-        },
-        timeoutMs: 240_000,
-      }),
+      mesh.client
+        .callTool({
+          project: mesh.project.id,
+          channel: 'main',
+          tool: 'skills.run_cmd',
+          toolCallId: id,
+          arguments: {
+            skill: 'slow-skill',
+            session_id: `s${i}`,
+            command: 'python3 -c "import slowpkg; print(slowpkg.VALUE)"',
+          },
+          timeoutMs: 240_000,
+        })
+        .then((r) => r as unknown as Result),
     ),
   );
   for (const r of results) {

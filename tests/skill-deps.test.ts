@@ -10,6 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPackageIndex, type PackageIndex } from '@toolmesh/testing';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
 
+/** A call's result as these tests read it. */
+type Result = { status: string; content: { result?: any; error?: any } };
+
 let index: PackageIndex;
 let mesh: SkillsMesh;
 let dir: string;
@@ -57,13 +60,15 @@ const call = (
   project: { id: string } = mesh.project,
   timeoutMs = 180_000,
 ) =>
-  mesh.client.callTool({
-    project: project.id,
-    channel: 'main',
-    tool: `skills.${tool}`,
-    arguments: args,
-    timeoutMs,
-  });
+  mesh.client
+    .callTool({
+      project: project.id,
+      channel: 'main',
+      tool: `skills.${tool}`,
+      arguments: args,
+      timeoutMs,
+    })
+    .then((r) => r as unknown as Result);
 
 const getSkill = async (name: string, project = mesh.project) => {
   const res = await mesh.api.request('GET', `/v1/projects/${project.id}/skills/${name}`, {

@@ -49,7 +49,7 @@ function requirementLines(text: string, file: string): string[] {
 function pyprojectDependencies(text: string): string[] {
   let doc: Record<string, unknown>;
   try {
-    doc = parseToml(text) as Record<string, unknown>;
+    doc = parseToml(text);
   } catch (err) {
     throw new SkillDependencyError(`pyproject.toml is not valid TOML: ${(err as Error).message}`, {
       file: 'pyproject.toml',

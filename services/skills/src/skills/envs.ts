@@ -134,8 +134,9 @@ function failure(
   version: string,
   row: Pick<SkillEnvRecord, 'output_tail' | 'error'>,
 ) {
+  const message = row.error?.['message'];
   return new ToolError(
-    `installing the dependencies of skill ${skill} failed: ${String(row.error?.['message'] ?? 'the installer failed')}`,
+    `installing the dependencies of skill ${skill} failed: ${typeof message === 'string' ? message : 'the installer failed'}`,
     {
       code: 'dependency_install_failed',
       details: { skill, version, ...(row.error ?? {}), output_tail: row.output_tail },
