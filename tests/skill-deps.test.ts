@@ -214,6 +214,15 @@ describe('skill dependencies', () => {
     const load = await call('load', { skill: 'gif-maker' }, other);
     expect(load.status).toBe('failed');
     expect(load.content.error.message).toContain('no skill named');
+    // Its key cannot read the first project's skill (and its environments) over the api...
+    const across = await mesh.api.request(
+      'GET',
+      `/v1/projects/${mesh.project.id}/skills/gif-maker`,
+      { key: other.key },
+    );
+    expect([401, 403, 404]).toContain(across.status);
+    expect(across.raw).not.toContain('environments');
+    expect((await getSkill('gif-maker', other)).status).toBe(404);
     // ...and its sandboxes do not see the folder, by path or by import.
     const peek = await call(
       'run_cmd',

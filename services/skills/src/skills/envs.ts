@@ -115,8 +115,22 @@ function envVars(kinds: readonly string[], location: string): Record<string, str
   return vars;
 }
 
-function tailOf(r: ExecResult): string {
-  const text = `${r.stdout.text}${r.stderr.text ? `\n${r.stderr.text}` : ''}`;
+/** Credentials in the configured index URLs (a private mirror's user:token). */
+function secretsOf(o: EnvOptions): string[] {
+  const found: string[] = [];
+  for (const url of [...o.pythonIndexes, o.npmRegistry]) {
+    const u = new URL(url);
+    for (const part of [u.password, decodeURIComponent(u.password)]) {
+      if (part.length > 0) found.push(part);
+    }
+  }
+  return found;
+}
+
+/** The installer's last output, with any index credential masked: it reaches cards and the api. */
+function tailOf(r: ExecResult, o: EnvOptions): string {
+  let text = `${r.stdout.text}${r.stderr.text ? `\n${r.stderr.text}` : ''}`;
+  for (const secret of secretsOf(o)) text = text.split(secret).join('****');
   return text.length > TAIL_BYTES ? text.slice(text.length - TAIL_BYTES) : text;
 }
 
@@ -277,7 +291,7 @@ async function build(
     const ok = result.exitCode === 0 && !result.timedOut;
     const done = await envs.finish(key, deps.instanceId, {
       status: ok ? 'ready' : 'failed',
-      outputTail: tailOf(result),
+      outputTail: tailOf(result, deps.envs),
       error: ok
         ? null
         : {
@@ -357,7 +371,7 @@ async function ensureInSandbox(
     const ok = result.exitCode === 0 && !result.timedOut;
     const end = {
       status: ok ? ('ready' as const) : ('failed' as const),
-      outputTail: tailOf(result),
+      outputTail: tailOf(result, deps.envs),
       error: ok
         ? null
         : {
