@@ -52,3 +52,4 @@ export {
   skillDependencies,
 } from './dependencies.ts';
 export type { SkillDependencies } from './dependencies.ts';
+export { skillLocation } from './layout.ts';

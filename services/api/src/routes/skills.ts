@@ -4,7 +4,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { skillZipKey } from '@toolmesh/artifacts';
-import { inspectSkillZip, skillPackageErrorCodeOf, type SkillPackageError } from '@toolmesh/skills';
+import {
+  inspectSkillZip,
+  skillLocation,
+  skillPackageErrorCodeOf,
+  type SkillPackageError,
+} from '@toolmesh/skills';
 import type { SkillEnvRecord, SkillRecord, SkillVersion } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
@@ -60,7 +65,7 @@ const skillOut = (s: SkillRecord) => ({
   active_version: s.active_version,
   enabled: s.enabled,
   versions: s.versions,
-  location: `skills/${s.name}`,
+  location: skillLocation(s.name),
   created_at: s.created_at.toISOString(),
   updated_at: s.updated_at.toISOString(),
 });

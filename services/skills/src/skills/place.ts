@@ -6,7 +6,7 @@
 import { skillZipKey } from '@toolmesh/artifacts';
 import { ToolError } from '@toolmesh/protocol';
 import type { Sandbox } from '@toolmesh/sandbox';
-import { readSkillFiles, type SkillFileData } from '@toolmesh/skills';
+import { readSkillFiles, skillLocation, type SkillFileData } from '@toolmesh/skills';
 import type { SkillsDeps } from './deps.ts';
 import { ensureSkillEnv, type EnvView } from './envs.ts';
 
@@ -30,7 +30,7 @@ export interface PlaceCall {
   deadline: number;
 }
 
-export const skillPath = (name: string): string => `skills/${name}`;
+export const skillPath = skillLocation;
 
 async function readStream(s: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
