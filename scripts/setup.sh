@@ -50,6 +50,9 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v socat >/dev/null 2>&1 || need+=(socat)
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)
 dpkg -s python3-pil >/dev/null 2>&1 || need+=(python3-pil)
+# Skill dependency environments: a venv and pip inside the build sandbox (system Python).
+dpkg -s python3-venv >/dev/null 2>&1 || need+=(python3-venv)
+dpkg -s python3-pip >/dev/null 2>&1 || need+=(python3-pip)
 # `pnpm check:deploy` validates docker-compose.yml with Debian's docker-compose (no engine needed).
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 if [ ${#need[@]} -gt 0 ]; then

@@ -215,7 +215,16 @@ describe('infra/Dockerfile', () => {
   });
 
   it('has what the skills sandbox and the example skills need', () => {
-    for (const pkg of ['bubblewrap', 'socat', 'ripgrep', 'python3', 'python3-pil', 'util-linux']) {
+    for (const pkg of [
+      'bubblewrap',
+      'socat',
+      'ripgrep',
+      'python3',
+      'python3-pil',
+      'python3-venv',
+      'python3-pip',
+      'util-linux',
+    ]) {
       expect(runtime).toMatch(new RegExp(`\\s${pkg}\\s`));
     }
   });

@@ -301,6 +301,24 @@ export const skillsSchema = section({
   max_input_bytes: positiveInt().default(52_428_800),
   max_output_bytes: positiveInt().default(52_428_800),
   reaper_interval_ms: positiveInt().default(30_000),
+  // Python package indexes (PEP 503 "simple" URLs) a skill's dependencies are installed from:
+  // the first is pip's index, the rest extra indexes. Builds may reach these hosts and no other.
+  package_indexes: z
+    .array(matching(/^https?:\/\/\S+$/, 'an http(s) URL'), expected('an array of URLs'))
+    .default(['https://pypi.org/simple/']),
+  // The npm registry a skill's package.json dependencies are installed from.
+  npm_registry: matching(/^https?:\/\/\S+$/, 'an http(s) URL').default(
+    'https://registry.npmjs.org/',
+  ),
+  // More hosts a dependency build may reach: where an index serves its files from.
+  package_download_hosts: z
+    .array(z.string(expected('a host name')).min(1), expected('an array of host names'))
+    .default(['files.pythonhosted.org']),
+  // Longest a dependency build may run; past it the build fails.
+  env_build_timeout_ms: positiveInt().default(900_000),
+  // A build's lease, renewed by its builder: a build whose lease passed (a dead builder) is
+  // taken over by the next request.
+  env_lease_ms: intAtLeast(1_000).default(30_000),
 }).superRefine((skills, ctx) => {
   if (skills.run_timeout_default_ms > skills.run_timeout_max_ms) {
     ctx.addIssue({

@@ -172,6 +172,18 @@ export const ERROR_CODES = {
     summary:
       'the project is at one of its quotas ([quotas]: live sandboxes, running tasks, concurrent calls; [builtin]: file sizes and counts); details say which, its limit and the current count; nothing ran',
   },
+  invalid_dependencies: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      "a skill's requirements.txt, pyproject.toml or package.json cannot be read, or names a package index of its own",
+  },
+  dependency_install_failed: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      "installing a skill version's dependencies failed; details carry the installer's output tail",
+  },
 } as const satisfies Record<string, CodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

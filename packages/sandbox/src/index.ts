@@ -40,3 +40,4 @@ export { createLocalSandboxReaper } from './local-reap.ts';
 export type { LocalReapOptions, LocalSandboxReaper, RecordedProcess } from './local-reap.ts';
 export { isOurProcess, readProc, SANDBOX_COMMAND } from './proc-proof.ts';
 export type { ProcInfo } from './proc-proof.ts';
+export { SANDBOX_PATH } from './launch.ts';

@@ -9,7 +9,7 @@
 // (cgroups where this host lets us make them, rlimits otherwise).
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { probeSandboxCgroups, type SandboxCgroups } from './cgroup.ts';
 import { SandboxError } from './errors.ts';
@@ -114,6 +114,8 @@ interface Meta {
   readonly key: SessionKey;
   readonly allowedDomains: readonly string[];
   readonly createdAt: string;
+  /** Host folders this sandbox's commands may also read (`grantRead`). */
+  readonly readPaths?: readonly string[];
 }
 
 export async function createLocalSandboxProvider(
@@ -292,6 +294,13 @@ class LocalProvider implements LocalSandboxProvider {
     ]);
   }
 
+  /** Stops a sandbox's warm executor (the next command starts one with the new policy). */
+  async stopWarm(sandboxId: string): Promise<void> {
+    const warm = this.#warm.get(sandboxId);
+    this.#warm.delete(sandboxId);
+    await warm?.then((executor) => executor?.stop());
+  }
+
   /** The sandbox's warm executor when it is free, started on first use; else undefined. */
   async warmFor(
     sandbox: LocalSandbox,
@@ -309,7 +318,7 @@ class LocalProvider implements LocalSandboxProvider {
     const self: Promise<WarmExecutor | undefined> = startWarmExecutor({
       sandboxId: sandbox.id,
       workdir: sandbox.workdir,
-      allowRead: this.deps.allowRead,
+      allowRead: [...this.deps.allowRead, ...sandbox.readPaths],
       allowedDomains,
       hostEnv: { PATH: SANDBOX_PATH, SHLVL: '1', LANG: 'C.UTF-8' },
       runtime: this.deps.runtime,
@@ -345,12 +354,14 @@ class LocalSandbox implements Sandbox {
   readonly workdir: string;
   readonly #provider: LocalProvider;
   readonly #allowedDomains: readonly string[];
+  #meta: Meta;
   #closed = false;
 
   constructor(provider: LocalProvider, id: string, meta: Meta) {
     this.#provider = provider;
     this.id = id;
     this.key = meta.key;
+    this.#meta = meta;
     this.workdir = join(provider.rootDir, id, 'work');
     this.#allowedDomains = [...provider.deps.allowedDomains, ...meta.allowedDomains];
   }
@@ -420,6 +431,31 @@ class LocalSandbox implements Sandbox {
           else stdin.end(resolve);
         }),
     };
+  }
+
+  get readPaths(): readonly string[] {
+    return this.#meta.readPaths ?? [];
+  }
+
+  async grantRead(hostPath: string): Promise<void> {
+    this.#assertOpen();
+    if (!isAbsolute(hostPath) || resolve(hostPath) !== hostPath) {
+      throw new SandboxError(
+        'path_escape',
+        `a granted read path must be absolute and normal: ${hostPath}`,
+      );
+    }
+    if (this.readPaths.includes(hostPath)) return;
+    this.#meta = { ...this.#meta, readPaths: [...this.readPaths, hostPath] };
+    await writeFile(
+      join(this.#provider.rootDir, this.id, 'meta.json'),
+      JSON.stringify(this.#meta),
+      {
+        mode: 0o600,
+      },
+    );
+    // A running warm executor was bound without the folder; the next command starts anew.
+    await this.#provider.stopWarm(this.id);
   }
 
   async putFile(path: string, data: string | Uint8Array): Promise<void> {
@@ -527,7 +563,7 @@ class LocalSandbox implements Sandbox {
           script: LAUNCHER,
           commandId,
           workdir: this.workdir,
-          allowRead: deps.allowRead,
+          allowRead: [...deps.allowRead, ...this.readPaths],
         })
         .catch((err: unknown) => {
           throw new SandboxError(

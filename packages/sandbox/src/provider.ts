@@ -179,6 +179,14 @@ export interface Sandbox {
    * Absent where a provider exposes ports another way (local: host forwarders).
    */
   endpointOf?(port: number): string;
+  /**
+   * Lets every later command of this sandbox read a host folder, read-only, at its own path
+   * (local only: how a skill's cached dependency environment reaches a session). The grant is
+   * kept with the sandbox, so another instance that reopens it sees the folder too.
+   */
+  grantRead?(hostPath: string): Promise<void>;
+  /** Host folders granted with `grantRead`. */
+  readonly readPaths?: readonly string[];
   /** Releases this handle; the sandbox, its files and its background processes live on. */
   close(): Promise<void>;
   /** Kills every process of the sandbox and deletes it. */

@@ -89,7 +89,7 @@ const outputs = z
   .max(MAX_FILES)
   .describe('Files collected after the command ends; each becomes an artifact');
 const workdir = relativePath(
-  'Folder to run in, relative to the session root; the skill folder (skill/) when a skill is given',
+  "Folder to run in, relative to the session root; with `skill`, the skill's folder skills/<name>",
 );
 
 const commandFields = {
@@ -102,7 +102,14 @@ const commandFields = {
   workdir: workdir.optional(),
 };
 
-export const LoadArgs = z.strictObject({ skill: SkillName, version: SkillVersion.optional() });
+export const LoadArgs = z.strictObject({
+  skill: SkillName,
+  version: SkillVersion.optional(),
+  session_id: SessionId.describe(
+    'Sandbox session to place the skill in (its files at skills/<name>/, its dependencies ' +
+      'installed); without it nothing is placed (1-64 characters of [A-Za-z0-9_-])',
+  ).optional(),
+});
 export type LoadArgs = z.infer<typeof LoadArgs>;
 
 export const ActivateArgs = z.strictObject({

@@ -184,17 +184,17 @@ const SKILLS_TOOLS: readonly CatalogTool[] = Object.freeze([
   skills(
     'load',
     LoadArgs,
-    'Reads a skill: returns its SKILL.md instructions and file list. Load a skill before using it; this touches no sandbox.',
+    "Reads a skill: returns its SKILL.md instructions, its file list, where it is placed (skills/<name>/, relative to the sandbox session's root) and the state of its dependency environment. Load a skill before using it. With session_id it is also placed in that session: files copied to skills/<name>/ and its dependencies (requirements.txt, pyproject.toml, package.json) installed once per version and put on PATH; without session_id no sandbox is touched.",
   ),
   skills(
     'activate',
     ActivateArgs,
-    "Puts a skill's files into a sandbox session, in the folder skill/, so later commands with the same session_id can run them. Returns the version activated.",
+    "Puts a skill's files into a sandbox session, in the folder skills/<name>/ (relative to the session's root), with its dependencies installed, so later commands with the same session_id can run them. Returns the version activated and the folder.",
   ),
   skills(
     'run_cmd',
     RunCmdArgs,
-    "Runs a shell command in a sandbox and waits for it. Returns the exit code, the tails of stdout and stderr (with a truncation flag), the artifacts made from `outputs`, and timing. With `skill`, runs in the skill's folder. Network is denied unless the deployment allows a domain.",
+    'Runs a shell command in a sandbox and waits for it. Returns the exit code, the tails of stdout and stderr (with a truncation flag), the artifacts made from `outputs`, and timing. With `skill`, the skill is placed first (files at skills/<name>/, dependencies installed and on PATH) and the command runs in that folder. Network is denied unless the deployment allows a domain.',
   ),
   skills(
     'run_cmd_async',

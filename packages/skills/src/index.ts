@@ -55,3 +55,11 @@ export {
   SearchDocumentsArgs,
   WriteFileArgs,
 } from './catalog-builtin.ts';
+export {
+  DependencyKind,
+  SkillDependencyError,
+  dependencyKinds,
+  skillDependencies,
+} from './dependencies.ts';
+export type { SkillDependencies } from './dependencies.ts';
+export { skillLocation } from './layout.ts';

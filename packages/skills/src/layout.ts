@@ -7,6 +7,13 @@ import type { CheckedEntry } from './entry-rules.ts';
 const IGNORED_ROOTS = new Set(['__MACOSX']);
 export const SKILL_MD = 'SKILL.md';
 
+/**
+ * Where a skill's files are placed in a sandbox session, relative to its workdir. The one
+ * builder of that path: the skills service places files there, and the prompt's
+ * `<available_skills>`, the tool descriptions and the api's `location` all say it.
+ */
+export const skillLocation = (name: string): string => `skills/${name}`;
+
 export interface SkillLayout {
   /** The root folder's name, which the front matter's `name` must equal. */
   readonly root: string;

@@ -124,3 +124,5 @@ export type { Firing, NewFiring, NewSchedule, Schedule, SchedulesRepo } from './
 export { FilePathError, normalizeFilePath } from './files.ts';
 export type { FileEntry, FileLimits, FilesRepo, ProjectFile, WriteOutcome } from './files.ts';
 export type { Document, DocumentHit, DocumentsRepo, NewDocument } from './documents.ts';
+export { SkillEnvStatus } from './skill-envs.ts';
+export type { SkillEnvKey, SkillEnvRecord, SkillEnvsRepo } from './skill-envs.ts';

@@ -17,6 +17,7 @@ import { createSkillTasksRepo, type SkillTasksRepo } from './skill-tasks.ts';
 import { createInstancesRepo, type InstancesRepo } from './instances.ts';
 import { createSkillJobsRepo, type SkillJobsRepo } from './skill-jobs.ts';
 import { createQuotasRepo, type QuotasRepo } from './quotas.ts';
+import { createSkillEnvsRepo, type SkillEnvsRepo } from './skill-envs.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
@@ -59,6 +60,7 @@ export interface Store {
   readonly files: FilesRepo;
   readonly documents: DocumentsRepo;
   readonly retention: RetentionRepo;
+  readonly skillEnvs: SkillEnvsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -111,6 +113,7 @@ export function createStore(pool: pg.Pool): Store {
     files: createFilesRepo(db),
     documents: createDocumentsRepo(db),
     retention: createRetentionRepo(db),
+    skillEnvs: createSkillEnvsRepo(db),
     close: () => pool.end(),
   };
 }

@@ -33,3 +33,5 @@ export type { McpStdioBundle } from './mcp-stdio-bundle.ts';
 export type { McpHttpFixture } from './mcp-http-server.ts';
 export { FIXTURE_TOOLS } from './mcp-fixture-tools.ts';
 export type { FixtureState, FixtureTool } from './mcp-fixture-tools.ts';
+export { normalizePackageName, startPackageIndex } from './package-index.ts';
+export type { PackageIndex, PackageIndexOptions } from './package-index.ts';

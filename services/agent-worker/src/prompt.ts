@@ -2,6 +2,7 @@
 // load (name, description and location only, XML-escaped, so a description cannot close the
 // list or open tags of its own), then the conversation rebuilt from the turn's cards: the task,
 // each assistant answer with its calls, and the result (or timeout) card of every call.
+import { skillLocation } from '@toolmesh/skills';
 import type { Card, Conversation, SkillRecord } from '@toolmesh/store';
 import type { ChatMessage } from './llm.ts';
 
@@ -13,9 +14,6 @@ export function escapeXml(text: string): string {
     .replace(/"/g, '&quot;')
     .replace(/'/g, '&apos;');
 }
-
-/** Where the skills service places a skill in the workdir (skills.load reports the same). */
-export const skillLocation = (name: string): string => `skills/${name}`;
 
 export function availableSkills(skills: SkillRecord[]): string {
   const usable = skills.filter((s) => s.enabled && s.active_version !== null);

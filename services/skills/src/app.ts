@@ -25,6 +25,7 @@ import { pythonTool } from './builtin/python.ts';
 import {
   SKILLS_TARGET,
   skillsTools,
+  type EnvOptions,
   type SessionOptions,
   type SkillsLimits,
 } from './skills/index.ts';
@@ -54,6 +55,18 @@ export function skillsLimits(config: Config): SkillsLimits {
       maxEntries: k.max_entries,
       maxUncompressedBytes: k.max_uncompressed_bytes,
     },
+  };
+}
+
+/** Where skill dependencies come from and how long a build may take, from [skills]. */
+export function envOptions(config: Config): EnvOptions {
+  const k = config.skills;
+  return {
+    pythonIndexes: k.package_indexes,
+    npmRegistry: k.npm_registry,
+    downloadHosts: k.package_download_hosts,
+    buildTimeoutMs: k.env_build_timeout_ms,
+    leaseMs: k.env_lease_ms,
   };
 }
 
@@ -99,6 +112,7 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
     sandboxes,
     sessions: sessionOptions(config.sandbox),
     limits: skillsLimits(config),
+    envs: envOptions(config),
     quotas: {
       sandboxesPerProject: config.quotas.sandboxes_per_project,
       runningTasksPerProject: config.quotas.running_tasks_per_project,

@@ -4,8 +4,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { skillZipKey } from '@toolmesh/artifacts';
-import { inspectSkillZip, skillPackageErrorCodeOf, type SkillPackageError } from '@toolmesh/skills';
-import type { SkillRecord, SkillVersion } from '@toolmesh/store';
+import {
+  inspectSkillZip,
+  skillLocation,
+  skillPackageErrorCodeOf,
+  type SkillPackageError,
+} from '@toolmesh/skills';
+import type { SkillEnvRecord, SkillRecord, SkillVersion } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
@@ -23,6 +28,21 @@ const SkillOut = z
     updated_at: z.string(),
   })
   .meta({ id: 'Skill' });
+const EnvironmentOut = z
+  .object({
+    provider: z.enum(['local', 'e2b']),
+    status: z.enum(['building', 'ready', 'failed']),
+    kinds: z.array(z.string()).describe('python (a venv) and/or node (node_modules)'),
+    builds: z
+      .number()
+      .int()
+      .describe('how many times it was built (a retry after a failure counts)'),
+    started_at: z.string(),
+    finished_at: z.string().nullable(),
+    error: z.record(z.string(), z.unknown()).nullable(),
+    output_tail: z.string().describe("the last bytes of the installer's output"),
+  })
+  .meta({ id: 'SkillEnvironment' });
 const VersionOut = z
   .object({
     version: Sha256,
@@ -31,6 +51,11 @@ const VersionOut = z
     description: z.string(),
     front_matter: z.record(z.string(), z.unknown()),
     created_at: z.string(),
+    environments: z
+      .array(EnvironmentOut)
+      .describe(
+        "this version's dependency environments, one per sandbox provider that built one (empty when it has no dependencies or none was built yet)",
+      ),
   })
   .meta({ id: 'SkillVersion' });
 
@@ -40,17 +65,28 @@ const skillOut = (s: SkillRecord) => ({
   active_version: s.active_version,
   enabled: s.enabled,
   versions: s.versions,
-  location: `skills/${s.name}`,
+  location: skillLocation(s.name),
   created_at: s.created_at.toISOString(),
   updated_at: s.updated_at.toISOString(),
 });
-const versionOut = (v: SkillVersion) => ({
+const environmentOut = (e: SkillEnvRecord) => ({
+  provider: e.provider,
+  status: e.status,
+  kinds: e.kinds,
+  builds: e.builds,
+  started_at: e.started_at.toISOString(),
+  finished_at: e.finished_at?.toISOString() ?? null,
+  error: e.error,
+  output_tail: e.output_tail,
+});
+const versionOut = (v: SkillVersion, envs: readonly SkillEnvRecord[] = []) => ({
   version: v.version,
   size_bytes: v.size_bytes,
   files: v.files,
   description: v.description,
   front_matter: v.front_matter,
   created_at: v.created_at.toISOString(),
+  environments: envs.filter((e) => e.version === v.version).map(environmentOut),
 });
 
 /** Size checks answer 413, every other refusal of the package 400; each keeps its own code. */
@@ -173,9 +209,12 @@ export const skillRoutes =
       async (req) => {
         const skill = await store.skills.get(req.params.project, req.params.name);
         if (!skill) throw notFound('skill', req.params.name);
+        const envs = await store.skillEnvs.listForSkill(req.params.project, skill.name);
         return {
           ...skillOut(skill),
-          version_list: (await store.skills.versions(skill.skill_id)).map(versionOut),
+          version_list: (await store.skills.versions(skill.skill_id)).map((v) =>
+            versionOut(v, envs),
+          ),
         };
       },
     );

@@ -5,6 +5,7 @@ import type { Bus } from '@toolmesh/bus';
 import type { SandboxProvider } from '@toolmesh/sandbox';
 import type { SkillZipLimits } from '@toolmesh/skills';
 import type { Store } from '@toolmesh/store';
+import type { EnvOptions } from './envs.ts';
 import type { SessionOptions } from './sessions.ts';
 
 export interface SkillsLimits {
@@ -36,6 +37,8 @@ export interface SkillsDeps {
   sessions: SessionOptions;
   limits: SkillsLimits;
   quotas: SkillsQuotas;
+  /** Where skill dependencies are installed from, and how long a build may take. */
+  envs: EnvOptions;
   /** Task cancels reach the owning instance, and watch heartbeats leave, over the bus. */
   bus: Bus;
   /** This process: the owner recorded in the heads of the tasks it runs. */

@@ -26,3 +26,4 @@ export function skillsTools(deps: SkillsDeps): ToolDefinition[] {
 }
 export type { SkillsDeps, SkillsLimits, SkillsQuotas } from './deps.ts';
 export type { SessionOptions } from './sessions.ts';
+export type { EnvOptions } from './envs.ts';

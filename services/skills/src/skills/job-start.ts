@@ -34,7 +34,7 @@ export function startJobTool(deps: SkillsDeps, registry: TaskRegistry) {
       let started = false;
       try {
         const placed = args.skill
-          ? await placeSkill(deps, lease.sandbox, ctx.project, args.skill)
+          ? await placeSkill(deps, lease.sandbox, ctx.project, args.skill, undefined, ctx)
           : undefined;
         const base = placed ? skillPath(placed.name) : '';
         const jobId = randomUUID();
@@ -97,7 +97,7 @@ export function startJobTool(deps: SkillsDeps, registry: TaskRegistry) {
         registry.running.set(jobId, job);
         job.done = runJob(deps, ctx, lease, job, jobId, {
           steps,
-          env: args.steps.map((s: JobStepArgs) => s.env ?? {}),
+          env: args.steps.map((s: JobStepArgs) => ({ ...placed?.env?.vars, ...s.env })),
           base,
         }).finally(() => registry.running.delete(jobId));
         ctx.logger.info({ job_id: jobId, steps: steps.length }, 'job started');

@@ -1,13 +1,14 @@
 // Puts a skill's files into a sandbox at `skills/<name>/`, from the version's zip in the
-// artifact store. A marker file records the version placed, so a session that already holds it
+// artifact store, and makes its dependency environment usable there (envs.ts). A marker file records the version placed, so a session that already holds it
 // is not written again. The zip is read in memory (bounded by the zip limits) and written
 // through the sandbox's own file API: nothing of a project's skill ever lands in a folder of
 // the host that another sandbox could read (it used to be extracted under the host's /tmp).
 import { skillZipKey } from '@toolmesh/artifacts';
 import { ToolError } from '@toolmesh/protocol';
 import type { Sandbox } from '@toolmesh/sandbox';
-import { readSkillFiles, type SkillFileData } from '@toolmesh/skills';
+import { readSkillFiles, skillLocation, type SkillFileData } from '@toolmesh/skills';
 import type { SkillsDeps } from './deps.ts';
+import { ensureSkillEnv, type EnvView } from './envs.ts';
 
 const MARKER = '.toolmesh-version';
 
@@ -19,9 +20,17 @@ export interface PlacedSkill {
   files: string[];
   /** The text of SKILL.md. */
   skillMd: string;
+  /** The skill's dependency environment, mounted; undefined when it has no dependencies. */
+  env: EnvView | undefined;
 }
 
-export const skillPath = (name: string): string => `skills/${name}`;
+/** The call a placement runs for: a dependency build waits no longer than it may. */
+export interface PlaceCall {
+  signal: AbortSignal;
+  deadline: number;
+}
+
+export const skillPath = skillLocation;
 
 async function readStream(s: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -80,7 +89,8 @@ export async function placeSkill(
   sandbox: Sandbox,
   project: string,
   name: string,
-  version?: string,
+  version: string | undefined,
+  call: PlaceCall,
 ): Promise<PlacedSkill> {
   const resolved = await resolveSkill(deps, project, name, version);
   const path = skillPath(name);
@@ -96,6 +106,14 @@ export async function placeSkill(
       for (const f of files) await sandbox.putFile(`${path}/${f.path}`, f.data);
       await sandbox.putFile(`${path}/${MARKER}`, `${resolved.version}\n`);
     }
-    return { name, version: resolved.version, path, files: files.map((f) => f.path), skillMd };
+    const env = await ensureSkillEnv(deps, sandbox, {
+      project,
+      skill: name,
+      version: resolved.version,
+      files,
+      signal: call.signal,
+      deadline: call.deadline,
+    });
+    return { name, version: resolved.version, path, files: files.map((f) => f.path), skillMd, env };
   });
 }

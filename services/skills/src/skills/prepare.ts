@@ -3,7 +3,7 @@
 import type { Sandbox, SpawnOptions } from '@toolmesh/sandbox';
 import type { SkillsDeps } from './deps.ts';
 import { copyInputs } from './files.ts';
-import { placeSkill, skillPath, type PlacedSkill } from './place.ts';
+import { placeSkill, skillPath, type PlaceCall, type PlacedSkill } from './place.ts';
 
 export interface CommandArgs {
   skill?: string | undefined;
@@ -25,15 +25,19 @@ export async function prepareCommand(
   sandbox: Sandbox,
   project: string,
   args: CommandArgs,
+  call: PlaceCall,
 ): Promise<Prepared> {
-  const placed = args.skill ? await placeSkill(deps, sandbox, project, args.skill) : undefined;
+  const placed = args.skill
+    ? await placeSkill(deps, sandbox, project, args.skill, undefined, call)
+    : undefined;
   const base = args.workdir ?? (placed ? skillPath(placed.name) : '');
   await copyInputs(deps, sandbox, project, args.inputs ?? [], base);
   return {
     placed,
     base,
     options: {
-      env: args.env ?? {},
+      // The skill environment's variables first: a caller may still set its own.
+      env: { ...placed?.env?.vars, ...args.env },
       ...(base ? { cwd: base } : {}),
       limits: {
         stdoutBytes: deps.limits.stdoutTailBytes,

@@ -70,7 +70,7 @@ export async function startTask(
   const lease = await sandboxFor(deps, ctx, args.session_id);
   let started = false;
   try {
-    const { base, options } = await prepareCommand(deps, lease.sandbox, ctx.project, args);
+    const { base, options } = await prepareCommand(deps, lease.sandbox, ctx.project, args, ctx);
     const taskId = randomUUID();
     // The head is written before the process exists: it is the task's slot in the project's
     // quota of running tasks (counted in Postgres over every instance), so a refused task never

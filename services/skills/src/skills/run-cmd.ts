@@ -60,6 +60,7 @@ export function runCmdTool(deps: SkillsDeps) {
           lease.sandbox,
           ctx.project,
           args,
+          ctx,
         );
         const result = await lease.sandbox.exec(
           { shell: args.command },

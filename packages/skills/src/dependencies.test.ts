@@ -1,0 +1,61 @@
+// Reading a skill's dependencies from its own files.
+import { describe, expect, it } from 'vitest';
+import { dependencyKinds, skillDependencies } from './dependencies.ts';
+
+const file = (path: string, text: string) => ({ path, data: Buffer.from(text) });
+
+describe('skillDependencies', () => {
+  it('reads requirements.txt (comments dropped) and pyproject [project].dependencies', () => {
+    const deps = skillDependencies([
+      file('requirements.txt', '# pinned\nimageio>=2.31  # for v3\n\npillow\n'),
+      file('pyproject.toml', '[project]\nname = "x"\ndependencies = ["numpy>=1.26"]\n'),
+    ]);
+    expect(deps.python).toEqual({
+      requirements: 'imageio>=2.31\npillow\nnumpy>=1.26\n',
+      sources: ['requirements.txt', 'pyproject.toml'],
+    });
+    expect(dependencyKinds(deps)).toEqual(['python']);
+  });
+
+  it('reads package.json dependencies but not devDependencies', () => {
+    const deps = skillDependencies([
+      file(
+        'package.json',
+        JSON.stringify({ name: 's', dependencies: { a: '^1' }, devDependencies: { b: '2' } }),
+      ),
+    ]);
+    expect(JSON.parse(deps.node!.packageJson)).toEqual({
+      name: 'skill-env',
+      private: true,
+      dependencies: { a: '^1' },
+    });
+    expect(dependencyKinds(deps)).toEqual(['node']);
+  });
+
+  it('has nothing to install for a skill without dependencies, or with empty files', () => {
+    expect(skillDependencies([file('SKILL.md', '# x')])).toEqual({});
+    expect(
+      skillDependencies([
+        file('requirements.txt', '# nothing\n'),
+        file('package.json', '{"name":"x","devDependencies":{"b":"1"}}'),
+        file('pyproject.toml', '[tool.black]\nline-length = 100\n'),
+      ]),
+    ).toEqual({});
+  });
+
+  it.each([
+    ['requirements.txt', '-i https://evil.example/simple\nx\n', /sets a package index \(-i\)/],
+    ['requirements.txt', '--find-links /tmp\n', /--find-links/],
+    ['pyproject.toml', '[project\n', /not valid TOML/],
+    ['pyproject.toml', '[project]\ndependencies = "x"\n', /array of strings/],
+    ['package.json', '{', /not valid JSON/],
+    ['package.json', '{"dependencies":{"a":1}}', /version strings/],
+  ])('refuses a bad %s with a clear error', (name, text, message) => {
+    expect(() => skillDependencies([file(name, text)])).toThrow(message);
+    try {
+      skillDependencies([file(name, text)]);
+    } catch (err) {
+      expect(err).toMatchObject({ code: 'invalid_dependencies', details: { file: name } });
+    }
+  });
+});

@@ -1,0 +1,139 @@
+// Skill environments (state.skill_envs): the durable job that installs a skill version's
+// dependencies once per sandbox provider. `claim` decides, in the database, which request of
+// which instance builds: the insert of a new row, the retry of a failed one, or the takeover of
+// a `building` row whose owner stopped renewing its lease. Everyone else reads the row until it
+// leaves `building`. Every read is scoped by project.
+import type { Db } from './db.ts';
+
+export const SkillEnvStatus = { building: 'building', ready: 'ready', failed: 'failed' } as const;
+export type SkillEnvStatus = (typeof SkillEnvStatus)[keyof typeof SkillEnvStatus];
+
+export interface SkillEnvKey {
+  projectId: string;
+  skillName: string;
+  version: string;
+  provider: 'local' | 'e2b';
+}
+
+export interface SkillEnvRecord {
+  project_id: string;
+  skill_name: string;
+  version: string;
+  provider: 'local' | 'e2b';
+  status: SkillEnvStatus;
+  kinds: string[];
+  owner_instance: string;
+  lease_until: Date;
+  location: string | null;
+  sandbox_id: string | null;
+  output_tail: string;
+  error: Record<string, unknown> | null;
+  builds: number;
+  started_at: Date;
+  finished_at: Date | null;
+  updated_at: Date;
+}
+
+export interface SkillEnvsRepo {
+  /**
+   * Makes this instance the builder when no one else is: the row is new, failed, or `building`
+   * past its lease. Returns the claimed row, or undefined when the row is someone else's (read
+   * it with `get`) or already ready.
+   */
+  claim(
+    key: SkillEnvKey,
+    kinds: readonly string[],
+    owner: string,
+    leaseMs: number,
+  ): Promise<SkillEnvRecord | undefined>;
+  get(key: SkillEnvKey): Promise<SkillEnvRecord | undefined>;
+  /** Every environment of one skill's versions (the api's view). */
+  listForSkill(projectId: string, skillName: string): Promise<SkillEnvRecord[]>;
+  /** Renews the owner's lease; false when the row is no longer its build. */
+  renew(key: SkillEnvKey, owner: string, leaseMs: number): Promise<boolean>;
+  /** Records where the build's files are, while it runs (so a takeover can clean them up). */
+  setSandbox(key: SkillEnvKey, owner: string, sandboxId: string, location: string): Promise<void>;
+  /** Ends the owner's build; undefined when it was no longer its own. */
+  finish(
+    key: SkillEnvKey,
+    owner: string,
+    end: {
+      status: 'ready' | 'failed';
+      outputTail: string;
+      error: Record<string, unknown> | null;
+    },
+  ): Promise<SkillEnvRecord | undefined>;
+}
+
+const COLS = `project_id, skill_name, version, provider, status, kinds, owner_instance, lease_until,
+  location, sandbox_id, output_tail, error, builds, started_at, finished_at, updated_at`;
+const KEY = `project_id = $1 AND skill_name = $2 AND version = $3 AND provider = $4`;
+const keyValues = (k: SkillEnvKey) => [k.projectId, k.skillName, k.version, k.provider];
+
+export function createSkillEnvsRepo(db: Db): SkillEnvsRepo {
+  return {
+    async claim(key, kinds, owner, leaseMs) {
+      const rows = await db.query<SkillEnvRecord>(
+        'skill_envs_claim',
+        `INSERT INTO state.skill_envs AS e
+           (project_id, skill_name, version, provider, status, kinds, owner_instance, lease_until)
+         VALUES ($1, $2, $3, $4, 'building', $5, $6, now() + make_interval(secs => $7::float8 / 1000))
+         ON CONFLICT (project_id, skill_name, version, provider) DO UPDATE SET
+           status = 'building', kinds = EXCLUDED.kinds, owner_instance = EXCLUDED.owner_instance,
+           lease_until = EXCLUDED.lease_until, output_tail = '', error = NULL,
+           location = NULL, sandbox_id = NULL, builds = e.builds + 1,
+           started_at = now(), finished_at = NULL, updated_at = now()
+         WHERE e.status = 'failed' OR (e.status = 'building' AND e.lease_until < now())
+         RETURNING ${COLS}`,
+        [...keyValues(key), kinds, owner, leaseMs],
+      );
+      return rows[0];
+    },
+    async get(key) {
+      const rows = await db.query<SkillEnvRecord>(
+        'skill_envs_get',
+        `SELECT ${COLS} FROM state.skill_envs WHERE ${KEY}`,
+        keyValues(key),
+      );
+      return rows[0];
+    },
+    listForSkill(projectId, skillName) {
+      return db.query<SkillEnvRecord>(
+        'skill_envs_list',
+        `SELECT ${COLS} FROM state.skill_envs WHERE project_id = $1 AND skill_name = $2
+         ORDER BY started_at`,
+        [projectId, skillName],
+      );
+    },
+    async renew(key, owner, leaseMs) {
+      const rows = await db.query(
+        'skill_envs_renew',
+        `UPDATE state.skill_envs
+            SET lease_until = now() + make_interval(secs => $6::float8 / 1000), updated_at = now()
+          WHERE ${KEY} AND owner_instance = $5 AND status = 'building'
+         RETURNING 1`,
+        [...keyValues(key), owner, leaseMs],
+      );
+      return rows.length > 0;
+    },
+    async setSandbox(key, owner, sandboxId, location) {
+      await db.query(
+        'skill_envs_set_sandbox',
+        `UPDATE state.skill_envs SET sandbox_id = $6, location = $7, updated_at = now()
+          WHERE ${KEY} AND owner_instance = $5 AND status = 'building'`,
+        [...keyValues(key), owner, sandboxId, location],
+      );
+    },
+    async finish(key, owner, end) {
+      const rows = await db.query<SkillEnvRecord>(
+        'skill_envs_finish',
+        `UPDATE state.skill_envs
+            SET status = $6, output_tail = $7, error = $8, finished_at = now(), updated_at = now()
+          WHERE ${KEY} AND owner_instance = $5 AND status = 'building'
+         RETURNING ${COLS}`,
+        [...keyValues(key), owner, end.status, end.outputTail, end.error],
+      );
+      return rows[0];
+    },
+  };
+}
