@@ -11,6 +11,8 @@ export interface ExecutionFilter {
   category?: string | undefined;
   status?: ExecutionStatus | undefined;
   channel?: string | undefined;
+  /** The agent whose turn made the call. */
+  agent?: string | undefined;
   /** Inclusive lower bound on started_at. */
   from?: Date | undefined;
   /** Exclusive upper bound on started_at. */
@@ -85,7 +87,8 @@ const FILTER = `e.project_id = $1
   AND ($4::text IS NULL OR e.status = $4)
   AND ($5::text IS NULL OR e.channel = $5)
   AND ($6::timestamptz IS NULL OR e.started_at >= $6)
-  AND ($7::timestamptz IS NULL OR e.started_at < $7)`;
+  AND ($7::timestamptz IS NULL OR e.started_at < $7)
+  AND ($8::text IS NULL OR e.agent_id = $8)`;
 const FROM = `state.tool_executions e
   LEFT JOIN resource.tools t ON t.project_id = e.project_id AND t.name = e.tool_name`;
 
@@ -106,6 +109,7 @@ const filterValues = (projectId: string, f: ExecutionFilter) => [
   f.channel ?? null,
   f.from ?? null,
   f.to ?? null,
+  f.agent ?? null,
 ];
 
 // count(*) arrives as a string (bigint), avg as a number or null.
@@ -135,9 +139,9 @@ export function createExecutionStats(db: Db): ExecutionStats {
         `SELECT ${COLUMNS}, t.category, e.started_at::text AS sort_started_at
          FROM ${FROM}
          WHERE ${FILTER}
-           AND ($8::timestamptz IS NULL OR (e.started_at, e.tool_call_id) < ($8::timestamptz, $9::text))
+           AND ($9::timestamptz IS NULL OR (e.started_at, e.tool_call_id) < ($9::timestamptz, $10::text))
          ORDER BY e.started_at DESC, e.tool_call_id DESC
-         LIMIT $10`,
+         LIMIT $11`,
         [...filterValues(projectId, f), after?.startedAt ?? null, after?.toolCallId ?? null, limit],
       ),
     summary: async (projectId, f) =>
@@ -167,7 +171,7 @@ export function createExecutionStats(db: Db): ExecutionStats {
              count(*) FILTER (WHERE e.status NOT IN ('queued', 'running')) AS finished,
              avg(e.duration_ms) AS avg_duration_ms
            FROM ${FROM} WHERE ${FILTER}
-           GROUP BY e.tool_name ORDER BY count(*) DESC, e.tool_name LIMIT $8`,
+           GROUP BY e.tool_name ORDER BY count(*) DESC, e.tool_name LIMIT $9`,
           [...values, top],
         ),
         // GROUPING SETS: one row per currency for the project, one per tool and currency.

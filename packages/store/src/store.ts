@@ -24,6 +24,7 @@ import { createMcpServersRepo, type McpServersRepo } from './mcp-servers.ts';
 import { createMcpTasksRepo, type McpTasksRepo } from './mcp-tasks.ts';
 import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
 import { createRateBucketsRepo, type RateBucketsRepo } from './rate-buckets.ts';
+import { createConsoleReadsRepo, type ConsoleReadsRepo } from './console-reads.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -49,6 +50,7 @@ export interface Store {
   readonly secrets: SecretsRepo;
   readonly rateBuckets: RateBucketsRepo;
   readonly quotas: QuotasRepo;
+  readonly consoleReads: ConsoleReadsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -95,6 +97,7 @@ export function createStore(pool: pg.Pool): Store {
     secrets: createSecretsRepo(db),
     rateBuckets: createRateBucketsRepo(db),
     quotas: createQuotasRepo(db),
+    consoleReads: createConsoleReadsRepo(db),
     close: () => pool.end(),
   };
 }

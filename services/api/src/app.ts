@@ -28,6 +28,9 @@ import { sandboxRoutes } from './routes/sandboxes.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { mcpMetadataRoutes, mcpRoutes } from './routes/mcp.ts';
+import { consoleReadRoutes } from './routes/console-reads.ts';
+import { consoleRoutes } from './routes/console.ts';
+import { eventRoutes } from './routes/events.ts';
 import { createRegistryEvents } from './registry-events.ts';
 
 export async function buildApp(deps: ApiDeps) {
@@ -95,7 +98,10 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(mcpServerRoutes(routeDeps), { prefix: '/v1' });
   await app.register(secretRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(consoleReadRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(eventRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpMetadataRoutes(routeDeps));
+  await app.register(consoleRoutes());
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   return app;
 }

@@ -79,6 +79,7 @@ export const executionHistoryRoutes =
                 .describe("the tool's registry category"),
               status: ExecutionStatusSchema.optional(),
               channel: Id.optional(),
+              agent: Id.optional().describe('the agent whose turn made the call'),
               ...Range,
               limit: Limit,
               cursor: z
@@ -100,6 +101,7 @@ export const executionHistoryRoutes =
           category: q.category,
           status: q.status,
           channel: q.channel,
+          agent: q.agent,
           from: date(q.from),
           to: date(q.to),
         };
