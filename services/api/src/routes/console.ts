@@ -43,7 +43,5 @@ export const consoleRoutes =
       index: ['index.html'],
       schemaHide: true,
     });
-    app.get('/console', { schema: { hide: true } }, (_req, reply) =>
-      reply.redirect('/console/'),
-    );
+    app.get('/console', { schema: { hide: true } }, (_req, reply) => reply.redirect('/console/'));
   };
