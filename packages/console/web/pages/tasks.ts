@@ -115,8 +115,20 @@ export async function taskPage(root: HTMLElement, signal: AbortSignal, id?: stri
     let step = 0;
     for (const card of tl.cards) {
       if (card.kind === 'message') {
-        step += 1;
+        const role = (card.content as { role?: unknown } | null)?.role;
         const text = textOf(card.content);
+        if (role === 'user') {
+          items.push(
+            h(
+              'li',
+              { class: 'ev user', 'data-kind': 'user' },
+              h('b', {}, 'user'),
+              h('p', { class: 'text' }, text || JSON.stringify(card.content)),
+            ),
+          );
+          continue;
+        }
+        step += 1;
         items.push(
           h(
             'li',
