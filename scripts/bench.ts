@@ -9,6 +9,7 @@ const BENCHES: Record<string, string> = {
   agent: 'bench/agent.ts',
   tools: 'bench/tools.ts',
   mcp: 'bench/mcp.ts',
+  console: 'bench/console.ts',
 };
 
 const wanted = process.argv.slice(2);

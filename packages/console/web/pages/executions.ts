@@ -48,6 +48,8 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
   const more = h('button', { type: 'button', class: 'more', hidden: true }, 'Older');
   const detail = h('aside', { class: 'detail', hidden: true });
   let cursor: string | null = null;
+  let count = 0;
+  const showCount = () => (total.textContent = `${count} executions`);
 
   const filters = () => {
     const q = new URLSearchParams({ limit: '50' });
@@ -81,8 +83,11 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
     if (!matches(e)) return void old?.remove();
     const tr = rowOf(e);
     if (old) old.replaceWith(tr);
-    else if (atTop) body.prepend(tr);
-    else body.append(tr);
+    else if (atTop) {
+      body.prepend(tr);
+      count += 1;
+      showCount();
+    } else body.append(tr);
   }
 
   async function load(reset: boolean): Promise<void> {
@@ -96,7 +101,8 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
     for (const e of page.executions) upsert(e, false);
     cursor = page.next_cursor;
     more.hidden = !cursor;
-    total.textContent = `${page.total} executions`;
+    count = page.total;
+    showCount();
   }
 
   async function refresh(id: string, fallback?: Execution): Promise<void> {

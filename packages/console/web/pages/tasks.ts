@@ -109,9 +109,10 @@ export async function taskPage(root: HTMLElement, signal: AbortSignal, id?: stri
       h('span', { class: 'mono' }, task.task_id),
     );
     const results = new Map(tl.calls.map((c) => [c.tool_call_id, c]));
-    const items: HTMLElement[] = [
-      h('li', { class: 'ev input' }, h('b', {}, 'input'), json(task.input)),
-    ];
+    // The input shows as the turn's first (user) card once a worker has picked the task up.
+    const items: HTMLElement[] = tl.turn
+      ? []
+      : [h('li', { class: 'ev input' }, h('b', {}, 'input'), json(task.input))];
     let step = 0;
     for (const card of tl.cards) {
       if (card.kind === 'message') {
