@@ -135,6 +135,8 @@ it('follows the demo from a live call to the final card, and shows every page', 
   await page.click('nav a[href="#/sandboxes"]');
   await page.locator('main[data-page=sandboxes] h1').waitFor();
   await page.waitForSelector('main[data-page=sandboxes] table, main[data-page=sandboxes] p.muted');
+  // No reaper runs in this mesh, and the page says so.
+  await expect.poll(() => page.locator('.reaper').textContent()).toBe('reaper: no pass recorded');
   await shot('sandboxes');
   await page.click('nav a[href="#/tools"]');
   await page.locator('tr[data-tool="skills.run_cmd"]').waitFor();

@@ -27,8 +27,18 @@ const left = (iso: string | null) => {
 
 export async function sandboxesPage(root: HTMLElement, signal: AbortSignal): Promise<void> {
   const box = h('div');
-  clear(root, h('div', { class: 'toolbar' }, h('h1', {}, 'Sandboxes')), box);
+  const reaper = h('span', { class: 'reaper' });
+  clear(root, h('div', { class: 'toolbar' }, h('h1', {}, 'Sandboxes'), reaper), box);
   async function load(): Promise<void> {
+    const r = await get<{
+      instances: number;
+      last_pass_at: string | null;
+      last_pass_ago_ms: number | null;
+    }>(p('/sandboxes/reaper'));
+    reaper.textContent =
+      r.last_pass_at === null
+        ? 'reaper: no pass recorded'
+        : `reaper: last pass ${Math.round((r.last_pass_ago_ms ?? 0) / 1000)} s ago (${time(r.last_pass_at)}), ${r.instances} instance(s)`;
     const { sandboxes } = await get<{ sandboxes: Sandbox[] }>(p('/sandboxes?limit=200'));
     clear(
       box,

@@ -62,6 +62,23 @@ it('counts calls per minute with p50/p95 and the failure rate by tool', async ()
   expectError(bad, 400, 'invalid_request');
 });
 
+it("says when the sandbox-reaper's latest pass began", async () => {
+  const p = await api.createProject();
+  await api.store.instances.heartbeat({
+    instanceId: `reaper-${randomUUID()}`,
+    service: 'sandbox-reaper',
+    host: 'h',
+    pid: 1,
+    startedAt: new Date(),
+  });
+  const res = await api.request('GET', `/v1/projects/${p.id}/sandboxes/reaper`, { key: p.key });
+  expect(res.status, res.raw).toBe(200);
+  expect(res.body.instances).toBeGreaterThanOrEqual(1);
+  expect(Date.parse(res.body.last_pass_at)).toBeGreaterThan(Date.now() - 60_000);
+  expect(res.body.last_pass_ago_ms).toBeLessThan(60_000);
+  expect(res.body).not.toHaveProperty('host');
+});
+
 it('filters the execution history by agent', async () => {
   const p = await api.createProject();
   const mine = await execution(p.id, {
@@ -128,6 +145,7 @@ it("refuses another project's key on every console route", async () => {
     '/tasks',
     `/tasks/${randomUUID()}/timeline`,
     `/executions/${call}/arguments`,
+    '/sandboxes/reaper',
     '/events',
   ]) {
     const res = await api.request('GET', `/v1/projects/${owner.id}${path}`, { key: other.key });

@@ -86,6 +86,20 @@ const PerMinute = z
   })
   .meta({ id: 'ExecutionsPerMinute' });
 
+/** The service name sandbox-reaper instances heartbeat under, once per pass. */
+const REAPER_SERVICE = 'sandbox-reaper';
+
+const ReaperStatus = z
+  .object({
+    instances: z.number().int().describe('reaper instances that have heartbeated'),
+    last_pass_at: z
+      .string()
+      .nullable()
+      .describe("when the latest reaper pass began (its heartbeat), by the database's clock"),
+    last_pass_ago_ms: z.number().nullable(),
+  })
+  .meta({ id: 'ReaperStatus' });
+
 export const consoleReadRoutes =
   ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
@@ -204,6 +218,31 @@ export const consoleReadRoutes =
         const args = await store.consoleReads.callArguments(project, id);
         if (args === undefined || args === null) throw notFound('call arguments', id);
         return { arguments: args };
+      },
+    );
+
+    app.get(
+      '/projects/:project/sandboxes/reaper',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['sandboxes'],
+          summary: "The sandbox-reaper's last pass (deployment-wide; no instance details)",
+          params: ProjectParams,
+          response: { 200: ReaperStatus, ...errors },
+        },
+      },
+      async () => {
+        const rows = await store.instances.list(REAPER_SERVICE);
+        const latest = rows.reduce<(typeof rows)[number] | undefined>(
+          (a, r) => (!a || r.seen_ago_ms < a.seen_ago_ms ? r : a),
+          undefined,
+        );
+        return {
+          instances: rows.length,
+          last_pass_at: latest?.last_seen_at.toISOString() ?? null,
+          last_pass_ago_ms: latest ? Math.round(latest.seen_ago_ms) : null,
+        };
       },
     );
 
