@@ -44,10 +44,20 @@ export function timeChart(
       });
     } else {
       const pts = s.values.flatMap((v, j) =>
-        v === null ? [] : [`${j * step + step / 2},${y(v)}`],
+        v === null ? [] : [[j * step + step / 2, y(v)] as const],
       );
-      if (pts.length)
-        svg.append(el('polyline', { points: pts.join(' '), class: s.cls, fill: 'none' }));
+      if (pts.length > 1) {
+        svg.append(
+          el('polyline', {
+            points: pts.map(([a, b]) => `${a},${b}`).join(' '),
+            class: s.cls,
+            fill: 'none',
+          }),
+        );
+      }
+      // A dot per minute with data: one minute alone is a point, not a line.
+      for (const [a, b] of pts)
+        svg.append(el('circle', { cx: a, cy: b, r: 3, class: `dot ${s.cls}` }));
     }
   });
   if (xs.length) {
