@@ -227,3 +227,19 @@ it('serves the console with a strict Content-Security-Policy and nothing from el
   expect(js.headers['content-security-policy']).toBe(csp);
   expect(js.raw).not.toMatch(/https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
 });
+
+it('ends open event streams when the api closes, instead of waiting on them', async () => {
+  const own = await startTestApi();
+  await own.app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (own.app.server.address() as AddressInfo).port;
+  const p = await own.createProject();
+  const res = await fetch(`http://127.0.0.1:${port}/v1/projects/${p.id}/events`, {
+    headers: { authorization: `Bearer ${p.key}` },
+  });
+  const reader = res.body!.getReader();
+  expect(new TextDecoder().decode((await reader.read()).value)).toContain(': connected');
+  await own.close();
+  let rest = await reader.read();
+  while (!rest.done) rest = await reader.read();
+  expect(rest.done).toBe(true);
+});

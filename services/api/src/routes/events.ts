@@ -43,6 +43,12 @@ export const eventRoutes =
   ({ nc, auth, config }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const root = config.nats.subject_root;
+    // Open streams end when the api closes: a hijacked response is never idle, so the server
+    // would otherwise wait on every watcher before it could stop.
+    const open = new Set<() => void>();
+    app.addHook('preClose', async () => {
+      for (const end of [...open]) end();
+    });
     app.get(
       '/projects/:project/events',
       {
@@ -89,7 +95,13 @@ export const eventRoutes =
         const stop = () => {
           clearInterval(ping);
           for (const s of subs) s.unsubscribe();
+          open.delete(end);
         };
+        const end = () => {
+          stop();
+          res.end();
+        };
+        open.add(end);
         req.raw.on('close', stop);
         res.on('error', stop);
       },
