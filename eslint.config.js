@@ -4,7 +4,16 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '.data/**', 'bench/results/**', 'coverage/**'] },
+  {
+    ignores: [
+      '**/node_modules/**',
+      '.data/**',
+      'bench/results/**',
+      'coverage/**',
+      'packages/console/dist/**',
+      'test-artifacts/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -61,7 +70,7 @@ export default tseslint.config(
     rules: { 'no-console': 'off' },
   },
   {
-    files: ['eslint.config.js', 'vitest.config.ts'],
+    files: ['eslint.config.js', 'vitest.config.ts', 'packages/console/vite.config.ts'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

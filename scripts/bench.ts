@@ -11,6 +11,7 @@ const BENCHES: Record<string, string> = {
   mcp: 'bench/mcp.ts',
   scale: 'bench/scale.ts',
   footprint: 'bench/footprint.ts',
+  console: 'bench/console.ts',
 };
 
 const wanted = process.argv.slice(2);

@@ -55,6 +55,9 @@ dpkg -s python3-venv >/dev/null 2>&1 || need+=(python3-venv)
 dpkg -s python3-pip >/dev/null 2>&1 || need+=(python3-pip)
 # `pnpm check:deploy` validates docker-compose.yml with Debian's docker-compose (no engine needed).
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
+# The console's browser tests and `pnpm bench console` drive Debian's Chromium with
+# playwright-core (no browser is downloaded).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]} with apt"
   as_root apt-get update -qq
@@ -163,10 +166,13 @@ log "pnpm $(pnpm -v) ($(command -v pnpm))"
 
 # --- The workspace ----------------------------------------------------------------------------
 pnpm install --frozen-lockfile
+# The console's static files (packages/console/dist), which the api serves at /console. The
+# root postinstall builds them too, but pnpm skips it when node_modules is already up to date.
+pnpm build:console
 
 # --- Every promised tool answers from a new login shell's PATH ---------------------------------
 missing=()
-for tool in node pnpm npm nats-server initdb bwrap socat rg docker-compose python3; do
+for tool in node pnpm npm nats-server initdb bwrap socat rg docker-compose python3 chromium; do
   env -i HOME="$HOME" USER="$(id -un)" TERM=dumb bash -lc "command -v $tool" >/dev/null 2>&1 ||
     missing+=("$tool")
 done
@@ -178,4 +184,4 @@ esac
 if [ ${#missing[@]} -gt 0 ]; then
   die "a new shell does not find: ${missing[*]}"
 fi
-log "done: node, pnpm, npm, nats-server, initdb, bwrap, socat, rg and docker-compose answer from a new shell"
+log "done: node, pnpm, npm, nats-server, initdb, bwrap, socat, rg, docker-compose and chromium answer from a new shell"

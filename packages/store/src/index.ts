@@ -126,3 +126,10 @@ export type { FileEntry, FileLimits, FilesRepo, ProjectFile, WriteOutcome } from
 export type { Document, DocumentHit, DocumentsRepo, NewDocument } from './documents.ts';
 export { SkillEnvStatus } from './skill-envs.ts';
 export type { SkillEnvKey, SkillEnvRecord, SkillEnvsRepo } from './skill-envs.ts';
+export type {
+  ArtifactListing,
+  ConsoleReadsRepo,
+  MinuteBucket,
+  TaskListing,
+  ToolFailures,
+} from './console-reads.ts';

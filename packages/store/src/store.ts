@@ -30,6 +30,7 @@ import { createSchedulesRepo, type SchedulesRepo } from './schedules.ts';
 import { createFilesRepo, type FilesRepo } from './files.ts';
 import { createDocumentsRepo, type DocumentsRepo } from './documents.ts';
 import { createRetentionRepo, type RetentionRepo } from './retention.ts';
+import { createConsoleReadsRepo, type ConsoleReadsRepo } from './console-reads.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -61,6 +62,7 @@ export interface Store {
   readonly documents: DocumentsRepo;
   readonly retention: RetentionRepo;
   readonly skillEnvs: SkillEnvsRepo;
+  readonly consoleReads: ConsoleReadsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -114,6 +116,7 @@ export function createStore(pool: pg.Pool): Store {
     documents: createDocumentsRepo(db),
     retention: createRetentionRepo(db),
     skillEnvs: createSkillEnvsRepo(db),
+    consoleReads: createConsoleReadsRepo(db),
     close: () => pool.end(),
   };
 }

@@ -32,6 +32,9 @@ import { scheduleRoutes } from './routes/schedules.ts';
 import { fileRoutes } from './routes/files.ts';
 import { documentRoutes } from './routes/documents.ts';
 import { mcpMetadataRoutes, mcpRoutes } from './routes/mcp.ts';
+import { consoleReadRoutes } from './routes/console-reads.ts';
+import { consoleRoutes } from './routes/console.ts';
+import { eventRoutes } from './routes/events.ts';
 import { createRegistryEvents } from './registry-events.ts';
 
 export async function buildApp(deps: ApiDeps) {
@@ -103,7 +106,10 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(fileRoutes(routeDeps), { prefix: '/v1' });
   await app.register(documentRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(consoleReadRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(eventRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpMetadataRoutes(routeDeps));
+  await app.register(consoleRoutes());
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
   return app;
 }

@@ -1,0 +1,242 @@
+// Executions: the newest page from the history route (keyset-paged: "older" follows
+// next_cursor), kept live by the project's events: a published call appears at once, and each
+// call or result re-reads that execution. A row opens the call: arguments, result card,
+// timing, attempts, cost and trace id.
+import { ApiError, follow, get, p, type LiveEvent } from '../api.ts';
+import { badge, clear, h, json, ms, table, time } from '../dom.ts';
+
+interface Execution {
+  id: string;
+  tool: string;
+  channel: string;
+  status: string;
+  error_code: string | null;
+  agent_id: string | null;
+  attempts: number;
+  card_id: string | null;
+  created_at: string;
+  started_at: string;
+  finished_at: string | null;
+  duration_ms: number | null;
+  cost: { amount: number; currency: string } | null;
+}
+interface Page {
+  executions: Execution[];
+  next_cursor: string | null;
+  total: number;
+}
+interface Detail {
+  execution: Execution;
+  card: { card_id: string; created_at: string; content: unknown } | null;
+}
+
+const STATUSES = ['', 'queued', 'running', 'succeeded', 'failed', 'timeout', 'canceled'];
+
+export async function executionsPage(root: HTMLElement, signal: AbortSignal): Promise<void> {
+  const rows = new Map<string, Execution>();
+  const liveArgs = new Map<string, unknown>();
+  const tool = h('input', { name: 'tool', placeholder: 'tool (target.name)' }) as HTMLInputElement;
+  const status = h(
+    'select',
+    { name: 'status' },
+    ...STATUSES.map((s) => h('option', { value: s }, s || 'any status')),
+  ) as HTMLSelectElement;
+  const agent = h('input', { name: 'agent', placeholder: 'agent' }) as HTMLInputElement;
+  const live = h('span', { class: 'live' }, 'connecting…');
+  const total = h('span', { class: 'total' });
+  const body = h('tbody');
+  const more = h('button', { type: 'button', class: 'more', hidden: true }, 'Older');
+  const detail = h('aside', { class: 'detail', hidden: true });
+  let cursor: string | null = null;
+  let count = 0;
+  const showCount = () => (total.textContent = `${count} executions`);
+
+  const filters = () => {
+    const q = new URLSearchParams({ limit: '50' });
+    if (tool.value.trim()) q.set('tool', tool.value.trim());
+    if (status.value) q.set('status', status.value);
+    if (agent.value.trim()) q.set('agent', agent.value.trim());
+    return q;
+  };
+  const matches = (e: Execution) =>
+    (!tool.value.trim() || e.tool === tool.value.trim()) &&
+    (!status.value || e.status === status.value) &&
+    (!agent.value.trim() || e.agent_id === agent.value.trim());
+
+  function rowOf(e: Execution): HTMLElement {
+    return h(
+      'tr',
+      { 'data-id': e.id, 'data-status': e.status, class: 'row', onclick: () => void open(e.id) },
+      h('td', {}, time(e.started_at)),
+      h('td', { class: 'tool' }, e.tool),
+      h('td', {}, badge(e.status)),
+      h('td', {}, e.agent_id ?? '—'),
+      h('td', {}, ms(e.duration_ms)),
+      h('td', {}, e.attempts),
+      h('td', { class: 'mono' }, e.id.slice(0, 12)),
+    );
+  }
+
+  function upsert(e: Execution, atTop: boolean): void {
+    rows.set(e.id, e);
+    const old = body.querySelector(`tr[data-id="${CSS.escape(e.id)}"]`);
+    if (!matches(e)) return void old?.remove();
+    const tr = rowOf(e);
+    if (old) old.replaceWith(tr);
+    else if (atTop) {
+      body.prepend(tr);
+      count += 1;
+      showCount();
+    } else body.append(tr);
+  }
+
+  async function load(reset: boolean): Promise<void> {
+    const q = filters();
+    if (!reset && cursor) q.set('cursor', cursor);
+    const page = await get<Page>(p(`/executions?${q}`));
+    if (reset) {
+      body.replaceChildren();
+      rows.clear();
+    }
+    for (const e of page.executions) upsert(e, false);
+    cursor = page.next_cursor;
+    more.hidden = !cursor;
+    count = page.total;
+    showCount();
+  }
+
+  async function refresh(id: string, fallback?: Execution): Promise<void> {
+    try {
+      const d = await get<Detail>(p(`/executions/${encodeURIComponent(id)}`));
+      upsert(d.execution, !rows.has(id));
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404 && fallback) upsert(fallback, true);
+    }
+  }
+
+  function onEvent(ev: LiveEvent): void {
+    const b = ev.body ?? {};
+    const id = typeof b['tool_call_id'] === 'string' ? b['tool_call_id'] : undefined;
+    if (!id) return;
+    if (ev.kind === 'tool.call') {
+      liveArgs.set(id, b['arguments']);
+      const now = new Date().toISOString();
+      void refresh(id, {
+        id,
+        tool: typeof b['tool_name'] === 'string' ? b['tool_name'] : ev.name,
+        channel: ev.channel,
+        status: 'queued',
+        error_code: null,
+        agent_id: null,
+        attempts: 0,
+        card_id: null,
+        created_at: now,
+        started_at: now,
+        finished_at: null,
+        duration_ms: null,
+        cost: null,
+      });
+    } else if (ev.kind === 'tool.result') void refresh(id);
+  }
+
+  async function open(id: string): Promise<void> {
+    const d = await get<Detail>(p(`/executions/${encodeURIComponent(id)}`));
+    let args: unknown = liveArgs.get(id);
+    if (args === undefined) {
+      args = await get<{ arguments: unknown }>(p(`/executions/${encodeURIComponent(id)}/arguments`))
+        .then((r) => r.arguments)
+        .catch(() => undefined);
+    }
+    const e = d.execution;
+    const content = (d.card?.content ?? {}) as Record<string, unknown>;
+    const trace = (content['trace_id'] as string | undefined) ?? null;
+    detail.hidden = false;
+    clear(
+      detail,
+      h(
+        'header',
+        {},
+        h('h2', {}, e.tool),
+        badge(e.status),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'close',
+            onclick: () => {
+              detail.hidden = true;
+            },
+          },
+          '×',
+        ),
+      ),
+      h(
+        'dl',
+        {},
+        h('dt', {}, 'call id'),
+        h('dd', { class: 'mono' }, e.id),
+        h('dt', {}, 'channel'),
+        h('dd', {}, e.channel),
+        h('dt', {}, 'agent'),
+        h('dd', {}, e.agent_id ?? '—'),
+        h('dt', {}, 'queued'),
+        h('dd', {}, e.created_at),
+        h('dt', {}, 'started'),
+        h('dd', {}, e.started_at),
+        h('dt', {}, 'finished'),
+        h('dd', {}, e.finished_at ?? '—'),
+        h('dt', {}, 'duration'),
+        h('dd', {}, ms(e.duration_ms)),
+        h('dt', {}, 'attempts'),
+        h('dd', {}, e.attempts),
+        h('dt', {}, 'cost'),
+        h('dd', {}, e.cost ? `${e.cost.amount} ${e.cost.currency}` : '—'),
+        h('dt', {}, 'trace id'),
+        h('dd', { class: 'mono' }, trace ?? '—'),
+        h('dt', {}, 'error'),
+        h('dd', {}, e.error_code ?? '—'),
+      ),
+      h('h3', {}, 'Arguments'),
+      args === undefined
+        ? h(
+            'p',
+            { class: 'muted' },
+            'not recorded (only agent calls and calls seen live keep them)',
+          )
+        : json(args),
+      h('h3', {}, 'Result card'),
+      d.card ? json(d.card.content, 'json card') : h('p', { class: 'muted' }, 'no result yet'),
+    );
+  }
+
+  for (const el of [tool, agent]) el.addEventListener('change', () => void load(true));
+  status.addEventListener('change', () => void load(true));
+  more.addEventListener('click', () => void load(false));
+  clear(
+    root,
+    h('div', { class: 'toolbar' }, h('h1', {}, 'Executions'), tool, status, agent, total, live),
+    h(
+      'div',
+      { class: 'split' },
+      h(
+        'div',
+        {},
+        table(
+          ['started', 'tool', 'status', 'agent', 'duration', 'attempts', 'id'],
+          [],
+          'executions',
+        ),
+        more,
+      ),
+      detail,
+    ),
+  );
+  root
+    .querySelector('table.executions')!
+    .replaceChild(body, root.querySelector('table.executions tbody')!);
+  await load(true);
+  void follow(onEvent, signal, (up) => {
+    live.textContent = up ? '● live' : 'reconnecting…';
+    live.className = up ? 'live on' : 'live';
+  });
+}

@@ -1,0 +1,191 @@
+// Agents and tasks: the project's agents and recent tasks (live on task events), and one task's
+// turn as a timeline: each model step's text and tool calls, each call's result card, the text
+// the model is streaming now, and the final card.
+import { follow, get, p, type LiveEvent } from '../api.ts';
+import { badge, clear, h, json, table, time } from '../dom.ts';
+
+interface TaskItem {
+  task_id: string;
+  agent_id: string;
+  status: string;
+  created_at: string;
+  updated_at: string;
+}
+interface Card {
+  card_id: string;
+  kind: string;
+  tool_call_id: string | null;
+  content: unknown;
+  created_at: string;
+}
+interface Timeline {
+  turn: { status: string; step: number } | null;
+  cards: Card[];
+  calls: { tool_call_id: string; tool_name: string; status: string; result: Card | null }[];
+}
+interface Task {
+  task_id: string;
+  agent_id: string;
+  status: string;
+  input: unknown;
+  final_card: Card | null;
+}
+
+export async function tasksPage(root: HTMLElement, signal: AbortSignal): Promise<void> {
+  const agentsBox = h('section', {});
+  const body = h('tbody');
+  async function load(): Promise<void> {
+    const { tasks } = await get<{ tasks: TaskItem[] }>(p('/tasks?limit=100'));
+    body.replaceChildren(
+      ...tasks.map((t) =>
+        h(
+          'tr',
+          {
+            class: 'row',
+            'data-task': t.task_id,
+            onclick: () => {
+              location.hash = `#/tasks/${t.task_id}`;
+            },
+          },
+          h('td', {}, time(t.created_at)),
+          h('td', {}, t.agent_id),
+          h('td', {}, badge(t.status)),
+          h('td', { class: 'mono' }, t.task_id),
+          h('td', {}, time(t.updated_at)),
+        ),
+      ),
+    );
+  }
+  const { agents } = await get<{ agents: { id: string; profile: string | null }[] }>(p('/agents'));
+  clear(
+    agentsBox,
+    h('h2', {}, 'Agents'),
+    h(
+      'ul',
+      { class: 'chips' },
+      ...agents.map((a) => h('li', {}, `${a.id}`, h('small', {}, ` profile ${a.profile ?? '—'}`))),
+    ),
+  );
+  const t = table(['created', 'agent', 'status', 'task', 'updated'], []);
+  t.querySelector('tbody')!.replaceWith(body);
+  clear(
+    root,
+    h('div', { class: 'toolbar' }, h('h1', {}, 'Agents & tasks')),
+    agentsBox,
+    h('h2', {}, 'Tasks'),
+    t,
+  );
+  await load();
+  void follow((e) => {
+    if (e.kind === 'agent.task') void load();
+  }, signal);
+}
+
+function textOf(content: unknown): string {
+  const c = content as { content?: unknown; text?: unknown } | null;
+  if (typeof c?.content === 'string') return c.content;
+  if (typeof c?.text === 'string') return c.text;
+  return '';
+}
+
+export async function taskPage(root: HTMLElement, signal: AbortSignal, id?: string): Promise<void> {
+  const taskId = id ?? '';
+  const head = h('div', { class: 'toolbar' });
+  const steps = h('ol', { class: 'timeline' });
+  const streaming = h('div', { class: 'streaming', hidden: true });
+  const final = h('section', { class: 'final' });
+  clear(root, head, steps, streaming, final);
+
+  async function render(): Promise<void> {
+    const [task, tl] = await Promise.all([
+      get<Task>(p(`/tasks/${encodeURIComponent(taskId)}`)),
+      get<Timeline>(p(`/tasks/${encodeURIComponent(taskId)}/timeline`)),
+    ]);
+    clear(
+      head,
+      h('a', { href: '#/tasks' }, '← tasks'),
+      h('h1', {}, `Task of ${task.agent_id}`),
+      badge(task.status),
+      h('span', { class: 'mono' }, task.task_id),
+    );
+    const results = new Map(tl.calls.map((c) => [c.tool_call_id, c]));
+    // The input shows as the turn's first (user) card once a worker has picked the task up.
+    const items: HTMLElement[] = tl.turn
+      ? []
+      : [h('li', { class: 'ev input' }, h('b', {}, 'input'), json(task.input))];
+    let step = 0;
+    for (const card of tl.cards) {
+      if (card.kind === 'message') {
+        const role = (card.content as { role?: unknown } | null)?.role;
+        const text = textOf(card.content);
+        if (role === 'user') {
+          items.push(
+            h(
+              'li',
+              { class: 'ev user', 'data-kind': 'user' },
+              h('b', {}, 'user'),
+              h('p', { class: 'text' }, text || JSON.stringify(card.content)),
+            ),
+          );
+          continue;
+        }
+        step += 1;
+        items.push(
+          h(
+            'li',
+            { class: 'ev step', 'data-kind': 'step' },
+            h('b', {}, `model step ${step}`),
+            h('small', {}, ` ${time(card.created_at)}`),
+            text ? h('p', { class: 'text' }, text) : null,
+          ),
+        );
+      } else if (card.kind === 'tool.call') {
+        const c = card.tool_call_id ? results.get(card.tool_call_id) : undefined;
+        const args = (card.content as { arguments?: unknown } | null)?.arguments;
+        items.push(
+          h(
+            'li',
+            { class: 'ev call', 'data-kind': 'call' },
+            h('b', {}, `tool call ${c?.tool_name ?? ''}`),
+            c ? badge(c.status) : null,
+            h('details', {}, h('summary', {}, 'arguments'), json(args)),
+            c?.result
+              ? h(
+                  'details',
+                  { open: true },
+                  h('summary', {}, 'result card'),
+                  json(c.result.content, 'json card'),
+                )
+              : h('p', { class: 'muted' }, 'waiting for the result…'),
+          ),
+        );
+      }
+    }
+    steps.replaceChildren(...items);
+    clear(
+      final,
+      h('h2', {}, 'Final card'),
+      task.final_card
+        ? json(task.final_card.content, 'json final-card')
+        : h('p', { class: 'muted' }, tl.turn ? `turn ${tl.turn.status}` : 'not started'),
+    );
+    if (task.final_card) streaming.hidden = true;
+  }
+
+  await render();
+  let pending: ReturnType<typeof setTimeout> | undefined;
+  const later = () => {
+    clearTimeout(pending);
+    pending = setTimeout(() => void render(), 150);
+  };
+  void follow((e: LiveEvent) => {
+    const b = e.body ?? {};
+    if (e.kind === 'agent.chunk' && typeof b['delta'] === 'string') {
+      streaming.hidden = false;
+      streaming.textContent += b['delta'];
+    } else if (e.kind.startsWith('agent.') || e.kind === 'tool.result') {
+      if (e.kind === 'agent.step') streaming.textContent = '';
+      later();
+    }
+  }, signal);
+}

@@ -1,0 +1,181 @@
+// The operator console in a real browser (Debian's Chromium through playwright-core) against
+// the api, a skills service and an agent worker with a scripted model: sign in, watch the
+// demo's image call appear live, open its card, preview its PNG, follow the agent's task to its
+// final card, and visit every page. Screenshots land in test-artifacts/console/.
+import { mkdir } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ADMIN_KEY } from '../../services/api/src/test/support.ts';
+import { REPO_ROOT } from '../support/mesh.ts';
+import { startAgentMesh, type AgentMesh } from '../support/agent-mesh.ts';
+import { openBrowser, signIn, type ConsoleBrowser } from '../support/browser.ts';
+
+const SHOTS = join(REPO_ROOT, 'test-artifacts', 'console');
+let mesh: AgentMesh;
+let ui: ConsoleBrowser;
+let base: string;
+
+beforeAll(async () => {
+  mesh = await startAgentMesh();
+  await mesh.startSkills();
+  await mesh.startWorker();
+  await mesh.uploadSkill(join(REPO_ROOT, 'examples/skills/draw-image'));
+  await mesh.api.app.listen({ port: 0, host: '127.0.0.1' });
+  base = `http://127.0.0.1:${(mesh.api.app.server.address() as AddressInfo).port}`;
+  await mkdir(SHOTS, { recursive: true });
+  ui = await openBrowser();
+}, 90_000);
+afterAll(async () => {
+  await ui?.close();
+  await mesh?.close();
+});
+
+const shot = (name: string) =>
+  ui.page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+
+it('follows the demo from a live call to the final card, and shows every page', async () => {
+  const { page } = ui;
+  const project = mesh.project;
+  const agent = await mesh.createAgent({
+    id: 'painter',
+    allowedTools: ['skills.*'],
+    systemPrompt: 'Use your skills to do what the user asks.',
+    script: [
+      {
+        text: 'I will draw it with the draw-image skill.',
+        toolCalls: [
+          {
+            name: 'skills__run_cmd',
+            arguments: {
+              skill: 'draw-image',
+              command: 'python3 draw.py --out out/pic.png --caption hello --width 64 --height 48',
+              outputs: ['out/pic.png'],
+            },
+          },
+        ],
+      },
+      (req) => {
+        const tool = req.body.messages.find((m) => m.role === 'tool');
+        const seen = JSON.parse(String(tool?.content)) as {
+          result: { artifacts: { artifact_id: string }[] };
+        };
+        return {
+          text: 'Here is the picture.',
+          toolCalls: [
+            {
+              name: 'submit_result',
+              arguments: { result: { artifact_id: seen.result.artifacts[0]?.artifact_id } },
+            },
+          ],
+        };
+      },
+    ],
+  });
+
+  // Signed in, the executions page is empty and live; the task's call appears on its own.
+  await signIn(page, base, project.key, project.id);
+  await page.waitForSelector('.live.on');
+  expect(await page.locator('table.executions tbody tr').count()).toBe(0);
+  expect(await page.evaluate(() => sessionStorage.getItem('toolmesh.key'))).toBe(project.key);
+  const taskId = await mesh.startTask(agent, 'Draw a 64x48 picture that says hello.');
+  const row = page.locator('table.executions tbody tr', { hasText: 'skills.run_cmd' });
+  await row.waitFor({ timeout: 60_000 });
+  await page.locator('tr[data-status=succeeded]', { hasText: 'skills.run_cmd' }).waitFor({
+    timeout: 90_000,
+  });
+  expect(new URL(page.url()).hash).toBe('#/executions');
+
+  // Its card: arguments, timing, attempts and the result with the picture's artifact.
+  await row.click();
+  const detail = page.locator('aside.detail');
+  await detail.locator('pre.card').waitFor();
+  await expect.poll(() => detail.locator('dd').allTextContents()).toContain('1');
+  expect(await detail.locator('pre.json').first().textContent()).toContain('draw-image');
+  const card = JSON.parse((await detail.locator('pre.card').textContent())!) as {
+    status: string;
+    result: { exit_code: number; artifacts: { artifact_id: string; mime: string }[] };
+  };
+  expect(card.status).toBe('succeeded');
+  expect(card.result.exit_code).toBe(0);
+  const artifactId = card.result.artifacts[0]!.artifact_id;
+  await shot('executions');
+
+  // The task to its final card: the model's steps, the call with its result, the final card.
+  const task = await mesh.finished(taskId, 90_000);
+  expect(task.status).toBe('succeeded');
+  await page.click('nav a[href="#/tasks"]');
+  await page.locator(`tr[data-task="${taskId}"]`).click();
+  await page.locator('section.final pre.final-card').waitFor();
+  expect(await page.locator('section.final pre.final-card').textContent()).toContain(artifactId);
+  const steps = page.locator('ol.timeline li[data-kind=step]');
+  expect(await page.locator('ol.timeline li[data-kind=user]').textContent()).toContain(
+    'Draw a 64x48 picture',
+  );
+  expect(await steps.first().textContent()).toContain('I will draw it with the draw-image skill.');
+  const call = page.locator('ol.timeline li[data-kind=call]', { hasText: 'skills.run_cmd' });
+  expect(await call.locator('pre.card').textContent()).toContain(artifactId);
+  await shot('task');
+
+  // The PNG previewed inline, at the size the skill drew it.
+  await page.click('nav a[href="#/artifacts"]');
+  const img = page.locator(`figure[data-artifact="${artifactId}"] img.preview`);
+  await img.waitFor();
+  await expect
+    .poll(() =>
+      img.evaluate((el: { naturalWidth: number; naturalHeight: number }) => [
+        el.naturalWidth,
+        el.naturalHeight,
+      ]),
+    )
+    .toEqual([64, 48]);
+  await shot('artifacts');
+
+  // The remaining pages render their data.
+  await page.click('nav a[href="#/sandboxes"]');
+  await page.locator('main[data-page=sandboxes] h1').waitFor();
+  await page.waitForSelector('main[data-page=sandboxes] table, main[data-page=sandboxes] p.muted');
+  // No reaper runs in this mesh, and the page says so.
+  await expect.poll(() => page.locator('.reaper').textContent()).toBe('reaper: no pass recorded');
+  await shot('sandboxes');
+  await page.click('nav a[href="#/tools"]');
+  await page.locator('tr[data-tool="skills.run_cmd"]').waitFor();
+  await shot('tools');
+  await page.click('nav a[href="#/metrics"]');
+  await page
+    .locator('main[data-page=metrics] svg.chart rect.calls:not([height="0"])')
+    .first()
+    .waitFor({ state: 'attached' });
+  expect(await page.locator('main[data-page=metrics] svg.chart').last().textContent()).toContain(
+    'skills.run_cmd',
+  );
+  await shot('metrics');
+
+  // Nothing came from or went to anywhere but the api, and the CSP was never broken.
+  for (const url of ui.requests)
+    expect(
+      url.startsWith(`${base}/`) || url.startsWith('blob:') || url.startsWith('data:'),
+      url,
+    ).toBe(true);
+  expect(ui.cspErrors).toEqual([]);
+}, 240_000);
+
+it("signs in with the admin key to a list of projects, and refuses another project's key", async () => {
+  const { page } = ui;
+  await page.click('nav button');
+  await page.fill('input[name=key]', ADMIN_KEY);
+  await page.click('form.signin button[type=submit]');
+  await page.locator(`button[data-project="${mesh.project.id}"]`).click();
+  await page.waitForSelector('main[data-page=executions] table.executions');
+  expect(await page.locator('nav .who').textContent()).toContain(mesh.project.id);
+
+  const other = await mesh.api.createProject();
+  await page.click('nav button');
+  await page.fill('input[name=key]', other.key);
+  await page.fill('input[name=project]', mesh.project.id);
+  await page.click('form.signin button[type=submit]');
+  await expect
+    .poll(() => page.locator('form.signin .error').textContent())
+    .toContain(`no project ${mesh.project.id}`);
+  expect(await page.evaluate(() => sessionStorage.getItem('toolmesh.key'))).toBeNull();
+});
