@@ -28,6 +28,7 @@ export type {
   LlmConfig,
   AgentConfig,
   McpOauthConfig,
+  OtelConfig,
 } from './schema.ts';
 export { redactConfig, redactUrls, secretsOf, createRedactor, MASK } from './redact.ts';
 export type { Redactor } from './redact.ts';

@@ -282,6 +282,10 @@ export const skillsSchema = section({
   max_input_bytes: positiveInt().default(52_428_800),
   max_output_bytes: positiveInt().default(52_428_800),
   reaper_interval_ms: positiveInt().default(30_000),
+  // GET /healthz and GET /metrics of the skills process; port 0 (the default) picks a free port,
+  // logged at start, so several instances on one host never collide. Set it for Prometheus.
+  health_host: hostName().default('127.0.0.1'),
+  health_port: port().default(0),
 }).superRefine((skills, ctx) => {
   if (skills.run_timeout_default_ms > skills.run_timeout_max_ms) {
     ctx.addIssue({
@@ -429,6 +433,9 @@ export const agentSchema = section({
   max_deliver: positiveInt().default(20),
   max_step_attempts: positiveInt().default(5),
   tool_result_max_chars: positiveInt().default(32_000),
+  // GET /healthz and GET /metrics of the worker process; 0 (the default) picks a free port.
+  health_host: hostName().default('127.0.0.1'),
+  health_port: port().default(0),
 });
 
 // The MCP facade as an OAuth 2.1 resource server (project keys keep working beside it). A
@@ -457,6 +464,18 @@ export const mcpOauthSchema = section({
   }
 });
 
+/** OpenTelemetry traces: exported over OTLP/HTTP (protobuf-free JSON) when `endpoint` is set. */
+export const otelSchema = section({
+  /** The collector's base URL (`http://collector:4318`); traces go to `<endpoint>/v1/traces`. */
+  endpoint: matching(HTTP_URL_OR_EMPTY, 'an http(s) URL or an empty string').default(''),
+  /** Share of new traces kept, 0-1; a call joining a caller's trace follows the caller's choice. */
+  sample_ratio: z
+    .number(expected('a number from 0 to 1'))
+    .min(0, expected('a number from 0 to 1'))
+    .max(1, expected('a number from 0 to 1'))
+    .default(1),
+});
+
 // prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.
 export const configSchema = z
   .strictObject(
@@ -477,6 +496,7 @@ export const configSchema = z
       llm: llmSchema.prefault({}),
       agent: agentSchema.prefault({}),
       mcp_oauth: mcpOauthSchema.prefault({}),
+      otel: otelSchema.prefault({}),
     },
     expected('a table'),
   )
@@ -507,6 +527,7 @@ export type QuotasConfig = z.infer<typeof quotasSchema>;
 export type LlmConfig = z.infer<typeof llmSchema>;
 export type AgentConfig = z.infer<typeof agentSchema>;
 export type McpOauthConfig = z.infer<typeof mcpOauthSchema>;
+export type OtelConfig = z.infer<typeof otelSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

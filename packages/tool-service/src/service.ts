@@ -6,15 +6,9 @@
 // never dropped; infrastructure trouble is retried, never turned into a result.
 import type { Logger } from 'pino';
 import type { Bus, Consumption, Delivery, Disposition, Lease } from '@toolmesh/bus';
-import { backoffMs } from '@toolmesh/bus';
 import type { Store } from '@toolmesh/store';
-import {
-  RetryableError,
-  statusForCode,
-  type ErrorBody,
-  type ErrorCode,
-  type ToolResultContent,
-} from '@toolmesh/protocol';
+import { RetryableError, type ToolResultContent } from '@toolmesh/protocol';
+import { metrics } from '@toolmesh/telemetry';
 import type { CallCost, ToolDefinition } from './define.ts';
 import { emitProgress, emitResult } from './emit.ts';
 import { sanitizeResult } from './sanitize.ts';
@@ -30,6 +24,8 @@ import {
 import { bindResolved, type Skip, type ToolResolver } from './resolve.ts';
 import type { Registry } from './registry.ts';
 import { createCancelRegistry, type CancelRegistry } from './cancel.ts';
+import { countResult, traced } from './observe.ts';
+import { failure, persistWithRetry } from './persist.ts';
 
 export interface ToolServiceLimits {
   concurrency: number;
@@ -89,7 +85,6 @@ export interface ToolService {
   inFlight(): number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Calls still running after this long get a `running` row in the execution log. */
 const RUNNING_ROW_AFTER_MS = 50;
 /** Added to a call's deadline to make its quota slot's expiry. */
@@ -109,26 +104,8 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   let consumption: Consumption | undefined;
   let cancels: CancelRegistry | undefined;
 
-  /** Retries a write while Postgres or NATS is unreachable, renewing the lease meanwhile. */
-  async function persist<T>(
-    what: string,
-    fn: () => Promise<T>,
-    lease: Lease | undefined,
-    clog: Logger,
-  ): Promise<T> {
-    const giveUpAt = Date.now() + limits.persistRetryMaxMs;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (!(err instanceof RetryableError) || Date.now() >= giveUpAt) throw err;
-        const delay = backoffMs(attempt, limits.retryBaseMs, limits.retryMaxMs);
-        clog.warn({ err, attempt, delayMs: delay }, `${what} failed; retrying`);
-        await sleep(delay);
-        if (lease) await lease.renew().catch(() => false);
-      }
-    }
-  }
+  const persist = <T>(what: string, fn: () => Promise<T>, lease: Lease | undefined, clog: Logger) =>
+    persistWithRetry(limits, what, fn, lease, clog);
 
   async function finish(
     ids: CallIds,
@@ -144,21 +121,23 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       return persist(
         'writing the result card',
         () =>
-          store.results.record({
-            projectId: ids.project,
-            channel: ids.channel,
-            toolCallId: ids.toolCallId,
-            toolName: `${ids.target}.${ids.tool}`,
-            target: ids.target,
-            author,
-            instanceId,
-            content: c,
-            metadata,
-            ...(cost ? { cost } : {}),
-            agentId: ids.agentId,
-            turnId: ids.turnId,
-            turnEpoch: ids.turnEpoch,
-          }),
+          traced('card write', ids, () =>
+            store.results.record({
+              projectId: ids.project,
+              channel: ids.channel,
+              toolCallId: ids.toolCallId,
+              toolName: `${ids.target}.${ids.tool}`,
+              target: ids.target,
+              author,
+              instanceId,
+              content: c,
+              metadata,
+              ...(cost ? { cost } : {}),
+              agentId: ids.agentId,
+              turnId: ids.turnId,
+              turnEpoch: ids.turnEpoch,
+            }),
+          ),
         lease,
         clog,
       );
@@ -180,6 +159,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     // copy of the call arriving meanwhile finds the card (below); if publishing fails, the
     // message is nak'ed and its redelivery re-emits this same card, so the event is not lost.
     await emitResult(bus, ids, recorded);
+    if (recorded.inserted) countResult(ids, recorded.content);
     // Successes are counted in the execution log; one info line each would cost more than the
     // call itself at a few thousand calls per second. Everything else is logged at info.
     const level = recorded.content.status === 'succeeded' ? 'debug' : 'info';
@@ -193,15 +173,6 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       recorded.inserted ? 'tool call finished' : 'tool call already had its result; re-emitted',
     );
     return { type: 'ack' };
-  }
-
-  function failure(
-    code: ErrorCode,
-    message: string,
-    details?: Record<string, unknown>,
-  ): ToolResultContent {
-    const error: ErrorBody = details ? { code, message, details } : { code, message };
-    return { status: statusForCode(code), error, duration_ms: 0 };
   }
 
   async function reemit(ids: CallIds, clog: Logger): Promise<Disposition | undefined> {
@@ -290,7 +261,9 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     // Rejections take the lease too: a later valid call under the same id must find the failed
     // result instead of running, and two copies of one call must not race.
     const key = bus.names.leaseKey(ids.project, ids.toolCallId);
-    const got = await bus.leases().acquire(key, `${instanceId}:${d.streamSeq}`, limits.leaseTtlMs);
+    const got = await traced('lease', ids, () =>
+      bus.leases().acquire(key, `${instanceId}:${d.streamSeq}`, limits.leaseTtlMs),
+    );
     if (!got.acquired) {
       if (got.state === 'done') {
         const done = await reemit(ids, clog);
@@ -314,6 +287,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       // The previous owner may have written the card before its lease lapsed.
       const done = await reemit(ids, clog);
       if (done) return done;
+      metrics.leaseTakeovers.inc({ service: name });
       clog.warn('took over the lease of a stalled or crashed owner');
     }
     if (!accepted.ok || 'ok' in bound) {
@@ -388,31 +362,33 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     let cost: CallCost | undefined;
     let outcome;
     try {
-      outcome = await execute(
-        tool,
-        args,
-        {
-          project: ids.project,
-          channel: ids.channel,
-          toolCallId: ids.toolCallId,
-          toolName: call.tool_name,
-          agentId: ids.agentId,
-          logger: clog,
-          annotate: (m) => Object.assign(annotations, m),
-          charge: (c) => {
-            cost = c;
+      outcome = await traced(`handler ${call.tool_name}`, ids, () =>
+        execute(
+          tool,
+          args,
+          {
+            project: ids.project,
+            channel: ids.channel,
+            toolCallId: ids.toolCallId,
+            toolName: call.tool_name,
+            agentId: ids.agentId,
+            logger: clog,
+            annotate: (m) => Object.assign(annotations, m),
+            charge: (c) => {
+              cost = c;
+            },
+            progress: (detail) => {
+              try {
+                emitProgress(bus, ids, detail);
+              } catch (err) {
+                clog.debug({ err }, 'progress event not published');
+              }
+            },
           },
-          progress: (detail) => {
-            try {
-              emitProgress(bus, ids, detail);
-            } catch (err) {
-              clog.debug({ err }, 'progress event not published');
-            }
-          },
-        },
-        timeoutMs,
-        controller,
-        clog,
+          timeoutMs,
+          controller,
+          clog,
+        ),
       );
     } finally {
       clearInterval(renew);

@@ -8,6 +8,7 @@ import {
   connectNatsFromConfig,
   createArtifactStoreFromConfig,
   createSandboxProviderFromConfig,
+  startHealthServer,
   createStoreFromConfig,
   instanceIdOf,
   streamSettingsOf,
@@ -29,6 +30,8 @@ import { createReaper } from './reaper.ts';
 
 export interface SkillsService {
   readonly instanceId: string;
+  /** The port of GET /healthz and GET /metrics. */
+  readonly healthPort: number;
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -121,9 +124,27 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
   await reaper.runOnce();
   reaper.start();
   for (const s of services) await s.start();
+  let stopping = false;
+  const startedAt = new Date().toISOString();
+  const health = await startHealthServer({
+    host: config.skills.health_host,
+    port: config.skills.health_port,
+    check: () => ({
+      ok: !stopping && !nc.isClosed(),
+      body: {
+        instance_id: instanceId,
+        started_at: startedAt,
+        in_flight: services.reduce((n, s) => n + s.inFlight(), 0),
+      },
+    }),
+  });
+  log.info({ health_port: health.port }, 'skills service listening for health and metrics');
   return {
     instanceId,
+    healthPort: health.port,
     stop: async (graceMs) => {
+      stopping = true;
+      await health.close();
       await reaper.stop();
       await Promise.all(services.map((s) => s.stop(graceMs)));
       registry.close();

@@ -1,0 +1,160 @@
+// OpenTelemetry traces of the mesh. Instrumented code only calls `@opentelemetry/api`; without
+// a registered provider every span is the API's no-op span, so a process without an `[otel]
+// endpoint` pays a function call per hop and nothing more. `initTracing` registers the SDK's
+// provider, the AsyncLocalStorage context manager (a span stays current across awaits) and the
+// W3C trace-context propagator, which is how a span's context crosses the bus: a `traceparent`
+// header on the NATS message, read back by the consumer.
+import {
+  context,
+  propagation,
+  trace,
+  SpanKind,
+  SpanStatusCode,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace';
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_INSTANCE_ID } from '@opentelemetry/semantic-conventions';
+
+export { SpanKind };
+export type { Span };
+
+const TRACER = 'toolmesh';
+
+export interface TracingOptions {
+  serviceName: string;
+  instanceId?: string;
+  /** The OTLP/HTTP collector's base URL; empty or absent: no exporter. */
+  endpoint?: string;
+  /** Share of new root traces kept (0-1); children follow their parent's decision. */
+  sampleRatio?: number;
+  /** Extra processors (tests pass a SimpleSpanProcessor over an InMemorySpanExporter). */
+  spanProcessors?: SpanProcessor[];
+}
+
+export interface Tracing {
+  /** Whether spans are recorded at all (an exporter or a processor is registered). */
+  readonly enabled: boolean;
+  /** Exports what is buffered and unregisters the provider. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Registers the global tracer provider when there is somewhere to send spans; otherwise leaves
+ * the API's no-op provider in place. Once per process (a second call replaces the first).
+ */
+export function initTracing(o: TracingOptions): Tracing {
+  const processors = [...(o.spanProcessors ?? [])];
+  if (o.endpoint) {
+    const url = `${o.endpoint.replace(/\/+$/, '')}/v1/traces`;
+    processors.push(new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }) }));
+  }
+  if (processors.length === 0) return { enabled: false, shutdown: async () => {} };
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({
+      [ATTR_SERVICE_NAME]: o.serviceName,
+      ...(o.instanceId ? { [ATTR_SERVICE_INSTANCE_ID]: o.instanceId } : {}),
+    }),
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(o.sampleRatio ?? 1) }),
+    spanProcessors: processors,
+  });
+  // The global registrations refuse a second registration unless the previous one is removed.
+  trace.disable();
+  context.disable();
+  propagation.disable();
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+  return {
+    enabled: true,
+    shutdown: async () => {
+      // An unreachable collector loses the last spans; it does not fail the process's stop.
+      await provider.shutdown().catch(() => undefined);
+      trace.disable();
+      context.disable();
+      propagation.disable();
+    },
+  };
+}
+
+/**
+ * Runs `fn` inside a new span (a child of `parent`, or of the current span), ending it when `fn`
+ * settles; a thrown error marks the span failed and is rethrown.
+ */
+export async function withSpan<T>(
+  name: string,
+  o: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  const tracer = trace.getTracer(TRACER);
+  const parent = o.parent ?? context.active();
+  return tracer.startActiveSpan(
+    name,
+    { kind: o.kind ?? SpanKind.INTERNAL, ...(o.attributes ? { attributes: o.attributes } : {}) },
+    parent,
+    async (span) => {
+      try {
+        return await fn(span);
+      } catch (err) {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+/** Starts a span the caller ends (for work that outlives one function, e.g. an HTTP request). */
+export function startSpan(
+  name: string,
+  o: { kind?: SpanKind; attributes?: Attributes; parent?: Context } = {},
+): { span: Span; context: Context } {
+  const parent = o.parent ?? context.active();
+  const span = trace
+    .getTracer(TRACER)
+    .startSpan(
+      name,
+      { kind: o.kind ?? SpanKind.INTERNAL, ...(o.attributes ? { attributes: o.attributes } : {}) },
+      parent,
+    );
+  return { span, context: trace.setSpan(parent, span) };
+}
+
+/** Runs `fn` with `ctx` as the current context. */
+export function withContext<T>(ctx: Context, fn: () => T): T {
+  return context.with(ctx, fn);
+}
+
+/** The `traceparent` (and `tracestate`) of the current span, for a message's headers. */
+export function traceHeaders(ctx: Context = context.active()): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return carrier;
+}
+
+/** The context a message's `traceparent` header names (the current one when it names none). */
+export function contextFromHeaders(header: (name: string) => string | undefined): Context {
+  return propagation.extract(context.active(), undefined, {
+    get: (_carrier, key) => header(key),
+    keys: () => ['traceparent', 'tracestate'],
+  });
+}
+
+/** The trace id of the current span, when one is being recorded. */
+export function currentTraceId(): string | undefined {
+  const sc = trace.getSpan(context.active())?.spanContext();
+  return sc && trace.isSpanContextValid(sc) ? sc.traceId : undefined;
+}
