@@ -209,7 +209,7 @@ describe('docker-compose.yml', () => {
       ]
         .filter((m) => m.name.startsWith('toolmesh_'))
         .flatMap((m) =>
-          m.type === 'histogram'
+          String(m.type) === 'histogram'
             ? [`${m.name}_bucket`, `${m.name}_sum`, `${m.name}_count`]
             : [m.name],
         ),

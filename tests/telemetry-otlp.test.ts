@@ -9,10 +9,23 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startMesh, type Mesh } from './support/mesh.ts';
 import { until } from './support/procs.ts';
 
+/** The parts of an OTLP/JSON export this test reads. */
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+}
+interface OtlpBody {
+  resourceSpans?: {
+    resource: { attributes: { key: string; value: { stringValue?: string } }[] };
+    scopeSpans: { spans: OtlpSpan[] }[];
+  }[];
+}
 interface Export {
   path: string;
   contentType: string | undefined;
-  body: any;
+  body: OtlpBody;
 }
 
 let mesh: Mesh;
@@ -32,7 +45,7 @@ beforeAll(async () => {
       exports.push({
         path: req.url ?? '',
         contentType: req.headers['content-type'],
-        body: JSON.parse(text),
+        body: JSON.parse(text) as OtlpBody,
       });
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{}');
@@ -70,36 +83,33 @@ it('exports the spans of a call to the OTLP endpoint, under the caller’s trace
   expect(results.map((r) => r.status)).toEqual(Array(4).fill('succeeded'));
   // Stopping flushes the batch.
   child.kill('SIGTERM');
-  const spans = await until(async () => {
+  const spans = await until(() => {
     const all = exports.flatMap((e) =>
-      (e.body.resourceSpans ?? []).flatMap((rs: any) =>
-        rs.scopeSpans.flatMap((ss: any) =>
-          ss.spans.map((s: any) => ({
-            ...s,
-            service: attr(rs.resource.attributes, 'service.name'),
-          })),
+      (e.body.resourceSpans ?? []).flatMap((rs) =>
+        rs.scopeSpans.flatMap((ss) =>
+          ss.spans.map((s) => ({ ...s, service: attr(rs.resource.attributes, 'service.name') })),
         ),
       ),
     );
-    return all.some((s: any) => s.name === 'card write') ? all : undefined;
+    return Promise.resolve(all.some((s) => s.name === 'card write') ? all : undefined);
   });
   expect(exports.every((e) => e.path === '/v1/traces')).toBe(true);
   expect(exports[0]!.contentType).toMatch(/^application\/json/);
-  expect(new Set(spans.map((s: any) => s.service))).toEqual(new Set(['skills']));
+  expect(new Set(spans.map((s) => s.service))).toEqual(new Set(['skills']));
   // Each delivery is a child of the caller's span, and its hops are children of the delivery.
-  const deliveries = spans.filter((s: any) => s.name === 'cmd.tool process');
+  const deliveries = spans.filter((s) => s.name === 'cmd.tool process');
   expect(deliveries).toHaveLength(4);
   for (const d of deliveries) {
     expect(d.traceId).toBe(traceId);
     expect(d.parentSpanId).toBe(callerSpan);
   }
-  const ids = new Set(deliveries.map((d: any) => d.spanId));
+  const ids = new Set(deliveries.map((d) => d.spanId));
   for (const hop of ['lease', 'handler builtin.echo', 'card write']) {
-    const of = spans.filter((s: any) => s.name === hop);
+    const of = spans.filter((s) => s.name === hop);
     expect(of, hop).toHaveLength(deliveries.length);
-    for (const s of of) expect(ids.has(s.parentSpanId), hop).toBe(true);
+    for (const s of of) expect(ids.has(s.parentSpanId ?? ''), hop).toBe(true);
   }
-  await until(async () => (child.exitCode !== null ? true : undefined));
+  await until(() => Promise.resolve(child.exitCode !== null ? true : undefined));
   expect(child.exitCode).toBe(0);
 });
 

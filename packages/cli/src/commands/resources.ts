@@ -19,6 +19,9 @@ function show(ctx: Context, body: unknown, rows: Row[], columns: string[]): numb
 
 interface SkillDetails extends Row {
   name: string;
+  description: string;
+  enabled: boolean;
+  location: string;
   active_version: string | null;
   version_list: { version: string; created_at: string; size_bytes: number; files: number }[];
 }
@@ -38,8 +41,8 @@ export async function skillsShow(ctx: Context, name: string): Promise<number> {
     printJson(ctx.io, skill);
     return ExitCode.ok;
   }
-  printLine(ctx.io, `${skill.name}: ${String(skill['description'] ?? '')}`);
-  printLine(ctx.io, `enabled: ${String(skill['enabled'])}  location: ${String(skill['location'])}`);
+  printLine(ctx.io, `${skill.name}: ${skill.description}`);
+  printLine(ctx.io, `enabled: ${String(skill.enabled)}  location: ${skill.location}`);
   printTable(
     ctx.io,
     skill.version_list.map((v) => ({
@@ -83,15 +86,18 @@ export async function agentsList(ctx: Context): Promise<number> {
 }
 
 export async function agentsShow(ctx: Context, id: string): Promise<number> {
-  const agent = await ctx.api.request<Row & { tools: Row[] }>({
-    path: `${p(ctx)}/agents/${seg(id)}`,
-  });
+  const agent = await ctx.api.request<{
+    id: string;
+    name: string;
+    profile: string | null;
+    tools: Row[];
+  }>({ path: `${p(ctx)}/agents/${seg(id)}` });
   if (ctx.settings.json) {
     printJson(ctx.io, agent);
     return ExitCode.ok;
   }
-  printLine(ctx.io, `${String(agent['id'])} (${String(agent['name'])})`);
-  printLine(ctx.io, `profile: ${String(agent['profile'] ?? '-')}`);
+  printLine(ctx.io, `${agent.id} (${agent.name})`);
+  printLine(ctx.io, `profile: ${agent.profile ?? '-'}`);
   if (agent.tools.length > 0) printTable(ctx.io, agent.tools, ['name', 'enabled', 'description']);
   else printLine(ctx.io, 'tools: those of its profile');
   return ExitCode.ok;
