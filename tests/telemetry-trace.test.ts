@@ -9,7 +9,8 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace';
-import { initTracing, type Tracing } from '@toolmesh/telemetry';
+import { initTracing, traceHeaders, withSpan, type Tracing } from '@toolmesh/telemetry';
+import type { AgentWorker } from '../services/agent-worker/src/app.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { REPO_ROOT } from './support/mesh.ts';
 import { startAgentMesh, type AgentMesh } from './support/agent-mesh.ts';
@@ -17,6 +18,7 @@ import { startAgentMesh, type AgentMesh } from './support/agent-mesh.ts';
 const exporter = new InMemorySpanExporter();
 let tracing: Tracing;
 let mesh: AgentMesh;
+let worker: AgentWorker;
 
 beforeAll(async () => {
   tracing = initTracing({
@@ -27,7 +29,7 @@ beforeAll(async () => {
   // own when it picks up a turn whose wakeup was lost) stays out of the way.
   mesh = await startAgentMesh({ CG__AGENT__SCAN_INTERVAL_MS: '60000' });
   await mesh.startSkills();
-  await mesh.startWorker();
+  worker = await mesh.startWorker();
   await mesh.uploadSkill(join(REPO_ROOT, 'examples/skills/draw-image'));
 }, 60_000);
 
@@ -132,4 +134,59 @@ it('an agent task that runs a skill is one connected trace rooted at the task cr
       `"${name}" spans outside the trace`,
     ).toEqual([]);
   }
+});
+
+it("a step the worker's scan picks up (its wakeup lost) joins the task's trace", async () => {
+  // The first test's worker leaves; one that scans often takes over.
+  await worker.stop(5_000);
+  await mesh.startWorker({ CG__AGENT__SCAN_INTERVAL_MS: '200' });
+  const agent = await mesh.createAgent({
+    id: 'scanned',
+    allowedTools: ['builtin.*'],
+    script: [
+      { toolCalls: [{ name: 'builtin__echo', arguments: { n: 1 } }] },
+      { toolCalls: [{ name: 'submit_result', arguments: { result: 'echoed' } }] },
+    ],
+  });
+  exporter.reset();
+  // The task is filed as the api files it, in a span of the caller's, but no wakeup is sent.
+  const { taskId, traceId } = await withSpan('caller', {}, async (span) => {
+    const task = await mesh.api.store.tx(async (tx) => {
+      const t = await tx.tasks.create({
+        projectId: mesh.project.id,
+        agentId: agent,
+        channel: 'main',
+        input: 'echo',
+        traceparent: traceHeaders()['traceparent'],
+      });
+      await tx.inbox.addTask({
+        projectId: mesh.project.id,
+        agentId: agent,
+        taskId: t!.task_id,
+        payload: { channel: 'main' },
+      });
+      return t!;
+    });
+    return { taskId: task.task_id, traceId: span.spanContext().traceId };
+  });
+  const task = await mesh.finished(taskId, 30_000);
+  expect(task.status, JSON.stringify(task)).toBe('succeeded');
+  await new Promise((r) => setTimeout(r, 300));
+
+  const spans = exporter.getFinishedSpans();
+  const steps = spans.filter(
+    (s) => s.name === 'agent step' && s.attributes['toolmesh.task_id'] === taskId,
+  );
+  expect(steps).toHaveLength(2);
+  for (const s of steps) expect(s.spanContext().traceId).toBe(traceId);
+  const trace = spans.filter((s) => s.spanContext().traceId === traceId);
+  const root = trace.find((s) => s.name === 'caller')!;
+  // The scan's step hangs off the caller's span; the step after the tool's wakeup hangs off
+  // that wakeup, inside the same trace.
+  expect(steps.some((s) => parentOf(s) === root.spanContext().spanId)).toBe(true);
+  const ids = new Set(trace.map((s) => s.spanContext().spanId));
+  for (const s of trace) if (s !== root) expect(ids.has(parentOf(s)!), s.name).toBe(true);
+  expect(trace.map((s) => s.name)).toEqual(
+    expect.arrayContaining(['cmd.tool process', 'handler builtin.echo', 'cmd.agent process']),
+  );
 });

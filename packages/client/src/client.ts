@@ -24,7 +24,7 @@ import {
   type Subjects,
   type ToolResultEvent,
 } from '@toolmesh/protocol';
-import { SpanKind, contextFromHeaders, traceHeaders, withSpan } from '@toolmesh/telemetry';
+import { SpanKind, contextFromTraceparent, traceHeaders, withSpan } from '@toolmesh/telemetry';
 
 export interface ToolCallRequest {
   project: string;
@@ -141,10 +141,7 @@ export function createClient(opts: ClientOptions): Client {
     if (req.turnId !== undefined) h.set(Header.turnId, req.turnId);
     if (req.turnEpoch !== undefined) h.set(Header.turnEpoch, String(req.turnEpoch));
     const explicit = req.traceparent;
-    const parent =
-      explicit === undefined
-        ? undefined
-        : contextFromHeaders((n) => (n === Header.traceparent ? explicit : undefined));
+    const parent = explicit === undefined ? undefined : contextFromTraceparent(explicit);
     return withSpan(
       'cmd.tool publish',
       {

@@ -6,6 +6,9 @@ export {
   traceHeaders,
   contextFromHeaders,
   currentTraceId,
+  contextFromTraceparent,
+  hasActiveSpan,
+  tracingEnabled,
   SpanKind,
 } from './tracing.ts';
 export type { Span, Tracing, TracingOptions } from './tracing.ts';

@@ -31,6 +31,19 @@ export { SpanKind };
 export type { Span };
 
 const TRACER = 'toolmesh';
+let enabled = false;
+
+/** Whether this process records spans (initTracing registered a provider). */
+export function tracingEnabled(): boolean {
+  return enabled;
+}
+
+/** The context a stored `traceparent` names (the current one when it is empty). */
+export function contextFromTraceparent(traceparent: string | null | undefined): Context {
+  return contextFromHeaders((name) =>
+    name === 'traceparent' ? (traceparent ?? undefined) : undefined,
+  );
+}
 
 export interface TracingOptions {
   serviceName: string;
@@ -76,9 +89,11 @@ export function initTracing(o: TracingOptions): Tracing {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
+  enabled = true;
   return {
     enabled: true,
     shutdown: async () => {
+      enabled = false;
       // An unreachable collector loses the last spans; it does not fail the process's stop.
       await provider.shutdown().catch(() => undefined);
       trace.disable();
@@ -151,6 +166,11 @@ export function contextFromHeaders(header: (name: string) => string | undefined)
     get: (_carrier, key) => header(key),
     keys: () => ['traceparent', 'tracestate'],
   });
+}
+
+/** Whether a span is current (a delivery's, a request's), recorded or not. */
+export function hasActiveSpan(): boolean {
+  return trace.getSpan(context.active()) !== undefined;
 }
 
 /** The trace id of the current span, when one is being recorded. */

@@ -63,6 +63,7 @@ export async function startAgentWorker(config: Config, logger: Logger): Promise<
   );
   runner.start();
   let stopping = false;
+  let stopped: Promise<void> | undefined;
   const startedAt = new Date().toISOString();
   const health = await startHealthServer({
     host: a.health_host,
@@ -81,13 +82,15 @@ export async function startAgentWorker(config: Config, logger: Logger): Promise<
     instanceId,
     runner,
     healthPort: health.port,
-    stop: async (graceMs) => {
-      stopping = true;
-      await health.close();
-      await consumption.stop(graceMs);
-      await runner.stop();
-      await bus.close();
-      await store.close();
-    },
+    // Once: a second stop (a test's fixture after the test stopped it) waits for the first.
+    stop: (graceMs) =>
+      (stopped ??= (async () => {
+        stopping = true;
+        await health.close();
+        await consumption.stop(graceMs);
+        await runner.stop();
+        await bus.close();
+        await store.close();
+      })()),
   };
 }

@@ -109,6 +109,8 @@ export const taskRoutes =
                 agentId: agent,
                 channel,
                 input,
+                // Steps the worker's scan starts (no wakeup to carry it) join the task's trace.
+                traceparent: traceHeaders()[Header.traceparent],
               });
               if (t)
                 await tx.inbox.addTask({
