@@ -21,7 +21,7 @@ import {
   type Names,
   type Subjects,
 } from '@toolmesh/protocol';
-import { SpanKind, traceHeaders, withSpan } from '@toolmesh/telemetry';
+import { SpanKind, traceHeaders, tracingEnabled, withSpan } from '@toolmesh/telemetry';
 import { consume, operationOf, type ConsumeOptions, type Consumption } from './consume.ts';
 import { createLeaseStore, type LeaseStore } from './lease.ts';
 import {
@@ -112,26 +112,27 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
       if (!leaseStore) throw new Error('bus.provision() must run before leases are used');
       return leaseStore;
     },
-    publish: (subject, data, o = {}) =>
-      withSpan(
+    publish: (subject, data, o = {}) => {
+      const send = async () => {
+        try {
+          const ack = await js.publish(subject, data, { headers: toHeaders(o.headers, o.msgId) });
+          return { seq: ack.seq, duplicate: ack.duplicate };
+        } catch (cause) {
+          throw new RetryableError(`publish to ${subject} failed: ${(cause as Error).message}`, {
+            cause,
+          });
+        }
+      };
+      if (!tracingEnabled()) return send();
+      return withSpan(
         `${operationOf(subject)} publish`,
         {
           kind: SpanKind.PRODUCER,
           attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
         },
-        async () => {
-          try {
-            const ack = await js.publish(subject, data, {
-              headers: toHeaders(o.headers, o.msgId),
-            });
-            return { seq: ack.seq, duplicate: ack.duplicate };
-          } catch (cause) {
-            throw new RetryableError(`publish to ${subject} failed: ${(cause as Error).message}`, {
-              cause,
-            });
-          }
-        },
-      ),
+        send,
+      );
+    },
     publishCore: (subject, data, hdrs) => {
       nc.publish(subject, data, { headers: toHeaders(hdrs) });
     },

@@ -10,7 +10,13 @@ import {
   type MsgHdrs,
 } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { SpanKind, contextFromHeaders, metrics, withSpan } from '@toolmesh/telemetry';
+import {
+  SpanKind,
+  contextFromHeaders,
+  metrics,
+  tracingEnabled,
+  withSpan,
+} from '@toolmesh/telemetry';
 
 export type Disposition =
   { type: 'ack' } | { type: 'nak'; delayMs: number } | { type: 'term'; reason: string };
@@ -100,19 +106,21 @@ export function consume(consumer: Consumer, opts: ConsumeOptions): Consumption {
       const delivery = toDelivery(m);
       // The handler runs in a consumer span, a child of the publisher's span when the message
       // carries a traceparent: one trace across the bus.
-      d = await withSpan(
-        `${operationOf(m.subject)} process`,
-        {
-          kind: SpanKind.CONSUMER,
-          parent: contextFromHeaders((name) => delivery.header(name)),
-          attributes: {
-            'messaging.system': 'nats',
-            'messaging.destination.name': m.subject,
-            'messaging.nats.delivery_count': m.info.deliveryCount,
-          },
-        },
-        () => opts.handler(delivery),
-      );
+      d = !tracingEnabled()
+        ? await opts.handler(delivery)
+        : await withSpan(
+            `${operationOf(m.subject)} process`,
+            {
+              kind: SpanKind.CONSUMER,
+              parent: contextFromHeaders((name) => delivery.header(name)),
+              attributes: {
+                'messaging.system': 'nats',
+                'messaging.destination.name': m.subject,
+                'messaging.nats.delivery_count': m.info.deliveryCount,
+              },
+            },
+            () => opts.handler(delivery),
+          );
     } catch (err) {
       const delayMs = backoffMs(m.info.deliveryCount, opts.retryBaseMs, opts.retryMaxMs);
       log.warn(

@@ -5,6 +5,7 @@
 // W3C trace-context propagator, which is how a span's context crosses the bus: a `traceparent`
 // header on the NATS message, read back by the consumer.
 import {
+  INVALID_SPAN_CONTEXT,
   context,
   propagation,
   trace,
@@ -32,6 +33,9 @@ export type { Span };
 
 const TRACER = 'toolmesh';
 let enabled = false;
+/** What `fn` gets while nothing is recorded: the API's non-recording span, made once. */
+const NOT_RECORDING: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 /** Whether this process records spans (initTracing registered a provider). */
 export function tracingEnabled(): boolean {
@@ -112,6 +116,8 @@ export async function withSpan<T>(
   o: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  // The path of every hop when no provider is registered: no span, no context switch.
+  if (!enabled) return fn(NOT_RECORDING);
   const tracer = trace.getTracer(TRACER);
   const parent = o.parent ?? context.active();
   return tracer.startActiveSpan(
@@ -154,7 +160,8 @@ export function withContext<T>(ctx: Context, fn: () => T): T {
 }
 
 /** The `traceparent` (and `tracestate`) of the current span, for a message's headers. */
-export function traceHeaders(ctx: Context = context.active()): Record<string, string> {
+export function traceHeaders(ctx: Context = context.active()): Readonly<Record<string, string>> {
+  if (!enabled) return NO_HEADERS;
   const carrier: Record<string, string> = {};
   propagation.inject(ctx, carrier);
   return carrier;
@@ -162,6 +169,7 @@ export function traceHeaders(ctx: Context = context.active()): Record<string, st
 
 /** The context a message's `traceparent` header names (the current one when it names none). */
 export function contextFromHeaders(header: (name: string) => string | undefined): Context {
+  if (!enabled) return context.active();
   return propagation.extract(context.active(), undefined, {
     get: (_carrier, key) => header(key),
     keys: () => ['traceparent', 'tracestate'],
