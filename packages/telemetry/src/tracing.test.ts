@@ -38,4 +38,26 @@ describe('initTracing', () => {
     await tracing.shutdown();
     expect(trace.getTracer('x').startSpan('after').isRecording()).toBe(false);
   });
+
+  it('marks a failed span with the error code only, never its message', async () => {
+    const exporter = new InMemorySpanExporter();
+    const tracing = initTracing({
+      serviceName: 'failing',
+      spanProcessors: [new SimpleSpanProcessor({ exporter })],
+    });
+    const err = Object.assign(new Error('connect to postgres://app:hunter2@db failed'), {
+      code: 'unavailable',
+    });
+    await expect(withSpan('hop', {}, () => Promise.reject(err))).rejects.toBe(err);
+    await expect(
+      withSpan('plain', {}, () => Promise.reject(new TypeError('token sk-live-1 bad'))),
+    ).rejects.toThrow(TypeError);
+    const [hop, plain] = exporter.getFinishedSpans();
+    expect(hop?.status).toEqual({ code: 2, message: 'unavailable' });
+    expect(plain?.status).toEqual({ code: 2, message: 'TypeError' });
+    expect(JSON.stringify([hop?.events, plain?.events, hop?.attributes])).not.toMatch(
+      /hunter2|sk-live-1/,
+    );
+    await tracing.shutdown();
+  });
 });

@@ -107,6 +107,13 @@ export function initTracing(o: TracingOptions): Tracing {
   };
 }
 
+/** A failure's stable code (`code` of a mesh error), else its class name. */
+function errorLabel(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') return code;
+  return err instanceof Error ? err.name : 'error';
+}
+
 /**
  * Runs `fn` inside a new span (a child of `parent`, or of the current span), ending it when `fn`
  * settles; a thrown error marks the span failed and is rethrown.
@@ -128,8 +135,9 @@ export async function withSpan<T>(
       try {
         return await fn(span);
       } catch (err) {
-        span.recordException(err as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+        // The error's code or class only: its message may quote a URL with credentials or a
+        // driver's account details, and spans leave the process.
+        span.setStatus({ code: SpanStatusCode.ERROR, message: errorLabel(err) });
         throw err;
       } finally {
         span.end();
