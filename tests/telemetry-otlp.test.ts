@@ -111,7 +111,7 @@ it('exports the spans of a call to the OTLP endpoint, under the caller’s trace
   }
   await until(() => Promise.resolve(child.exitCode !== null ? true : undefined));
   expect(child.exitCode).toBe(0);
-});
+}, 120_000);
 
 it('refuses an endpoint that is not an http(s) URL, naming the key', () => {
   expect(() => loadConfig({ source: '', env: { CG__OTEL__ENDPOINT: 'collector:4318' } })).toThrow(

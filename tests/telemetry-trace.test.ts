@@ -134,7 +134,7 @@ it('an agent task that runs a skill is one connected trace rooted at the task cr
       `"${name}" spans outside the trace`,
     ).toEqual([]);
   }
-});
+}, 120_000);
 
 it("a step the worker's scan picks up (its wakeup lost) joins the task's trace", async () => {
   // The first test's worker leaves; one that scans often takes over.
@@ -189,4 +189,4 @@ it("a step the worker's scan picks up (its wakeup lost) joins the task's trace",
   expect(trace.map((s) => s.name)).toEqual(
     expect.arrayContaining(['cmd.tool process', 'handler builtin.echo', 'cmd.agent process']),
   );
-});
+}, 120_000);
