@@ -21,7 +21,7 @@ let mesh: AgentMesh;
 let worker: AgentWorker;
 
 beforeAll(async () => {
-  tracing = initTracing({
+  tracing = await initTracing({
     serviceName: 'mesh-under-test',
     spanProcessors: [new SimpleSpanProcessor({ exporter })],
   });

@@ -48,7 +48,7 @@ export async function runService(opts: RunOptions): Promise<void> {
   setInterval(() => logger.flush(), 1_000).unref();
   logger.info({ config: redactConfig(config) }, 'starting');
   // Traces are exported only when [otel] endpoint is set; metrics are always served.
-  const tracing = initTracing({
+  const tracing = await initTracing({
     serviceName: opts.name,
     instanceId: instanceIdOf(config),
     endpoint: config.otel.endpoint,

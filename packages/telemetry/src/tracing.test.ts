@@ -7,7 +7,7 @@ import { initTracing, traceHeaders, withSpan } from './tracing.ts';
 
 describe('initTracing', () => {
   it('registers nothing without an endpoint: spans are not recorded, headers stay empty', async () => {
-    const tracing = initTracing({ serviceName: 'quiet', endpoint: '' });
+    const tracing = await initTracing({ serviceName: 'quiet', endpoint: '' });
     expect(tracing.enabled).toBe(false);
     await withSpan('hop', {}, (span) => {
       expect(span.isRecording()).toBe(false);
@@ -19,7 +19,7 @@ describe('initTracing', () => {
 
   it('with a processor, a span and its child share a trace and the child carries its traceparent', async () => {
     const exporter = new InMemorySpanExporter();
-    const tracing = initTracing({
+    const tracing = await initTracing({
       serviceName: 'loud',
       spanProcessors: [new SimpleSpanProcessor({ exporter })],
     });
@@ -41,7 +41,7 @@ describe('initTracing', () => {
 
   it('marks a failed span with the error code only, never its message', async () => {
     const exporter = new InMemorySpanExporter();
-    const tracing = initTracing({
+    const tracing = await initTracing({
       serviceName: 'failing',
       spanProcessors: [new SimpleSpanProcessor({ exporter })],
     });

@@ -3,7 +3,9 @@
 // endpoint` pays a function call per hop and nothing more. `initTracing` registers the SDK's
 // provider, the AsyncLocalStorage context manager (a span stays current across awaits) and the
 // W3C trace-context propagator, which is how a span's context crosses the bus: a `traceparent`
-// header on the NATS message, read back by the consumer.
+// header on the NATS message, read back by the consumer. The SDK and the exporter are loaded
+// (sdk.ts) only when there is somewhere to send spans: a process without, and every user of the
+// client SDK, does not pay for loading them.
 import {
   INVALID_SPAN_CONTEXT,
   context,
@@ -15,18 +17,7 @@ import {
   type Context,
   type Span,
 } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace';
-import { ATTR_SERVICE_NAME, ATTR_SERVICE_INSTANCE_ID } from '@opentelemetry/semantic-conventions';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 
 export { SpanKind };
 export type { Span };
@@ -71,28 +62,11 @@ export interface Tracing {
  * Registers the global tracer provider when there is somewhere to send spans; otherwise leaves
  * the API's no-op provider in place. Once per process (a second call replaces the first).
  */
-export function initTracing(o: TracingOptions): Tracing {
-  const processors = [...(o.spanProcessors ?? [])];
-  if (o.endpoint) {
-    const url = `${o.endpoint.replace(/\/+$/, '')}/v1/traces`;
-    processors.push(new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }) }));
-  }
-  if (processors.length === 0) return { enabled: false, shutdown: async () => {} };
-  const provider = new TracerProvider({
-    resource: resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: o.serviceName,
-      ...(o.instanceId ? { [ATTR_SERVICE_INSTANCE_ID]: o.instanceId } : {}),
-    }),
-    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(o.sampleRatio ?? 1) }),
-    spanProcessors: processors,
-  });
-  // The global registrations refuse a second registration unless the previous one is removed.
-  trace.disable();
-  context.disable();
-  propagation.disable();
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  trace.setGlobalTracerProvider(provider);
+export async function initTracing(o: TracingOptions): Promise<Tracing> {
+  if (!o.endpoint && (o.spanProcessors ?? []).length === 0)
+    return { enabled: false, shutdown: async () => {} };
+  const { registerProvider } = await import('./sdk.ts');
+  const provider = registerProvider(o);
   enabled = true;
   return {
     enabled: true,
