@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `pnpm check:deploy`: validates what a deployment is built from, without a Docker engine:
-# docker-compose.yml (with and without the gcs profile) by Debian's docker-compose, and
+# docker-compose.yml (without a profile, and with the gcs and observability profiles) by Debian's docker-compose, and
 # infra/Dockerfile by a Dockerfile linter (dockerfile-utils, the one VS Code's Docker support
 # uses). CI runs it; tests/deploy.test.ts checks what the stack must contain.
 set -euo pipefail
@@ -15,6 +15,7 @@ fi
 export POSTGRES_PASSWORD=check-deploy TOOLMESH_ADMIN_KEY=check-deploy-admin-key-0123456789
 docker-compose -f docker-compose.yml config -q
 docker-compose -f docker-compose.yml --profile gcs config -q
+docker-compose -f docker-compose.yml --profile observability config -q
 echo "check-deploy: docker-compose.yml ok"
 
 pnpm exec dockerfile-utils lint infra/Dockerfile

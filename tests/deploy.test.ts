@@ -183,6 +183,93 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('scrapes the /metrics of every process on the port its configuration serves them', () => {
+    for (const name of ['prometheus', 'grafana', 'jaeger']) {
+      expect(services[name].profiles, name).toEqual(['observability']);
+      // Published on the host's loopback only.
+      for (const port of services[name].ports ?? []) expect(port, name).toMatch(/^127\.0\.0\.1:/);
+    }
+    const prom = parse(readFileSync(join(ROOT, 'infra/grafana/prometheus.yml'), 'utf8')) as {
+      scrape_configs: { job_name: string; dns_sd_configs: { names: string[]; port: number }[] }[];
+    };
+    const target = Object.fromEntries(
+      prom.scrape_configs.map((c) => [c.job_name, c.dns_sd_configs[0]!]),
+    );
+    expect(Object.keys(target).sort()).toEqual([...processes].sort());
+    for (const name of processes) {
+      expect(target[name]!.names, name).toEqual([name]);
+      const config = loadConfig({ env: envOf(name, secrets) });
+      const listen: Record<string, { host: string; port: number }> = {
+        api: { host: config.api.host, port: config.api.port },
+        skills: { host: config.skills.health_host, port: config.skills.health_port },
+        tools: { host: config.tools.health_host, port: config.tools.health_port },
+        'agent-worker': { host: config.agent.health_host, port: config.agent.health_port },
+        'sandbox-reaper': { host: config.reaper.health_host, port: config.reaper.health_port },
+      };
+      expect(listen[name], name).toEqual({ host: '0.0.0.0', port: target[name]!.port });
+    }
+    expect(services['prometheus'].volumes).toContain(
+      './infra/grafana/prometheus.yml:/etc/prometheus/prometheus.yml:ro',
+    );
+  });
+
+  it('sends traces to the Jaeger of the observability profile when TOOLMESH_OTEL_ENDPOINT says so', () => {
+    for (const [name] of toolmesh) {
+      if (name === 'migrate') continue;
+      expect(loadConfig({ env: envOf(name, secrets) }).otel.endpoint, name).toBe('');
+      const vars = { ...secrets, TOOLMESH_OTEL_ENDPOINT: 'http://jaeger:4318' };
+      expect(loadConfig({ env: envOf(name, vars) }).otel.endpoint, name).toBe('http://jaeger:4318');
+    }
+    expect(services['jaeger'].environment.COLLECTOR_OTLP_ENABLED).toBe('true');
+  });
+
+  it("provisions a dashboard whose queries name only the processes' metric families", async () => {
+    const { meshRegistry } = await import('@toolmesh/telemetry');
+    const { createHttpMetrics } = await import('../services/api/src/metrics.ts');
+    const families = new Set(
+      [
+        ...(await meshRegistry.getMetricsAsJSON()),
+        ...(await createHttpMetrics().registry.getMetricsAsJSON()),
+      ]
+        .filter((m) => m.name.startsWith('toolmesh_'))
+        .flatMap((m) =>
+          String(m.type) === 'histogram'
+            ? [`${m.name}_bucket`, `${m.name}_sum`, `${m.name}_count`]
+            : [m.name],
+        ),
+    );
+    const dashboard = JSON.parse(
+      readFileSync(join(ROOT, 'infra/grafana/dashboards/toolmesh.json'), 'utf8'),
+    ) as { uid: string; panels: { type: string; targets?: { expr: string }[] }[] };
+    const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    const used = new Set(exprs.flatMap((e) => e.match(/toolmesh_[a-z_]+/g) ?? []));
+    for (const name of used) expect(families, `${name} is served`).toContain(name);
+    // Every family the processes serve is on the dashboard.
+    for (const f of families) {
+      const base = f.replace(/_(bucket|sum|count)$/, '');
+      expect(
+        [...used].some((u) => u.startsWith(base)),
+        `${base} is drawn`,
+      ).toBe(true);
+    }
+    const provider = parse(
+      readFileSync(join(ROOT, 'infra/grafana/provisioning/dashboards/toolmesh.yml'), 'utf8'),
+    ) as { providers: { options: { path: string } }[] };
+    expect(services['grafana'].volumes).toEqual(
+      expect.arrayContaining([
+        './infra/grafana/provisioning:/etc/grafana/provisioning:ro',
+        `./infra/grafana/dashboards:${provider.providers[0]!.options.path}:ro`,
+      ]),
+    );
+    const ds = parse(
+      readFileSync(join(ROOT, 'infra/grafana/provisioning/datasources/prometheus.yml'), 'utf8'),
+    ) as { datasources: { uid: string; url: string }[] };
+    expect(ds.datasources[0]).toMatchObject({
+      uid: 'toolmesh-prometheus',
+      url: 'http://prometheus:9090',
+    });
+  });
+
   it('lets the skills and tools services open bubblewrap namespaces without privileges or capabilities', () => {
     // tools: stdio MCP servers run in sandboxes too.
     for (const name of ['skills', 'tools']) {

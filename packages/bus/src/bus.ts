@@ -21,7 +21,8 @@ import {
   type Names,
   type Subjects,
 } from '@toolmesh/protocol';
-import { consume, type ConsumeOptions, type Consumption } from './consume.ts';
+import { SpanKind, traceHeaders, tracingEnabled, withSpan } from '@toolmesh/telemetry';
+import { consume, operationOf, type ConsumeOptions, type Consumption } from './consume.ts';
 import { createLeaseStore, type LeaseStore } from './lease.ts';
 import {
   provisionConsumer,
@@ -68,9 +69,11 @@ export interface BusOptions {
 }
 
 function toHeaders(h: Record<string, string | undefined> | undefined, msgId?: string) {
-  if (!h && !msgId) return undefined;
+  // The current span's traceparent, unless the caller set one: the consumer continues the trace.
+  const trace = h?.[Header.traceparent] === undefined ? traceHeaders() : {};
+  if (!h && !msgId && trace[Header.traceparent] === undefined) return undefined;
   const out = natsHeaders();
-  for (const [k, v] of Object.entries(h ?? {})) if (v !== undefined) out.set(k, v);
+  for (const [k, v] of Object.entries({ ...trace, ...h })) if (v !== undefined) out.set(k, v);
   if (msgId) out.set(Header.msgId, msgId);
   return out;
 }
@@ -126,15 +129,26 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
       if (!leaseStore) throw new Error('bus.provision() must run before leases are used');
       return leaseStore;
     },
-    publish: async (subject, data, o = {}) => {
-      try {
-        const ack = await js.publish(subject, data, { headers: toHeaders(o.headers, o.msgId) });
-        return { seq: ack.seq, duplicate: ack.duplicate };
-      } catch (cause) {
-        throw new RetryableError(`publish to ${subject} failed: ${(cause as Error).message}`, {
-          cause,
-        });
-      }
+    publish: (subject, data, o = {}) => {
+      const send = async () => {
+        try {
+          const ack = await js.publish(subject, data, { headers: toHeaders(o.headers, o.msgId) });
+          return { seq: ack.seq, duplicate: ack.duplicate };
+        } catch (cause) {
+          throw new RetryableError(`publish to ${subject} failed: ${(cause as Error).message}`, {
+            cause,
+          });
+        }
+      };
+      if (!tracingEnabled()) return send();
+      return withSpan(
+        `${operationOf(subject)} publish`,
+        {
+          kind: SpanKind.PRODUCER,
+          attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
+        },
+        send,
+      );
     },
     publishCore: (subject, data, hdrs) => {
       nc.publish(subject, data, { headers: toHeaders(hdrs) });
@@ -142,7 +156,11 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
     consume: async (spec, o) => {
       await provisionConsumer(jsm, spec);
       const consumer = await js.consumers.get(spec.stream, spec.durable);
-      return consume(consumer, { ...o, logger: log.child({ consumer: spec.durable }) });
+      return consume(consumer, {
+        ...o,
+        consumer: spec.durable,
+        logger: log.child({ consumer: spec.durable }),
+      });
     },
     subscribe: (subject, onMessage) =>
       nc.subscribe(subject, {

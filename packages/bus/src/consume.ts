@@ -10,6 +10,13 @@ import {
   type MsgHdrs,
 } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import {
+  SpanKind,
+  contextFromHeaders,
+  metrics,
+  tracingEnabled,
+  withSpan,
+} from '@toolmesh/telemetry';
 
 export type Disposition =
   { type: 'ack' } | { type: 'nak'; delayMs: number } | { type: 'term'; reason: string };
@@ -32,6 +39,8 @@ export interface ConsumeOptions {
   retryMaxMs: number;
   handler: DeliveryHandler;
   logger: Logger;
+  /** The durable consumer's name, for the redelivery metric. */
+  consumer?: string;
 }
 
 export interface Consumption {
@@ -50,6 +59,12 @@ const FETCH_RETRY_MS = 1_000;
 export function backoffMs(attempt: number, baseMs: number, maxMs: number): number {
   const raw = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(raw * (0.8 + Math.random() * 0.4));
+}
+
+/** A span name of bounded cardinality: the subject's kind and component (`cmd.tool`). */
+export function operationOf(subject: string): string {
+  const t = subject.split('.');
+  return t.length > 5 ? `${t[4]}.${t[5]}` : 'message';
 }
 
 function toDelivery(m: JsMsg): Delivery {
@@ -86,8 +101,26 @@ export function consume(consumer: Consumer, opts: ConsumeOptions): Consumption {
   async function run(m: JsMsg): Promise<void> {
     const heartbeat = setInterval(() => m.working(), Math.max(250, Math.floor(opts.ackWaitMs / 3)));
     let d: Disposition;
+    if (m.info.deliveryCount > 1) metrics.redeliveries.inc({ consumer: opts.consumer ?? '' });
     try {
-      d = await opts.handler(toDelivery(m));
+      const delivery = toDelivery(m);
+      // The handler runs in a consumer span, a child of the publisher's span when the message
+      // carries a traceparent: one trace across the bus.
+      d = !tracingEnabled()
+        ? await opts.handler(delivery)
+        : await withSpan(
+            `${operationOf(m.subject)} process`,
+            {
+              kind: SpanKind.CONSUMER,
+              parent: contextFromHeaders((name) => delivery.header(name)),
+              attributes: {
+                'messaging.system': 'nats',
+                'messaging.destination.name': m.subject,
+                'messaging.nats.delivery_count': m.info.deliveryCount,
+              },
+            },
+            () => opts.handler(delivery),
+          );
     } catch (err) {
       const delayMs = backoffMs(m.info.deliveryCount, opts.retryBaseMs, opts.retryMaxMs);
       log.warn(

@@ -36,6 +36,17 @@ import {
   schedulesShow,
   type ScheduleCreateFlags,
 } from './commands/schedules.ts';
+import {
+  agentsCreate,
+  agentsDelete,
+  agentsList,
+  agentsShow,
+  artifactsGet,
+  artifactsShow,
+  skillsActivate,
+  skillsList,
+  skillsShow,
+} from './commands/resources.ts';
 import { skillsUploadCommand } from './commands/skills.ts';
 import { watchCommand, type WatchFlags } from './commands/watch.ts';
 import { createContext, type Context } from './context.ts';
@@ -119,6 +130,60 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .action(
       run((ctx, path: string, f: { activate: boolean }) => skillsUploadCommand(ctx, path, f)),
     );
+
+  skills
+    .command('list')
+    .description("the project's skills and their active versions")
+    .action(run((ctx) => skillsList(ctx)));
+  skills
+    .command('show')
+    .description('a skill and its versions (* marks the active one)')
+    .argument('<name>')
+    .action(run((ctx, name: string) => skillsShow(ctx, name)));
+  skills
+    .command('activate')
+    .description('make a version the active one')
+    .argument('<name>')
+    .argument('<version>', 'its sha256, or the first 6+ characters of it')
+    .action(run((ctx, name: string, version: string) => skillsActivate(ctx, name, version)));
+
+  const agents = program.command('agents').description("the project's agents");
+  agents
+    .command('list')
+    .description('every agent with its profile')
+    .action(run((ctx) => agentsList(ctx)));
+  agents
+    .command('show')
+    .description('an agent, its profile and its own tool list')
+    .argument('<id>')
+    .action(run((ctx, id: string) => agentsShow(ctx, id)));
+  agents
+    .command('create')
+    .description('create an agent (its id appears in NATS subjects: [A-Za-z0-9_-]{1,64})')
+    .argument('<id>')
+    .option('--name <text>', 'display name (default: the id)')
+    .option('--profile <name>', 'the profile giving its model, prompt and tools')
+    .action(
+      run((ctx, id: string, f: { name?: string; profile?: string }) => agentsCreate(ctx, id, f)),
+    );
+  agents
+    .command('delete')
+    .description('delete an agent')
+    .argument('<id>')
+    .action(run((ctx, id: string) => agentsDelete(ctx, id)));
+
+  const artifacts = program.command('artifacts').description('files produced by tool calls');
+  artifacts
+    .command('show')
+    .description("an artifact's name, type, size and origin")
+    .argument('<artifact_id>')
+    .action(run((ctx, id: string) => artifactsShow(ctx, id)));
+  artifacts
+    .command('get')
+    .description('download an artifact: to a file with -o, else its bytes to stdout')
+    .argument('<artifact_id>')
+    .option('-o, --output <file>', 'write it here')
+    .action(run((ctx, id: string, f: { output?: string }) => artifactsGet(ctx, id, f)));
 
   const tools = program.command('tools').description('the tool registry');
   tools

@@ -12,8 +12,15 @@ export interface ApiRequest {
   timeoutMs?: number;
 }
 
+export interface Download {
+  bytes: Buffer;
+  contentType: string;
+}
+
 export interface Api {
   request<T = unknown>(req: ApiRequest): Promise<T>;
+  /** A GET whose answer is bytes (an artifact's content), not JSON. */
+  download(path: string, timeoutMs?: number): Promise<Download>;
 }
 
 function exitCodeOf(status: number): ExitCode {
@@ -26,59 +33,71 @@ function exitCodeOf(status: number): ExitCode {
 }
 
 export function createApi(s: Settings): Api {
+  const send = async (req: ApiRequest): Promise<Response> => {
+    const url = new URL(`${s.apiUrl}${req.path}`);
+    for (const [k, v] of Object.entries(req.query ?? {})) {
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    }
+    const headers: Record<string, string> = {};
+    if (s.apiKey) headers['authorization'] = `Bearer ${s.apiKey}`;
+    let body: string | FormData | undefined;
+    if (req.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(req.json);
+    } else if (req.form) {
+      body = req.form;
+    }
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: req.method ?? 'GET',
+        headers,
+        ...(body !== undefined ? { body } : {}),
+        signal: AbortSignal.timeout(req.timeoutMs ?? 30_000),
+      });
+    } catch (err) {
+      const e = err as Error;
+      if (e.name === 'TimeoutError') {
+        throw new CliError(ExitCode.timeout, 'timeout', `no answer from ${s.apiUrl} in time`);
+      }
+      const why = (e.cause as Error | undefined)?.message ?? e.message;
+      throw new CliError(
+        ExitCode.connection,
+        'unreachable',
+        `cannot reach the api at ${s.apiUrl}: ${why}`,
+        { cause: err },
+      );
+    }
+    if (res.ok) return res;
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    const error = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
+    throw new CliError(
+      exitCodeOf(res.status),
+      error?.code ?? `http_${res.status}`,
+      `${req.method ?? 'GET'} ${req.path}: ${res.status} ${error?.message ?? text.slice(0, 200)}`,
+    );
+  };
   return {
     request: async <T>(req: ApiRequest): Promise<T> => {
-      const url = new URL(`${s.apiUrl}${req.path}`);
-      for (const [k, v] of Object.entries(req.query ?? {})) {
-        if (v !== undefined) url.searchParams.set(k, String(v));
-      }
-      const headers: Record<string, string> = {};
-      if (s.apiKey) headers['authorization'] = `Bearer ${s.apiKey}`;
-      let body: string | FormData | undefined;
-      if (req.json !== undefined) {
-        headers['content-type'] = 'application/json';
-        body = JSON.stringify(req.json);
-      } else if (req.form) {
-        body = req.form;
-      }
-      let res: Response;
+      const text = await (await send(req)).text();
       try {
-        res = await fetch(url, {
-          method: req.method ?? 'GET',
-          headers,
-          ...(body !== undefined ? { body } : {}),
-          signal: AbortSignal.timeout(req.timeoutMs ?? 30_000),
-        });
-      } catch (err) {
-        const e = err as Error;
-        if (e.name === 'TimeoutError') {
-          throw new CliError(ExitCode.timeout, 'timeout', `no answer from ${s.apiUrl} in time`);
-        }
-        const why = (e.cause as Error | undefined)?.message ?? e.message;
-        throw new CliError(
-          ExitCode.connection,
-          'unreachable',
-          `cannot reach the api at ${s.apiUrl}: ${why}`,
-          { cause: err },
-        );
-      }
-      const text = await res.text();
-      let parsed: unknown;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
+        return (text ? JSON.parse(text) : undefined) as T;
       } catch {
-        parsed = undefined;
+        return undefined as T;
       }
-      if (!res.ok) {
-        const error = (parsed as { error?: { code?: string; message?: string } } | undefined)
-          ?.error;
-        throw new CliError(
-          exitCodeOf(res.status),
-          error?.code ?? `http_${res.status}`,
-          `${req.method ?? 'GET'} ${req.path}: ${res.status} ${error?.message ?? text.slice(0, 200)}`,
-        );
-      }
-      return parsed as T;
+    },
+    download: async (path, timeoutMs = 120_000) => {
+      const res = await send({ path, timeoutMs });
+      return {
+        bytes: Buffer.from(await res.arrayBuffer()),
+        contentType: res.headers.get('content-type') ?? 'application/octet-stream',
+      };
     },
   };
 }

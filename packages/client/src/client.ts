@@ -24,6 +24,7 @@ import {
   type Subjects,
   type ToolResultEvent,
 } from '@toolmesh/protocol';
+import { SpanKind, contextFromTraceparent, traceHeaders, withSpan } from '@toolmesh/telemetry';
 
 export interface ToolCallRequest {
   project: string;
@@ -45,6 +46,10 @@ export interface ToolCallRequest {
   agentId?: string;
   turnId?: string;
   turnEpoch?: number;
+  /**
+   * The W3C trace context the call joins. Defaults to the active span's, when a tracer
+   * provider is registered; the publish itself is a span of that trace.
+   */
   traceparent?: string;
 }
 
@@ -141,19 +146,32 @@ export function createClient(opts: ClientOptions): Client {
     if (req.agentId !== undefined) h.set(Header.agentId, req.agentId);
     if (req.turnId !== undefined) h.set(Header.turnId, req.turnId);
     if (req.turnEpoch !== undefined) h.set(Header.turnEpoch, String(req.turnEpoch));
-    if (req.traceparent !== undefined) h.set(Header.traceparent, req.traceparent);
-    try {
-      const msgID =
-        resendNonce === undefined
-          ? MsgId.toolCall(req.project, toolCallId)
-          : MsgId.toolCallResend(req.project, toolCallId, resendNonce);
-      const ack = await js.publish(subject, body, { headers: h, msgID });
-      return { toolCallId, subject, seq: ack.seq, duplicate: ack.duplicate };
-    } catch (cause) {
-      throw new RetryableError(`publishing ${req.tool} failed: ${(cause as Error).message}`, {
-        cause,
-      });
-    }
+    const explicit = req.traceparent;
+    const parent = explicit === undefined ? undefined : contextFromTraceparent(explicit);
+    return withSpan(
+      'cmd.tool publish',
+      {
+        kind: SpanKind.PRODUCER,
+        ...(parent ? { parent } : {}),
+        attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
+      },
+      async () => {
+        const traceparent = traceHeaders()[Header.traceparent] ?? explicit;
+        if (traceparent !== undefined) h.set(Header.traceparent, traceparent);
+        try {
+          const msgID =
+            resendNonce === undefined
+              ? MsgId.toolCall(req.project, toolCallId)
+              : MsgId.toolCallResend(req.project, toolCallId, resendNonce);
+          const ack = await js.publish(subject, body, { headers: h, msgID });
+          return { toolCallId, subject, seq: ack.seq, duplicate: ack.duplicate };
+        } catch (cause) {
+          throw new RetryableError(`publishing ${req.tool} failed: ${(cause as Error).message}`, {
+            cause,
+          });
+        }
+      },
+    );
   }
 
   async function callTool(req: ToolCallRequest, o: CallOptions = {}): Promise<ToolResult> {

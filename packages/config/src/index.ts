@@ -31,6 +31,7 @@ export type {
   SchedulesConfig,
   BuiltinConfig,
   RetentionConfig,
+  OtelConfig,
 } from './schema.ts';
 export { redactConfig, redactUrls, secretsOf, createRedactor, MASK } from './redact.ts';
 export type { Redactor } from './redact.ts';

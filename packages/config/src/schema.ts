@@ -319,6 +319,10 @@ export const skillsSchema = section({
   // A build's lease, renewed by its builder: a build whose lease passed (a dead builder) is
   // taken over by the next request.
   env_lease_ms: intAtLeast(1_000).default(30_000),
+  // GET /healthz and GET /metrics of the skills process; port 0 (the default) picks a free port,
+  // logged at start, so several instances on one host never collide. Set it for Prometheus.
+  health_host: hostName().default('127.0.0.1'),
+  health_port: port().default(0),
 }).superRefine((skills, ctx) => {
   if (skills.run_timeout_default_ms > skills.run_timeout_max_ms) {
     ctx.addIssue({
@@ -468,6 +472,9 @@ export const agentSchema = section({
   tool_result_max_chars: positiveInt().default(32_000),
   // Tools offered to the model in full; an agent with more also gets list_available_tools.
   prompt_tools_max: positiveInt().default(32),
+  // GET /healthz and GET /metrics of the worker process; 0 (the default) picks a free port.
+  health_host: hostName().default('127.0.0.1'),
+  health_port: port().default(0),
 });
 
 // Retention of the execution log: finished executions and their cards older than this are
@@ -536,6 +543,18 @@ export const mcpOauthSchema = section({
   }
 });
 
+/** OpenTelemetry traces: exported over OTLP/HTTP (protobuf-free JSON) when `endpoint` is set. */
+export const otelSchema = section({
+  /** The collector's base URL (`http://collector:4318`); traces go to `<endpoint>/v1/traces`. */
+  endpoint: matching(HTTP_URL_OR_EMPTY, 'an http(s) URL or an empty string').default(''),
+  /** Share of new traces kept, 0-1; a call joining a caller's trace follows the caller's choice. */
+  sample_ratio: z
+    .number(expected('a number from 0 to 1'))
+    .min(0, expected('a number from 0 to 1'))
+    .max(1, expected('a number from 0 to 1'))
+    .default(1),
+});
+
 // prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.
 export const configSchema = z
   .strictObject(
@@ -559,6 +578,7 @@ export const configSchema = z
       builtin: builtinSchema.prefault({}),
       retention: retentionSchema.prefault({}),
       mcp_oauth: mcpOauthSchema.prefault({}),
+      otel: otelSchema.prefault({}),
     },
     expected('a table'),
   )
@@ -592,6 +612,7 @@ export type McpOauthConfig = z.infer<typeof mcpOauthSchema>;
 export type SchedulesConfig = z.infer<typeof schedulesSchema>;
 export type BuiltinConfig = z.infer<typeof builtinSchema>;
 export type RetentionConfig = z.infer<typeof retentionSchema>;
+export type OtelConfig = z.infer<typeof otelSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

@@ -12,6 +12,7 @@ import {
   type SandboxProvider,
 } from '@toolmesh/sandbox';
 import { createPool, createStore, type Store } from '@toolmesh/store';
+import { observeSandboxes } from './observed-sandbox.ts';
 
 /** The configured instance id, or `<hostname>-<pid>`. */
 export function instanceIdOf(config: Config): string {
@@ -95,12 +96,14 @@ export function e2bOptionsFromConfig(config: Config) {
 /** The e2b provider of the configuration's [e2b] section (the reaper needs it whatever the default). */
 export function createE2bProviderFromConfig(config: Config, logger: Logger): SandboxProvider {
   const s = config.sandbox;
-  return createE2bSandboxProvider({
-    ...e2bOptionsFromConfig(config),
-    allowedDomains: s.allowed_domains,
-    limits: { processes: s.process_limit, fileSizeBytes: s.file_size_bytes },
-    logger,
-  });
+  return observeSandboxes(
+    createE2bSandboxProvider({
+      ...e2bOptionsFromConfig(config),
+      allowedDomains: s.allowed_domains,
+      limits: { processes: s.process_limit, fileSizeBytes: s.file_size_bytes },
+      logger,
+    }),
+  );
 }
 
 /** The sandbox provider the configuration names: local (bubblewrap here) or e2b. */
@@ -112,17 +115,19 @@ export async function createSandboxProviderFromConfig(
   const limits = { processes: s.process_limit, fileSizeBytes: s.file_size_bytes };
   switch (s.provider) {
     case 'local':
-      return createLocalSandboxProvider({
-        rootDir: resolve(s.root_dir),
-        allowedDomains: s.allowed_domains,
-        allowRead: s.read_paths,
-        limits,
-        warmIdleMs: s.warm_idle_ms,
-        memoryBytes: s.memory_bytes,
-        cpuPercent: s.cpu_percent,
-        sandboxUser: { uid: s.uid, gid: s.gid },
-        logger,
-      });
+      return observeSandboxes(
+        await createLocalSandboxProvider({
+          rootDir: resolve(s.root_dir),
+          allowedDomains: s.allowed_domains,
+          allowRead: s.read_paths,
+          limits,
+          warmIdleMs: s.warm_idle_ms,
+          memoryBytes: s.memory_bytes,
+          cpuPercent: s.cpu_percent,
+          sandboxUser: { uid: s.uid, gid: s.gid },
+          logger,
+        }),
+      );
     case 'e2b':
       return createE2bProviderFromConfig(config, logger);
     default: {

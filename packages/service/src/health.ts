@@ -1,8 +1,9 @@
-// Liveness over HTTP for the processes without an api of their own: GET /healthz answers 200
-// with the service's report while `check` says it is healthy, 503 with the same report
-// otherwise. Anything else is 404.
+// Liveness and metrics over HTTP for the processes without an api of their own: GET /healthz
+// answers 200 with the service's report while `check` says it is healthy, 503 with the same
+// report otherwise; GET /metrics answers the process's Prometheus metrics. Anything else is 404.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { metricsContentType, renderMetrics } from '@toolmesh/telemetry';
 
 export interface HealthReport {
   readonly ok: boolean;
@@ -22,6 +23,19 @@ export async function startHealthServer(o: {
   check(): HealthReport;
 }): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/metrics') {
+      renderMetrics().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': metricsContentType });
+          res.end(text);
+        },
+        () => {
+          res.writeHead(500, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: { code: 'internal_error', message: 'metrics failed' } }));
+        },
+      );
+      return;
+    }
     if (req.method !== 'GET' || req.url !== '/healthz') {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { code: 'not_found', message: 'no such route' } }));

@@ -15,6 +15,8 @@ import {
   type Redactor,
 } from '@toolmesh/config';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { collectProcessMetrics, initTracing } from '@toolmesh/telemetry';
+import { instanceIdOf } from './connect.ts';
 
 export interface Running {
   stop(): Promise<void>;
@@ -45,6 +47,14 @@ export async function runService(opts: RunOptions): Promise<void> {
   );
   setInterval(() => logger.flush(), 1_000).unref();
   logger.info({ config: redactConfig(config) }, 'starting');
+  // Traces are exported only when [otel] endpoint is set; metrics are always served.
+  const tracing = await initTracing({
+    serviceName: opts.name,
+    instanceId: instanceIdOf(config),
+    endpoint: config.otel.endpoint,
+    sampleRatio: config.otel.sample_ratio,
+  });
+  collectProcessMetrics();
 
   let running: Running;
   try {
@@ -61,18 +71,21 @@ export async function runService(opts: RunOptions): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping: finishing work in flight');
-    running.stop().then(
-      () => {
-        logger.info('stopped');
-        logger.flush();
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'stop failed');
-        logger.flush();
-        process.exit(1);
-      },
-    );
+    running
+      .stop()
+      .then(() => tracing.shutdown())
+      .then(
+        () => {
+          logger.info('stopped');
+          logger.flush();
+          process.exit(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, 'stop failed');
+          logger.flush();
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));

@@ -25,6 +25,8 @@ export interface Task {
   error: Record<string, unknown> | null;
   created_at: Date;
   updated_at: Date;
+  /** The W3C trace context the task was created in, when traces are recorded. */
+  traceparent: string | null;
 }
 
 export interface NewTask {
@@ -35,6 +37,7 @@ export interface NewTask {
   input: unknown;
   /** A chosen id (a schedule derives one from its tick); a fresh UUIDv7 by default. */
   taskId?: string;
+  traceparent?: string | undefined;
 }
 
 export interface TasksRepo {
@@ -51,7 +54,7 @@ export interface TasksRepo {
 }
 
 const COLUMNS = `task_id, project_id, agent_id, channel, input, status, final_card_id, error,
-  created_at, updated_at`;
+  created_at, updated_at, traceparent`;
 
 export function createTasksRepo(db: Db): TasksRepo {
   return {
@@ -63,13 +66,20 @@ export function createTasksRepo(db: Db): TasksRepo {
       (
         await db.query<Task>(
           'tasks_create',
-          `INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input)
-           SELECT $1, project_id, agent_id, $4, $5::jsonb FROM resource.agents
+          `INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input, traceparent)
+           SELECT $1, project_id, agent_id, $4, $5::jsonb, $6 FROM resource.agents
            WHERE project_id = $2 AND agent_id = $3
            RETURNING ${COLUMNS}`,
           // Always serialized: pg would send a bare string as invalid JSON and an array as a
           // Postgres array.
-          [t.taskId ?? uuidv7(), t.projectId, t.agentId, t.channel, JSON.stringify(t.input)],
+          [
+            t.taskId ?? uuidv7(),
+            t.projectId,
+            t.agentId,
+            t.channel,
+            JSON.stringify(t.input),
+            t.traceparent ?? null,
+          ],
         )
       )[0],
     get: async (projectId, taskId) =>

@@ -70,7 +70,29 @@ function pieces(text: string, size: number): string[] {
   return out;
 }
 
-export function sendStream(res: ServerResponse, model: string, text: string, calls: Call[]): void {
+/** Token counts of the usage chunk: about four characters a token, as OpenAI's guide says. */
+function usageOf(req: ChatRequest, text: string, calls: Call[]) {
+  const tokens = (s: string) => Math.max(1, Math.ceil(s.length / 4));
+  const prompt = tokens(JSON.stringify(req.messages));
+  const completionTokens = tokens(text + calls.map((c) => c.name + c.arguments).join(''));
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completionTokens,
+    total_tokens: prompt + completionTokens,
+  };
+}
+
+/**
+ * Streams the answer; with `usageFor` (the request asked `stream_options.include_usage`) a last
+ * chunk with no choices carries the token usage, as OpenAI sends it.
+ */
+export function sendStream(
+  res: ServerResponse,
+  model: string,
+  text: string,
+  calls: Call[],
+  usageFor?: ChatRequest,
+): void {
   const id = nextId();
   const created = now();
   res.writeHead(200, {
@@ -100,6 +122,12 @@ export function sendStream(res: ServerResponse, model: string, text: string, cal
       send({ tool_calls: [{ index, function: { arguments: p } }] });
   });
   send({}, calls.length ? 'tool_calls' : 'stop');
+  if (usageFor) {
+    const usage = usageOf(usageFor, text, calls);
+    res.write(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`,
+    );
+  }
   res.write('data: [DONE]\n\n');
   res.end();
 }

@@ -141,8 +141,11 @@ export async function startScriptedOpenAI(
       arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
     }));
     const model = typeof body.model === 'string' ? body.model : 'scripted';
-    if (body.stream === true) sendStream(res, model, reply.text ?? '', calls);
-    else sendJson(res, 200, completion(model, reply.text ?? null, calls));
+    if (body.stream === true) {
+      const usage = (body['stream_options'] as { include_usage?: unknown } | undefined)
+        ?.include_usage;
+      sendStream(res, model, reply.text ?? '', calls, usage === true ? body : undefined);
+    } else sendJson(res, 200, completion(model, reply.text ?? null, calls));
   }
 
   const server = createServer((req, res) => {

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Bus, Consumption, Delivery, Disposition, Lease } from '@toolmesh/bus';
 import { cappedArguments, type Store } from '@toolmesh/store';
 import { RetryableError, errorCodeOf, type ToolResultContent } from '@toolmesh/protocol';
+import { metrics } from '@toolmesh/telemetry';
 import type { CallCost, ToolDefinition } from './define.ts';
 import { emitProgress, emitResult } from './emit.ts';
 import { sanitizeResult } from './sanitize.ts';
@@ -25,6 +26,7 @@ import type { Registry } from './registry.ts';
 import { createCancelRegistry, type CancelRegistry } from './cancel.ts';
 import { failure, interruptedOnTakeover } from './takeover.ts';
 import { createPersist } from './persist.ts';
+import { countResult, traced } from './observe.ts';
 
 export interface ToolServiceLimits {
   concurrency: number;
@@ -123,22 +125,24 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       return persist(
         'writing the result card',
         () =>
-          store.results.record({
-            projectId: ids.project,
-            channel: ids.channel,
-            toolCallId: ids.toolCallId,
-            toolName: `${ids.target}.${ids.tool}`,
-            target: ids.target,
-            author,
-            instanceId,
-            content: c,
-            metadata,
-            ...(cost ? { cost } : {}),
-            agentId: ids.agentId,
-            turnId: ids.turnId,
-            turnEpoch: ids.turnEpoch,
-            arguments: args,
-          }),
+          traced('card write', ids, () =>
+            store.results.record({
+              projectId: ids.project,
+              channel: ids.channel,
+              toolCallId: ids.toolCallId,
+              toolName: `${ids.target}.${ids.tool}`,
+              target: ids.target,
+              author,
+              instanceId,
+              content: c,
+              metadata,
+              ...(cost ? { cost } : {}),
+              agentId: ids.agentId,
+              turnId: ids.turnId,
+              turnEpoch: ids.turnEpoch,
+              arguments: args,
+            }),
+          ),
         lease,
         clog,
       );
@@ -172,6 +176,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     // copy of the call arriving meanwhile finds the card (below); if publishing fails, the
     // message is nak'ed and its redelivery re-emits this same card, so the event is not lost.
     await emitResult(bus, ids, recorded);
+    if (recorded.inserted) countResult(ids, recorded.content);
     // Successes are counted in the execution log; one info line each would cost more than the
     // call itself at a few thousand calls per second. Everything else is logged at info.
     const level = recorded.content.status === 'succeeded' ? 'debug' : 'info';
@@ -273,7 +278,9 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     // Rejections take the lease too: a later valid call under the same id must find the failed
     // result instead of running, and two copies of one call must not race.
     const key = bus.names.leaseKey(ids.project, ids.toolCallId);
-    const got = await bus.leases().acquire(key, `${instanceId}:${d.streamSeq}`, limits.leaseTtlMs);
+    const got = await traced('lease', ids, () =>
+      bus.leases().acquire(key, `${instanceId}:${d.streamSeq}`, limits.leaseTtlMs),
+    );
     if (!got.acquired) {
       if (got.state === 'done') {
         const done = await reemit(ids, clog);
@@ -297,6 +304,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       // The previous owner may have written the card before its lease lapsed.
       const done = await reemit(ids, clog);
       if (done) return done;
+      metrics.leaseTakeovers.inc({ service: name });
       clog.warn('took over the lease of a stalled or crashed owner');
     }
     if (!accepted.ok || 'ok' in bound) {
@@ -378,31 +386,33 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     let cost: CallCost | undefined;
     let outcome;
     try {
-      outcome = await execute(
-        tool,
-        args,
-        {
-          project: ids.project,
-          channel: ids.channel,
-          toolCallId: ids.toolCallId,
-          toolName: call.tool_name,
-          agentId: ids.agentId,
-          logger: clog,
-          annotate: (m) => Object.assign(annotations, m),
-          charge: (c) => {
-            cost = c;
+      outcome = await traced(`handler ${call.tool_name}`, ids, () =>
+        execute(
+          tool,
+          args,
+          {
+            project: ids.project,
+            channel: ids.channel,
+            toolCallId: ids.toolCallId,
+            toolName: call.tool_name,
+            agentId: ids.agentId,
+            logger: clog,
+            annotate: (m) => Object.assign(annotations, m),
+            charge: (c) => {
+              cost = c;
+            },
+            progress: (detail) => {
+              try {
+                emitProgress(bus, ids, detail);
+              } catch (err) {
+                clog.debug({ err }, 'progress event not published');
+              }
+            },
           },
-          progress: (detail) => {
-            try {
-              emitProgress(bus, ids, detail);
-            } catch (err) {
-              clog.debug({ err }, 'progress event not published');
-            }
-          },
-        },
-        timeoutMs,
-        controller,
-        clog,
+          timeoutMs,
+          controller,
+          clog,
+        ),
       );
     } finally {
       clearInterval(renew);

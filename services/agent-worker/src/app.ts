@@ -8,6 +8,7 @@ import {
   connectNatsFromConfig,
   createStoreFromConfig,
   instanceIdOf,
+  startHealthServer,
   streamSettingsOf,
 } from '@toolmesh/service';
 import { createLlm } from './llm.ts';
@@ -21,6 +22,8 @@ export const AGENT_WORKER_TARGET = 'worker';
 export interface AgentWorker {
   readonly instanceId: string;
   readonly runner: Runner;
+  /** The port of GET /healthz and GET /metrics. */
+  readonly healthPort: number;
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -59,19 +62,35 @@ export async function startAgentWorker(config: Config, logger: Logger): Promise<
     },
   );
   runner.start();
+  let stopping = false;
+  let stopped: Promise<void> | undefined;
+  const startedAt = new Date().toISOString();
+  const health = await startHealthServer({
+    host: a.health_host,
+    port: a.health_port,
+    check: () => ({
+      ok: !stopping && !nc.isClosed(),
+      body: { instance_id: instanceId, started_at: startedAt, running: runner.running() },
+    }),
+  });
   log.info(
     // Redacted: a base URL may carry credentials (https://user:key@host/v1).
-    { concurrency: a.concurrency, llm: redactConfig(config.llm) },
+    { concurrency: a.concurrency, llm: redactConfig(config.llm), health_port: health.port },
     'agent worker started',
   );
   return {
     instanceId,
     runner,
-    stop: async (graceMs) => {
-      await consumption.stop(graceMs);
-      await runner.stop();
-      await bus.close();
-      await store.close();
-    },
+    healthPort: health.port,
+    // Once: a second stop (a test's fixture after the test stopped it) waits for the first.
+    stop: (graceMs) =>
+      (stopped ??= (async () => {
+        stopping = true;
+        await health.close();
+        await consumption.stop(graceMs);
+        await runner.stop();
+        await bus.close();
+        await store.close();
+      })()),
   };
 }

@@ -51,7 +51,13 @@ describe('the model client', () => {
         { id: 'c1', name: 'a__b', arguments: '{"x":1}' },
         { id: 'c2', name: 'a__c', arguments: 'not json' },
       ],
+      // Streamed, the usage comes in a last chunk the client asks for (stream_options).
+      usage: stream
+        ? { input: expect.any(Number), output: expect.any(Number) }
+        : { input: 1, output: 1 },
     });
+    expect(answer.usage!.input).toBeGreaterThan(0);
+    expect(answer.usage!.output).toBeGreaterThan(0);
     expect(deltas.join('')).toBe(stream ? 'two calls' : '');
     expect(server.requests()[0]?.body.stream).toBe(stream ? true : undefined);
   });

@@ -7,6 +7,7 @@ import OpenAI from 'openai';
 import type { Logger } from 'pino';
 import { backoffMs } from '@toolmesh/bus';
 import type { LlmConfig } from '@toolmesh/config';
+import { SpanKind, metrics, withSpan } from '@toolmesh/telemetry';
 
 export type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 export type FunctionSpec = OpenAI.Chat.Completions.ChatCompletionFunctionTool;
@@ -21,6 +22,8 @@ export interface ModelCall {
 export interface ModelAnswer {
   text: string;
   calls: ModelCall[];
+  /** Token counts, when the endpoint reports them. */
+  usage?: { input: number; output: number };
 }
 
 export interface AskOptions {
@@ -76,6 +79,37 @@ function describe(err: unknown): { message: string; status: number | undefined }
   return { message: `model request failed: ${(err as Error).message}`, status: undefined };
 }
 
+function usageOf(
+  u: { prompt_tokens: number; completion_tokens: number } | null | undefined,
+): Pick<ModelAnswer, 'usage'> {
+  return u ? { usage: { input: u.prompt_tokens, output: u.completion_tokens } } : {};
+}
+
+/** One model request: a span, its latency and its tokens by model. */
+async function observed(model: string, fn: () => Promise<ModelAnswer>): Promise<ModelAnswer> {
+  const started = performance.now();
+  let outcome = 'error';
+  try {
+    return await withSpan(
+      'model request',
+      { kind: SpanKind.CLIENT, attributes: { 'gen_ai.request.model': model } },
+      async (span) => {
+        const answer = await fn();
+        outcome = 'ok';
+        if (answer.usage) {
+          span.setAttribute('gen_ai.usage.input_tokens', answer.usage.input);
+          span.setAttribute('gen_ai.usage.output_tokens', answer.usage.output);
+          metrics.modelTokens.inc({ model, kind: 'input' }, answer.usage.input);
+          metrics.modelTokens.inc({ model, kind: 'output' }, answer.usage.output);
+        }
+        return answer;
+      },
+    );
+  } finally {
+    metrics.modelRequestDuration.observe({ model, outcome }, (performance.now() - started) / 1000);
+  }
+}
+
 export function createLlm(config: LlmConfig): Llm {
   const client = new OpenAI({
     baseURL: config.base_url,
@@ -95,6 +129,7 @@ export function createLlm(config: LlmConfig): Llm {
       const r = await client.chat.completions.create(body, { signal: o.signal });
       const m = r.choices[0]?.message;
       return {
+        ...usageOf(r.usage),
         text: m?.content ?? '',
         calls: (m?.tool_calls ?? []).flatMap((c) =>
           c.type === 'function'
@@ -104,12 +139,14 @@ export function createLlm(config: LlmConfig): Llm {
       };
     }
     const stream = await client.chat.completions.create(
-      { ...body, stream: true },
+      { ...body, stream: true, stream_options: { include_usage: true } },
       { signal: o.signal },
     );
     let text = '';
     const calls: ModelCall[] = [];
+    let usage: Pick<ModelAnswer, 'usage'> = {};
     for await (const chunk of stream) {
+      if (chunk.usage) usage = usageOf(chunk.usage);
       const delta = chunk.choices[0]?.delta;
       if (!delta) continue;
       if (delta.content) {
@@ -125,14 +162,14 @@ export function createLlm(config: LlmConfig): Llm {
         if (t.function?.arguments) slot.arguments += t.function.arguments;
       }
     }
-    return { text, calls: calls.filter((c) => c !== undefined) };
+    return { ...usage, text, calls: calls.filter((c) => c !== undefined) };
   }
 
   return {
     ask: async (o, log) => {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await once(o);
+          return await observed(o.model, () => once(o));
         } catch (err) {
           if (o.signal.aborted) throw err;
           const { message, status } = describe(err);

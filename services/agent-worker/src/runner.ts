@@ -4,6 +4,13 @@
 // whose lease expired or whose wakeup was lost). Both claim turns through the store with SKIP
 // LOCKED, so any number of instances can run side by side.
 import type { Logger } from 'pino';
+import {
+  contextFromTraceparent,
+  hasActiveSpan,
+  metrics,
+  tracingEnabled,
+  withSpan,
+} from '@toolmesh/telemetry';
 import type { Publisher } from './publish.ts';
 import { runStep, type StepDeps } from './step.ts';
 
@@ -41,10 +48,34 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
     active++;
   };
 
+  /**
+   * The trace a step belongs to: the wakeup's, when a delivery brought it here; the task's own
+   * (stored at its creation) when the scan picked the turn up. Read only while tracing.
+   */
+  async function traceOf(turn: Parameters<typeof runStep>[1]) {
+    if (!tracingEnabled() || hasActiveSpan()) return {};
+    const task = await store.tasks.get(turn.project_id, turn.task_id).catch(() => undefined);
+    return task?.traceparent ? { parent: contextFromTraceparent(task.traceparent) } : {};
+  }
+
   async function step(turn: Parameters<typeof runStep>[1]): Promise<void> {
     try {
-      await runStep(deps, turn);
+      await withSpan(
+        'agent step',
+        {
+          ...(await traceOf(turn)),
+          attributes: {
+            'toolmesh.project': turn.project_id,
+            'toolmesh.agent_id': turn.agent_id,
+            'toolmesh.task_id': turn.task_id,
+            'toolmesh.step': turn.step + 1,
+          },
+        },
+        () => runStep(deps, turn),
+      );
+      metrics.agentSteps.inc({ outcome: 'ok' });
     } catch (err) {
+      metrics.agentSteps.inc({ outcome: 'error' });
       // The lease lapses and the scan retries the step; nothing is lost.
       log.error({ err, turn_id: turn.turn_id }, 'step failed; the turn is retried after its lease');
     }

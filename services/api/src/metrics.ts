@@ -1,10 +1,11 @@
-// Prometheus metrics of the api process: request counts and latency per route, plus the
-// default process metrics. Served at /metrics.
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+// Prometheus metrics of the api process: request counts and latency per route, served at
+// /metrics beside the mesh's families and the default process metrics (@toolmesh/telemetry).
+import { Counter, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics, metricsContentType, renderMetrics } from '@toolmesh/telemetry';
 
 export function createHttpMetrics() {
+  collectProcessMetrics();
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
   const requests = new Counter({
     name: 'toolmesh_api_requests_total',
     help: 'HTTP requests by method, route and status',
@@ -20,6 +21,9 @@ export function createHttpMetrics() {
   });
   return {
     registry,
+    contentType: metricsContentType,
+    /** The text exposition: this api's HTTP families, then the process's mesh families. */
+    render: () => renderMetrics([registry]),
     observe(method: string, route: string, status: number, seconds: number) {
       requests.inc({ method, route, status: String(status) });
       duration.observe({ method, route }, seconds);

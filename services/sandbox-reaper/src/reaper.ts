@@ -4,6 +4,7 @@
 // recorded with its error and retried on a later pass after an exponential backoff; a row whose
 // provider this reaper lacks fails the same way (another reaper may have it).
 import type { Logger } from 'pino';
+import { metrics } from '@toolmesh/telemetry';
 import type { ReapClaim, Store } from '@toolmesh/store';
 import type { Destroyers } from './providers.ts';
 
@@ -64,46 +65,58 @@ export function createSandboxReaper(o: SandboxReaperOptions): SandboxReaper {
 
   return {
     runPass: async () => {
-      const started = performance.now();
-      const claims = await o.store.sandboxReap.claimDue({
-        owner: o.owner,
-        limit: o.batchSize,
-        claimMs: o.claimMs,
-      });
-      const skipped = await o.store.sandboxReap.countHeld();
-      if (claims.length > 0) log.info({ taken: claims.length }, 'reaper pass started');
-      let destroyed = 0;
-      let failed = 0;
-      let next = 0;
-      const worker = async () => {
-        while (next < claims.length) {
-          const c = claims[next++]!;
-          // One row's database trouble must not abandon the rest: its claim lapses and a later
-          // pass retakes it.
-          const ok = await reapOne(c).catch((err: unknown) => {
-            log.error({ err, sandbox_id: c.sandbox_id }, 'recording a reap failed');
-            return false;
-          });
-          if (ok) destroyed++;
-          else failed++;
-        }
-      };
-      await Promise.all(
-        Array.from({ length: Math.min(o.concurrency, claims.length) }, () => worker()),
-      );
-      const count = (why: ReapClaim['why']) => claims.filter((c) => c.why === why).length;
-      const summary: PassSummary = {
-        taken: claims.length,
-        destroyed,
-        failed,
-        skipped,
-        idle: count('idle'),
-        hard: count('hard'),
-        retry: count('retry'),
-        durationMs: Math.round(performance.now() - started),
-      };
-      log.info(summary, 'reaper pass');
-      return summary;
+      try {
+        const summary = await pass();
+        metrics.reaperPasses.inc({ reaper: 'sandbox-reaper', outcome: 'ok' });
+        metrics.reaperReaped.inc({ reaper: 'sandbox-reaper' }, summary.destroyed);
+        return summary;
+      } catch (err) {
+        metrics.reaperPasses.inc({ reaper: 'sandbox-reaper', outcome: 'error' });
+        throw err;
+      }
     },
   };
+
+  async function pass(): Promise<PassSummary> {
+    const started = performance.now();
+    const claims = await o.store.sandboxReap.claimDue({
+      owner: o.owner,
+      limit: o.batchSize,
+      claimMs: o.claimMs,
+    });
+    const skipped = await o.store.sandboxReap.countHeld();
+    if (claims.length > 0) log.info({ taken: claims.length }, 'reaper pass started');
+    let destroyed = 0;
+    let failed = 0;
+    let next = 0;
+    const worker = async () => {
+      while (next < claims.length) {
+        const c = claims[next++]!;
+        // One row's database trouble must not abandon the rest: its claim lapses and a later
+        // pass retakes it.
+        const ok = await reapOne(c).catch((err: unknown) => {
+          log.error({ err, sandbox_id: c.sandbox_id }, 'recording a reap failed');
+          return false;
+        });
+        if (ok) destroyed++;
+        else failed++;
+      }
+    };
+    await Promise.all(
+      Array.from({ length: Math.min(o.concurrency, claims.length) }, () => worker()),
+    );
+    const count = (why: ReapClaim['why']) => claims.filter((c) => c.why === why).length;
+    const summary: PassSummary = {
+      taken: claims.length,
+      destroyed,
+      failed,
+      skipped,
+      idle: count('idle'),
+      hard: count('hard'),
+      retry: count('retry'),
+      durationMs: Math.round(performance.now() - started),
+    };
+    log.info(summary, 'reaper pass');
+    return summary;
+  }
 }

@@ -8,6 +8,7 @@ import {
   connectNatsFromConfig,
   createArtifactStoreFromConfig,
   createSandboxProviderFromConfig,
+  startHealthServer,
   createStoreFromConfig,
   instanceIdOf,
   streamSettingsOf,
@@ -33,6 +34,8 @@ import { createReaper } from './reaper.ts';
 
 export interface SkillsService {
   readonly instanceId: string;
+  /** The port of GET /healthz and GET /metrics. */
+  readonly healthPort: number;
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -144,12 +147,30 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
   await reaper.runOnce();
   reaper.start();
   for (const s of services) await s.start();
+  let stopped = false;
   let stopping: Promise<void> | undefined;
+  const startedAt = new Date().toISOString();
+  const health = await startHealthServer({
+    host: config.skills.health_host,
+    port: config.skills.health_port,
+    check: () => ({
+      ok: !stopped && !nc.isClosed(),
+      body: {
+        instance_id: instanceId,
+        started_at: startedAt,
+        in_flight: services.reduce((n, s) => n + s.inFlight(), 0),
+      },
+    }),
+  });
+  log.info({ health_port: health.port }, 'skills service listening for health and metrics');
   return {
     instanceId,
+    healthPort: health.port,
     // Once: a second stop (a test's fixture after the test's own) waits for the first.
     stop: (graceMs) =>
       (stopping ??= (async () => {
+        stopped = true;
+        await health.close();
         await reaper.stop();
         await Promise.all(services.map((s) => s.stop(graceMs)));
         registry.close();

@@ -19,6 +19,7 @@ import { hostname } from 'node:os';
 import { rm } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Logger } from 'pino';
+import { metrics } from '@toolmesh/telemetry';
 import { isOurProcess, readProc } from '@toolmesh/sandbox';
 import { FORWARDER_DIR_PREFIX } from './skills/forwarders.ts';
 import type {
@@ -244,6 +245,18 @@ export function createReaper(o: ReaperOptions): Reaper {
   };
 
   const runOnce = async (): Promise<ReapReport> => {
+    try {
+      const report = await scan();
+      metrics.reaperPasses.inc({ reaper: 'skills', outcome: 'ok' });
+      metrics.reaperReaped.inc({ reaper: 'skills' }, report.orphaned.length);
+      return report;
+    } catch (err) {
+      metrics.reaperPasses.inc({ reaper: 'skills', outcome: 'error' });
+      throw err;
+    }
+  };
+
+  const scan = async (): Promise<ReapReport> => {
     const report: ReapReport = { orphaned: [], killed: [] };
     await o.store.instances.heartbeat({
       instanceId: o.instanceId,

@@ -9,6 +9,7 @@ import { MeshError, ToolError, errorCodeOf } from '@toolmesh/protocol';
 import type { Store } from '@toolmesh/store';
 import type { ToolContext } from '@toolmesh/tool-service';
 import { backoffMs } from '@toolmesh/bus';
+import { SpanKind, withSpan } from '@toolmesh/telemetry';
 import { UpstreamFailure, type KindExecutor } from './kinds/kind.ts';
 import type { Policies } from './policies.ts';
 import type { RegistryTool } from '@toolmesh/tool-service';
@@ -116,12 +117,20 @@ export async function runRegistryCall(
     for (let attempt = 1; ; attempt++) {
       const t0 = performance.now();
       try {
-        const result = await executor.attempt(tool, args, {
-          ...ctx,
-          attempt,
-          secret,
-          progress: (detail) => ctx.progress(detail ? redactor.redact(detail) : undefined),
-        });
+        const result = await withSpan(
+          'upstream call',
+          {
+            kind: SpanKind.CLIENT,
+            attributes: { 'toolmesh.tool': tool.name, 'toolmesh.attempt': attempt },
+          },
+          () =>
+            executor.attempt(tool, args, {
+              ...ctx,
+              attempt,
+              secret,
+              progress: (detail) => ctx.progress(detail ? redactor.redact(detail) : undefined),
+            }),
+        );
         reached = true;
         attempts.push({
           attempt,

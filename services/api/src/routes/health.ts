@@ -49,7 +49,7 @@ export const healthRoutes =
       '/metrics',
       { schema: { tags: ['health'], security: [], hide: true } },
       async (_req, reply) => {
-        return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+        return reply.type(metrics.contentType).send(await metrics.render());
       },
     );
   };

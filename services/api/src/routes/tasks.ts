@@ -9,6 +9,7 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { Header, MsgId, WakeupReason, createSubjects, encodeMessage } from '@toolmesh/protocol';
 import { TaskState, type Task } from '@toolmesh/store';
+import { SpanKind, contextFromHeaders, traceHeaders, withSpan } from '@toolmesh/telemetry';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams, Uuid, iso } from '../schemas.ts';
@@ -40,11 +41,20 @@ const TaskOut = z
 
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
+/** The wakeup's headers, with the current span's traceparent: the agent's steps join the trace. */
 function wakeupHeaders(agent: string) {
   const h = natsHeaders();
   h.set(Header.agentId, agent);
+  for (const [k, v] of Object.entries(traceHeaders())) h.set(k, v);
   return h;
 }
+
+/** A caller's own `traceparent` header makes the task a part of the caller's trace. */
+const callerTrace = (headers: Record<string, string | string[] | undefined>) =>
+  contextFromHeaders((name) => {
+    const v = headers[name];
+    return typeof v === 'string' ? v : undefined;
+  });
 
 export const taskRoutes =
   ({ store, auth, nc, config }: RouteDeps): FastifyPluginAsyncZod =>
@@ -77,44 +87,75 @@ export const taskRoutes =
           },
         },
       },
-      async (req, reply) => {
-        const { project, agent } = req.params;
-        const { input, channel } = req.body;
-        const task = await store.tx(async (tx) => {
-          const t = await tx.tasks.create({ projectId: project, agentId: agent, channel, input });
-          if (t)
-            await tx.inbox.addTask({
-              projectId: project,
-              agentId: agent,
-              taskId: t.task_id,
-              payload: { channel },
+      (req, reply) =>
+        withSpan(
+          'task create',
+          {
+            kind: SpanKind.SERVER,
+            parent: callerTrace(req.headers),
+            attributes: {
+              'http.request.method': 'POST',
+              'http.route': '/v1/projects/:project/agents/:agent/tasks',
+              'toolmesh.project': req.params.project,
+              'toolmesh.agent_id': req.params.agent,
+            },
+          },
+          async (span) => {
+            const { project, agent } = req.params;
+            const { input, channel } = req.body;
+            const task = await store.tx(async (tx) => {
+              const t = await tx.tasks.create({
+                projectId: project,
+                agentId: agent,
+                channel,
+                input,
+                // Steps the worker's scan starts (no wakeup to carry it) join the task's trace.
+                traceparent: traceHeaders()[Header.traceparent],
+              });
+              if (t)
+                await tx.inbox.addTask({
+                  projectId: project,
+                  agentId: agent,
+                  taskId: t.task_id,
+                  payload: { channel },
+                });
+              return t;
             });
-          return t;
-        });
-        if (!task) throw notFound('agent', agent);
+            if (!task) throw notFound('agent', agent);
+            span.setAttribute('toolmesh.task_id', task.task_id);
 
-        const wakeup = encodeMessage('wakeup', {
-          v: 1,
-          agent_id: agent,
-          reason: WakeupReason.task,
-          correlation_id: task.task_id,
-        });
-        let woken = true;
-        try {
-          await js.publish(subjects.agentWakeup({ project, channel, agent }), wakeup, {
-            msgID: MsgId.wakeup(project, agent, task.task_id),
-            headers: wakeupHeaders(agent),
-            timeout: 5_000,
-          });
-        } catch (err) {
-          woken = false;
-          req.log.warn(
-            { err, task_id: task.task_id, agent_id: agent },
-            'publishing a task wakeup failed',
-          );
-        }
-        return reply.status(202).send({ task_id: task.task_id, status: task.status, woken });
-      },
+            const wakeup = encodeMessage('wakeup', {
+              v: 1,
+              agent_id: agent,
+              reason: WakeupReason.task,
+              correlation_id: task.task_id,
+            });
+            let woken = true;
+            const subject = subjects.agentWakeup({ project, channel, agent });
+            try {
+              await withSpan(
+                'cmd.agent publish',
+                {
+                  kind: SpanKind.PRODUCER,
+                  attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
+                },
+                () =>
+                  js.publish(subject, wakeup, {
+                    msgID: MsgId.wakeup(project, agent, task.task_id),
+                    headers: wakeupHeaders(agent),
+                    timeout: 5_000,
+                  }),
+              );
+            } catch (err) {
+              woken = false;
+              req.log.warn(
+                { err, task_id: task.task_id, agent_id: agent },
+                'publishing a task wakeup failed',
+              );
+            }
+            return reply.status(202).send({ task_id: task.task_id, status: task.status, woken });
+          },
+        ),
     );
 
     app.post(

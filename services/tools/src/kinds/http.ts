@@ -8,6 +8,7 @@
 // JSON). Any other status fails with upstream_error, the status and a bounded excerpt.
 import { HttpSpec, ToolError, urlPlaceholders } from '@toolmesh/protocol';
 import { request } from 'undici';
+import { traceHeaders } from '@toolmesh/telemetry';
 import type { Egress } from '../egress.ts';
 import { egressDeniedIn } from '../egress.ts';
 import type { RegistryTool } from '@toolmesh/tool-service';
@@ -134,7 +135,8 @@ export function createHttpExecutor(o: HttpExecutorOptions): KindExecutor {
         if (v === undefined || v === null) continue;
         for (const item of Array.isArray(v) ? v : [v]) url.searchParams.append(name, asParam(item));
       }
-      const headers: Record<string, string> = { ...spec.headers };
+      // The current span's traceparent first: an upstream that traces continues the call's trace.
+      const headers: Record<string, string> = { ...traceHeaders(), ...spec.headers };
       let body: string | undefined;
       if (spec.method !== 'GET' && spec.method !== 'DELETE') {
         const names =
