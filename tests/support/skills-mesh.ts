@@ -3,7 +3,9 @@
 import { spawnReady } from './procs.ts';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
@@ -14,6 +16,8 @@ import { loadConfig } from '@toolmesh/config';
 import { startSkillsService, type SkillsService } from '../../services/skills/src/app.ts';
 import { natsAuthOf, startTestApi, type TestApi } from '../../services/api/src/test/support.ts';
 import { zipFolder } from '@toolmesh/cli';
+
+const exec = promisify(execFile);
 
 export interface SkillsMesh {
   api: TestApi;
@@ -45,6 +49,50 @@ export function collectProgress(mesh: SkillsMesh): { events: unknown[]; sub: Sub
   return { events, sub };
 }
 
+const REPO_ROOT = join(import.meta.dirname, '..', '..');
+
+/**
+ * Where a child running as `user` finds the checkout: the checkout itself when the user can read
+ * it, else a bind mount of it (in the child's own mount namespace, root only) under /run.
+ */
+async function checkoutViewFor(user: {
+  uid: number;
+  gid: number;
+}): Promise<{ root: string; prefix: string[]; remove(): Promise<void> } | undefined> {
+  const readable = await exec('setpriv', [
+    `--reuid=${user.uid}`,
+    `--regid=${user.gid}`,
+    '--clear-groups',
+    '--',
+    'test',
+    '-r',
+    join(REPO_ROOT, 'services/skills/src/main.ts'),
+  ]).then(
+    () => true,
+    () => false,
+  );
+  if (readable) return undefined;
+  const root = await mkdtemp('/run/toolmesh-checkout-');
+  await chmod(root, 0o755);
+  return {
+    root,
+    prefix: [
+      'unshare',
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      'sh',
+      '-c',
+      'mount --bind "$1" "$2" && shift 2 && exec "$@"',
+      'sh',
+      REPO_ROOT,
+      root,
+    ],
+    remove: () => rm(root, { recursive: false, force: true }).catch(() => undefined),
+  };
+}
+
 export async function startSkillsMesh(overrides: Record<string, string> = {}): Promise<SkillsMesh> {
   const sandboxRoot = await mkdtemp(join(tmpdir(), 'toolmesh-sandboxes-'));
   const api = await startTestApi({ CG__SANDBOX__ROOT_DIR: sandboxRoot, ...overrides });
@@ -67,18 +115,24 @@ export async function startSkillsMesh(overrides: Record<string, string> = {}): P
       return s;
     },
     spawnSkills: async (extraEnv = {}, opts = {}) => {
-      const main = join(import.meta.dirname, '..', '..', 'services/skills/src/main.ts');
       const { user } = opts;
+      const asUser =
+        user === undefined
+          ? []
+          : ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--'];
+      // A checkout the user cannot reach (a clone in /root, or under a 0700 temporary folder) is
+      // bind-mounted for that child alone, in a mount namespace of its own, on a path it can.
+      const view = user === undefined ? undefined : await checkoutViewFor(user);
+      const main = join(view?.root ?? REPO_ROOT, 'services/skills/src/main.ts');
       const child = await spawnReady(
         main,
         { ...api.env, CG__LOG__LEVEL: 'info', ...extraEnv },
         'tool service started',
         'skills',
-        user === undefined
-          ? []
-          : ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--'],
+        [...(view?.prefix ?? []), ...asUser],
       );
       children.push(child);
+      if (view) child.once('exit', () => void view.remove());
       return child;
     },
     uploadSkill: async (dir) => {
