@@ -4,7 +4,7 @@ import { spawnReady } from './procs.ts';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, rmdir } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,7 +89,7 @@ async function checkoutViewFor(user: {
       REPO_ROOT,
       root,
     ],
-    remove: () => rm(root, { recursive: false, force: true }).catch(() => undefined),
+    remove: () => rmdir(root).catch(() => undefined),
   };
 }
 
