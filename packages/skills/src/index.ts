@@ -63,3 +63,4 @@ export {
 } from './dependencies.ts';
 export type { SkillDependencies } from './dependencies.ts';
 export { skillLocation } from './layout.ts';
+export { renderToolReference } from './catalog-docs.ts';
