@@ -73,8 +73,14 @@ export const TASK_OF_TURN = (turnId: string) =>
  */
 export function cappedArguments(args: unknown, maxBytes: number): unknown {
   if (args === undefined) return undefined;
-  const size = Buffer.byteLength(JSON.stringify(args));
-  return size <= maxBytes ? args : { $truncated: { size_bytes: size, limit_bytes: maxBytes } };
+  const text = JSON.stringify(args);
+  const size = Buffer.byteLength(text);
+  if (size > maxBytes) return { $truncated: { size_bytes: size, limit_bytes: maxBytes } };
+  // jsonb cannot hold a NUL character: such arguments are left out, so the call's own result
+  // (a tool refusing the NUL, say) is still filed instead of an internal error.
+  if (text.includes('\\u0000'))
+    return { $unstorable: { reason: 'a NUL character', size_bytes: size } };
+  return args;
 }
 
 const COLUMNS = `project_id, tool_call_id, channel, tool_name, target, agent_id, status, error_code,
