@@ -1,6 +1,6 @@
 // A sandbox provider that reports what it does: the sandboxes this process holds open and
 // created (by provider), and every exec as a span and a duration sample. The provider itself
-// is untouched; the wrapper only observes.
+// is untouched; the wrapper only observes, and passes every other method of a sandbox through.
 import type { Sandbox, SandboxProvider } from '@toolmesh/sandbox';
 import { SpanKind, metrics, withSpan } from '@toolmesh/telemetry';
 
@@ -14,7 +14,7 @@ export function observeSandboxes(provider: SandboxProvider): SandboxProvider {
       if (open) metrics.sandboxesActive.dec(labels);
       open = false;
     };
-    return {
+    const observed: Sandbox = {
       id: sb.id,
       key: sb.key,
       workdir: sb.workdir,
@@ -41,6 +41,7 @@ export function observeSandboxes(provider: SandboxProvider): SandboxProvider {
       putFile: (path, data) => sb.putFile(path, data),
       getFile: (path, options) => sb.getFile(path, options),
       ...(sb.endpointOf ? { endpointOf: (port: number) => sb.endpointOf!(port) } : {}),
+      ...(sb.grantRead ? { grantRead: (hostPath: string) => sb.grantRead!(hostPath) } : {}),
       close: async () => {
         await sb.close();
         gone();
@@ -50,6 +51,11 @@ export function observeSandboxes(provider: SandboxProvider): SandboxProvider {
         gone();
       },
     };
+    // Whatever the provider grants later (a skill's environment) shows through, as on `sb`.
+    if ('readPaths' in sb) {
+      Object.defineProperty(observed, 'readPaths', { get: () => sb.readPaths, enumerable: true });
+    }
+    return observed;
   };
   return {
     kind: provider.kind,
