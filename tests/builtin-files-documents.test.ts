@@ -72,7 +72,9 @@ describe('files', () => {
   it('refuses paths above the root, missing files and files past the quotas, each with its code', async () => {
     const up = await call('builtin.read_file', { path: 'notes/../../etc/passwd' });
     expect(up.status).toBe('failed');
-    expect(up.content.error, JSON.stringify(up.content.error)).toMatchObject({ code: 'invalid_arguments' });
+    expect(up.content.error, JSON.stringify(up.content.error)).toMatchObject({
+      code: 'invalid_arguments',
+    });
     expect(up.content.error?.message).toMatch(/leaves the root/);
     const missing = await call('builtin.read_file', { path: 'nope.txt' });
     expect(missing.content.error).toMatchObject({
