@@ -54,7 +54,7 @@ it('an exception is the program failing, not the call', { timeout: 60_000 }, asy
 it('a program past its time limit fails `timeout`', { timeout: 60_000 }, async () => {
   const r = await run({ code: 'while True:\n    pass', timeout_ms: 500 });
   expect(r.status).toBe('timeout');
-  expect(r.content.error).toMatchObject({ code: 'timeout', details: { limit_ms: 500 } });
+  expect(r.content.error).toMatchObject({ code: 'timeout', details: { timeout_ms: 500 } });
   const over = await run({ code: 'pass', timeout_ms: 60_000 });
   expect(over.content.error).toMatchObject({ code: 'invalid_arguments' });
 });

@@ -8,7 +8,7 @@ import { ToolError } from '@toolmesh/protocol';
 import { ExecutePythonArgs } from '@toolmesh/skills';
 import { defineTool } from '@toolmesh/tool-service';
 import type { SkillsDeps } from '../skills/deps.ts';
-import { limitErrorOf } from '../skills/limit-error.ts';
+import { throwIfCut } from '../skills/limit-error.ts';
 import { outputOf } from '../skills/run-cmd.ts';
 import { sandboxFor } from '../skills/sessions.ts';
 
@@ -58,22 +58,7 @@ export function pythonTool(deps: SkillsDeps, limits: BuiltinConfig) {
           },
         );
         const out = outputOf(result);
-        const killed = limitErrorOf(result);
-        if (killed !== undefined) {
-          throw new ToolError(killed.message, {
-            code: killed.code,
-            details: { ...out, limit: killed.limit },
-          });
-        }
-        if (result.timedOut) {
-          throw new ToolError(
-            `the program ran past its time limit of ${timeoutMs} ms and was killed`,
-            {
-              code: 'timeout',
-              details: { ...out, limit_ms: timeoutMs },
-            },
-          );
-        }
+        throwIfCut(result, out, timeoutMs, 'the program');
         if (result.exitCode !== 0 && /\bMemoryError\b/.test(result.stderr.text)) {
           throw new ToolError(
             `the program went past its memory limit of ${limits.python_memory_bytes} bytes`,

@@ -1,4 +1,5 @@
 // A command the kernel killed for a sandbox limit, as the error code a result carries.
+import { ToolError } from '@toolmesh/protocol';
 import type { ExecResult } from '@toolmesh/sandbox';
 
 /**
@@ -28,5 +29,30 @@ export function limitErrorOf(
       const never: never = r.limitExceeded;
       throw new Error(`unknown limit ${String(never)}`);
     }
+  }
+}
+
+/**
+ * Throws the call's failure for a command that did not end on its own: killed for a sandbox
+ * limit (`oom`, `cpu_limit`) or past its time limit (`timeout`), with the output it had produced.
+ */
+export function throwIfCut(
+  r: ExecResult,
+  out: Record<string, unknown>,
+  timeoutMs: number,
+  what = 'the command',
+): void {
+  const limit = limitErrorOf(r);
+  if (limit !== undefined) {
+    throw new ToolError(limit.message, {
+      code: limit.code,
+      details: { ...out, limit: limit.limit },
+    });
+  }
+  if (r.timedOut) {
+    throw new ToolError(`${what} ran past its time limit of ${timeoutMs} ms and was killed`, {
+      code: 'timeout',
+      details: { ...out, timeout_ms: timeoutMs },
+    });
   }
 }

@@ -9,7 +9,7 @@ import { RunCmdArgs } from '@toolmesh/skills';
 import { defineTool } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
 import { collectOutputs } from './files.ts';
-import { limitErrorOf } from './limit-error.ts';
+import { throwIfCut } from './limit-error.ts';
 import { prepareCommand } from './prepare.ts';
 import { sandboxFor } from './sessions.ts';
 
@@ -67,22 +67,7 @@ export function runCmdTool(deps: SkillsDeps) {
           { ...options, timeoutMs: commandTimeout, signal: ctx.signal },
         );
         const out = outputOf(result);
-        const limit = limitErrorOf(result);
-        if (limit !== undefined) {
-          throw new ToolError(limit.message, {
-            code: limit.code,
-            details: { ...out, limit: limit.limit },
-          });
-        }
-        if (result.timedOut) {
-          throw new ToolError(
-            `the command ran past its time limit of ${commandTimeout} ms and was killed`,
-            {
-              code: 'timeout',
-              details: { ...out, timeout_ms: commandTimeout },
-            },
-          );
-        }
+        throwIfCut(result, out, commandTimeout);
         const collected = await collectOutputs(
           deps,
           lease.sandbox,
