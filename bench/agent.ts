@@ -9,8 +9,8 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { createClient } from '@toolmesh/client';
-import { createSubjects } from '@toolmesh/protocol';
 import { freePort, startScriptedOpenAI } from '@toolmesh/testing';
+import { agentWorld } from './agent-world.ts';
 import { drive, ROOT_DIR, spawnReady, stopChildren, writeResult, benchServers } from './support.ts';
 import { summarize, table } from './stats.ts';
 
@@ -59,62 +59,13 @@ try {
   await start('services/agent-worker/src/main.ts', 'agent worker started');
   await start('services/api/src/main.ts', 'api listening');
 
-  const base = `http://127.0.0.1:${apiPort}`;
-  const request = async <T>(key: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-    return (await res.json()) as T;
-  };
-  const made = await request<{ key: { key: string } }>(adminKey, 'POST', '/v1/projects', {
-    id: 'bench',
-    name: 'bench',
+  const { turn } = await agentWorld({
+    nc,
+    root: nats.root,
+    base: `http://127.0.0.1:${apiPort}`,
+    adminKey,
+    agents: AGENTS,
   });
-  const key = made.key.key;
-  await request(key, 'POST', '/v1/projects/bench/profiles', {
-    name: 'echoer',
-    allowed_tools: ['builtin.*'],
-    allowed_internal_tools: ['submit_result'],
-    system_prompt: 'Echo, then submit.',
-  });
-  // An agent runs its turns one after another: throughput comes from many agents.
-  const agents = Array.from({ length: AGENTS }, (_, i) => `echoer-${i}`);
-  for (const id of agents) {
-    await request(key, 'POST', '/v1/projects/bench/agents', { id, profile: 'echoer' });
-  }
-
-  // Task ends arrive as events; one may come before its start call has returned.
-  const ended = new Map<string, string>();
-  const waiting = new Map<string, (status: string) => void>();
-  const subjects = createSubjects(nats.root);
-  for (const agent of agents) {
-    nc.subscribe(subjects.agentEvent({ project: 'bench', channel: 'main', agent, event: 'task' }), {
-      callback: (_err, m) => {
-        const e = m.json<{ task_id: string; status: string }>();
-        if (e.status !== 'succeeded' && e.status !== 'failed') return;
-        const w = waiting.get(e.task_id);
-        if (w) w(e.status);
-        else ended.set(e.task_id, e.status);
-      },
-    });
-  }
-  await nc.flush();
-  const turn = async (i: number) => {
-    const { task_id: id } = await request<{ task_id: string }>(
-      key,
-      'POST',
-      `/v1/projects/bench/agents/${agents[i % AGENTS]}/tasks`,
-      { input: 'echo', channel: 'main' },
-    );
-    const status =
-      ended.get(id) ?? (await new Promise<string>((resolve) => waiting.set(id, resolve)));
-    waiting.delete(id);
-    ended.delete(id);
-    if (status !== 'succeeded') throw new Error(`task ${id} ended ${status}`);
-  };
   await drive(WARMUP, 1, turn);
   const seq = await drive(SEQUENTIAL, 1, turn);
   const conc = await drive(CONCURRENT, CONCURRENT, turn);

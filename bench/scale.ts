@@ -9,8 +9,8 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { createClient } from '@toolmesh/client';
-import { createSubjects } from '@toolmesh/protocol';
 import { freePort, startScriptedOpenAI } from '@toolmesh/testing';
+import { agentWorld } from './agent-world.ts';
 import { benchServers, drive, ROOT_DIR, spawnReady, stopChildren, writeResult } from './support.ts';
 import { summarize, table } from './stats.ts';
 
@@ -95,59 +95,13 @@ try {
   // --- agent-worker instances: whole turns, with one skills service and one api ---
   always.push(...(await spawnN(1, 'services/skills/src/main.ts', 'tool service started', 100)));
   always.push(...(await spawnN(1, 'services/api/src/main.ts', 'api listening', 200)));
-  const base = `http://127.0.0.1:${apiPort}`;
-  const request = async <T>(key: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-    return (await res.json()) as T;
-  };
-  const made = await request<{ key: { key: string } }>(adminKey, 'POST', '/v1/projects', {
-    id: 'bench',
-    name: 'bench',
+  const { turn } = await agentWorld({
+    nc,
+    root: nats.root,
+    base: `http://127.0.0.1:${apiPort}`,
+    adminKey,
+    agents: AGENTS,
   });
-  const key = made.key.key;
-  await request(key, 'POST', '/v1/projects/bench/profiles', {
-    name: 'echoer',
-    allowed_tools: ['builtin.*'],
-    allowed_internal_tools: ['submit_result'],
-    system_prompt: 'Echo, then submit.',
-  });
-  const agents = Array.from({ length: AGENTS }, (_, i) => `echoer-${i}`);
-  for (const id of agents) {
-    await request(key, 'POST', '/v1/projects/bench/agents', { id, profile: 'echoer' });
-  }
-  const ended = new Map<string, string>();
-  const waiting = new Map<string, (status: string) => void>();
-  const subjects = createSubjects(nats.root);
-  for (const agent of agents) {
-    nc.subscribe(subjects.agentEvent({ project: 'bench', channel: 'main', agent, event: 'task' }), {
-      callback: (_err, m) => {
-        const e = m.json<{ task_id: string; status: string }>();
-        if (e.status !== 'succeeded' && e.status !== 'failed') return;
-        const w = waiting.get(e.task_id);
-        if (w) w(e.status);
-        else ended.set(e.task_id, e.status);
-      },
-    });
-  }
-  await nc.flush();
-  const turn = async (i: number) => {
-    const { task_id: id } = await request<{ task_id: string }>(
-      key,
-      'POST',
-      `/v1/projects/bench/agents/${agents[i % AGENTS]}/tasks`,
-      { input: 'echo', channel: 'main' },
-    );
-    const status =
-      ended.get(id) ?? (await new Promise<string>((resolve) => waiting.set(id, resolve)));
-    waiting.delete(id);
-    ended.delete(id);
-    if (status !== 'succeeded') throw new Error(`task ${id} ended ${status}`);
-  };
   for (const n of COUNTS) {
     const kids = await spawnN(n, 'services/agent-worker/src/main.ts', 'agent worker started', 300);
     try {
