@@ -58,10 +58,21 @@ export async function startSkillsAs(
     return { sandboxRoot, uid: 0, stop: async () => (await service.stop(5_000), cleanup()) };
   }
   let child: ChildProcess;
+  // A temporary folder of its own: the host's /tmp holds root-owned sockets of earlier processes
+  // (sandbox-runtime names them by pid), which nobody could not clear if its pid matched one.
+  const ownTmp = await mkdtemp(join(tmpdir(), `toolmesh-${mode}-tmp-`));
+  const cleanupAll = async () => {
+    await cleanup();
+    await rm(ownTmp, { recursive: true, force: true });
+  };
   if (isRoot) {
     await chown(sandboxRoot, NOBODY.uid, NOBODY.gid);
+    await chown(ownTmp, NOBODY.uid, NOBODY.gid);
     await run('chown', ['-R', `${NOBODY.uid}:${NOBODY.gid}`, mesh.api.env['CG__ARTIFACTS__ROOT']!]);
-    child = await mesh.spawnSkills({ ...full, HOME: sandboxRoot }, { user: NOBODY });
+    child = await mesh.spawnSkills(
+      { ...full, HOME: sandboxRoot, TMPDIR: ownTmp },
+      { user: NOBODY },
+    );
     // Positive control: the service really is nobody, without a capability.
     const status = await readFile(`/proc/${child.pid}/status`, 'utf8');
     if (
@@ -71,7 +82,7 @@ export async function startSkillsAs(
       throw new Error(`the unprivileged service is not nobody without capabilities:\n${status}`);
     }
   } else {
-    child = await mesh.spawnSkills(full);
+    child = await mesh.spawnSkills({ ...full, TMPDIR: ownTmp });
   }
   return {
     sandboxRoot,
@@ -81,7 +92,7 @@ export async function startSkillsAs(
         child.kill('SIGTERM');
         await once(child, 'exit');
       }
-      await cleanup();
+      await cleanupAll();
     },
   };
 }
