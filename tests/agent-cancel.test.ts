@@ -1,13 +1,10 @@
 // Task cancel through the api and the CLI: the turn stops, the tool call it waits on is
 // canceled where it runs (its result card says canceled, long before its sleep would end), the
 // task ends canceled with a final card, and another project's key changes nothing.
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgentMesh, type AgentMesh } from './support/agent-mesh.ts';
+import { runToolmesh } from './support/cli.ts';
 import { until } from './support/procs.ts';
-
-const MAIN = join(import.meta.dirname, '..', 'packages/cli/src/main.ts');
 
 let mesh: AgentMesh;
 let apiUrl: string;
@@ -103,20 +100,11 @@ describe('task cancel', () => {
 
   it('toolmesh task cancel does the same from the command line', async () => {
     const { taskId, toolCallId } = await sleepingTask('cancel-cli');
-    const child = spawn(process.execPath, [MAIN, 'task', 'cancel', taskId, '--json'], {
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        TOOLMESH_API_URL: apiUrl,
-        TOOLMESH_API_KEY: mesh.project.key,
-        TOOLMESH_PROJECT: mesh.project.id,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const { code, stdout, stderr } = await runToolmesh(['task', 'cancel', taskId, '--json'], {
+      TOOLMESH_API_URL: apiUrl,
+      TOOLMESH_API_KEY: mesh.project.key,
+      TOOLMESH_PROJECT: mesh.project.id,
     });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    const code = await new Promise((resolve) => child.once('close', resolve));
     expect(code, stderr).toBe(0);
     expect(JSON.parse(stdout)).toMatchObject({ task_id: taskId, status: 'canceled' });
     await expectCanceledCall(toolCallId);

@@ -3,13 +3,14 @@
 // while one of them is SIGKILLed midway: every tick fires once (one firing, one call, one card),
 // with no tick skipped. An agent schedule starts tasks the worker finishes; missed ticks follow
 // the schedule's catch_up rule; another project can neither see nor change a schedule.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScheduler } from '../services/api/src/schedules/scheduler.ts';
 import { startAgentMesh, type AgentMesh } from './support/agent-mesh.ts';
+import { runToolmesh } from './support/cli.ts';
 import { spawnReady, until } from './support/procs.ts';
 
 let mesh: AgentMesh;
@@ -317,26 +318,10 @@ describe('CLI', () => {
     async () => {
       const address = await mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
       const cli = (args: string[]) =>
-        new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-          const child = spawn(
-            process.execPath,
-            [join(import.meta.dirname, '..', 'packages/cli/src/main.ts'), ...args],
-            {
-              env: {
-                PATH: process.env['PATH'] ?? '',
-                TOOLMESH_API_URL: address,
-                TOOLMESH_API_KEY: mesh.project.key,
-                TOOLMESH_PROJECT: mesh.project.id,
-              },
-              stdio: ['ignore', 'pipe', 'pipe'],
-            },
-          );
-          let stdout = '';
-          let stderr = '';
-          child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-          child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-          child.once('error', reject);
-          child.once('exit', (code) => resolve({ code, stdout, stderr }));
+        runToolmesh(args, {
+          TOOLMESH_API_URL: address,
+          TOOLMESH_API_KEY: mesh.project.key,
+          TOOLMESH_PROJECT: mesh.project.id,
         });
       const made = await cli([
         'schedules',
