@@ -16,6 +16,7 @@ import {
   LIST_AVAILABLE_TOOLS,
   SUBMIT_RESULT,
   buildToolset,
+  functionName,
   listAvailable,
   toolNameOf,
   type Toolset,
@@ -58,7 +59,9 @@ function planCalls(calls: ModelCall[], tools: Toolset, deps: StepDeps, profile: 
   return calls.map((c): StepCall & { fn: string; said: string; timeoutMs?: number } => {
     const toolCallId = uuidv7();
     const args = parseArguments(c.arguments);
-    const tool = tools.byFunction.get(c.name);
+    // Models often write a tool by its registry name (`skills.run_cmd`, as SKILL.md files and
+    // docs do) instead of its function name: the same allowed set answers both spellings.
+    const tool = tools.byFunction.get(c.name) ?? tools.byFunction.get(functionName(c.name));
     const base = {
       toolCallId,
       fn: c.name,
@@ -75,7 +78,7 @@ function planCalls(calls: ModelCall[], tools: Toolset, deps: StepDeps, profile: 
     }
     if (!tool) {
       const name = toolNameOf(c.name);
-      const known = [...tools.byFunction.values()].map((t) => t.name);
+      const known = [...tools.byFunction.keys()];
       const shown = known.slice(0, 50).join(', ') || 'none';
       return {
         ...base,
