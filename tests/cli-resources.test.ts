@@ -91,7 +91,7 @@ describe('toolmesh skills', () => {
     const shownJson = await toolmesh(['skills', 'show', 'draw-image', '--json']);
     expect(json(shownJson)).toMatchObject({ name: 'draw-image', active_version: v2 });
     expect(json(shownJson).version_list).toHaveLength(2);
-  }, 120_000);
+  }, 180_000);
 
   it('refuses a bad version, an unknown one and an unknown skill with the exit codes scripts use', async () => {
     const bad = await toolmesh(['skills', 'activate', 'draw-image', 'xyz']);
@@ -103,7 +103,7 @@ describe('toolmesh skills', () => {
     const missing = await toolmesh(['skills', 'show', 'no-such-skill']);
     expect(missing.code).toBe(4);
     expect(missing.stderr).toMatch(/404/);
-  }, 120_000);
+  }, 180_000);
 
   it("another project's key sees none of this project's skills", async () => {
     const list = await toolmesh(['skills', 'list', '--json'], {
@@ -119,7 +119,7 @@ describe('toolmesh skills', () => {
     });
     expect(across.code).toBe(4);
     expect(text(across)).toBe('');
-  }, 120_000);
+  }, 180_000);
 });
 
 describe('toolmesh agents', () => {
@@ -167,7 +167,7 @@ describe('toolmesh agents', () => {
     expect(deleted.code, deleted.stderr).toBe(0);
     const gone = await toolmesh(['agents', 'show', 'scout']);
     expect(gone.code).toBe(4);
-  }, 120_000);
+  }, 180_000);
 });
 
 describe('toolmesh artifacts', () => {
@@ -231,5 +231,5 @@ describe('toolmesh artifacts', () => {
     expect(unknown.code).toBe(4);
     const bad = await toolmesh(['artifacts', 'get', 'not-a-uuid']);
     expect(bad.code).toBe(2);
-  }, 120_000);
+  }, 180_000);
 });

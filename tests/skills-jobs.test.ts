@@ -44,13 +44,13 @@ async function instanceThatRan(toolCallId: string): Promise<string> {
   return rows[0]!.instance_id;
 }
 
+/** Starts a job; the call's own answer says it is still running (it did not wait). */
 async function startJob(args: Record<string, unknown>) {
-  const t0 = Date.now();
   const r = await call('start_job', args);
   expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
   const res = r.content.result as { job_id: string; status: string };
   expect(res.status).toBe('running');
-  return { jobId: res.job_id, ms: Date.now() - t0 };
+  return { jobId: res.job_id };
 }
 
 interface JobView {
@@ -68,7 +68,7 @@ async function watchToEnd(jobId: string): Promise<JobView> {
 
 describe('skills jobs', () => {
   it('runs 3 steps in order in one sandbox, each with its env, and ends succeeded', async () => {
-    const { jobId, ms } = await startJob({
+    const { jobId } = await startJob({
       session_id: `jobs-${randomUUID()}`,
       steps: [
         { command: 'sleep 0.5; echo from-step-1 > shared.txt; echo one' },
@@ -79,7 +79,6 @@ describe('skills jobs', () => {
         { command: 'echo three', timeout_ms: 5_000 },
       ],
     });
-    expect(ms).toBeLessThan(1_000);
     const view = await watchToEnd(jobId);
     expect(view.status).toBe('succeeded');
     expect(view.steps.map((s) => [s.status, s.exit_code, s.stdout])).toEqual([

@@ -37,13 +37,13 @@ async function secondInstance(): Promise<SkillsService> {
 
 const headOf = (taskId: string) => mesh.api.store.skillTasks.get(mesh.project.id, taskId);
 
+/** Starts an async task; the call's own answer says it is still running (it did not wait). */
 async function startTask(args: Record<string, unknown>) {
-  const t0 = Date.now();
   const r = await call('run_cmd_async', args);
   expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
   const res = r.content.result as { task_id: string; status: string };
   expect(res.status).toBe('running');
-  return { taskId: res.task_id, ms: Date.now() - t0 };
+  return { taskId: res.task_id };
 }
 
 async function instanceThatRan(toolCallId: string): Promise<string> {
@@ -56,11 +56,10 @@ async function instanceThatRan(toolCallId: string): Promise<string> {
 
 describe('skills async tasks', () => {
   it('run_cmd_async returns at once; the head ends succeeded with the output and artifacts', async () => {
-    const { taskId, ms } = await startTask({
+    const { taskId } = await startTask({
       command: 'sleep 1; mkdir -p out; echo made > out/a.txt; echo done; echo warn >&2',
       outputs: ['out/a.txt'],
     });
-    expect(ms).toBeLessThan(1_000);
     const head = await until(async () => {
       const h = await headOf(taskId);
       return h && h.status !== 'running' ? h : undefined;
@@ -137,20 +136,21 @@ describe('skills async tasks', () => {
     expect(again.content.result).toMatchObject({ status: 'canceled', canceled: false });
   }, 60_000);
 
-  it('a 3 s watch does not stop run_cmd calls from completing', async () => {
+  it('a long watch does not stop run_cmd calls from completing', async () => {
     await secondInstance();
-    const { taskId } = await startTask({ command: 'sleep 30', timeout_ms: 60_000 });
-    const t0 = Date.now();
-    const watch = call('task_watch', { task_id: taskId, timeout_ms: 3_000 });
+    const { taskId } = await startTask({ command: 'sleep 60', timeout_ms: 90_000 });
+    let watchEnded = false;
+    const watch = call('task_watch', { task_id: taskId, timeout_ms: 60_000 }, 90_000).finally(
+      () => (watchEnded = true),
+    );
     const runs = await Promise.all([1, 2, 3].map((i) => call('run_cmd', { command: `echo ${i}` })));
-    const runsMs = Date.now() - t0;
     for (const r of runs) expect(r.status).toBe('succeeded');
-    expect(runsMs).toBeLessThan(3_000);
-    const w = await watch;
-    expect(w.content.result).toMatchObject({ status: 'running', watch_timed_out: true });
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(3_000);
+    // The calls were served while the watch still waited on the running task.
+    expect(watchEnded).toBe(false);
     await call('task_cancel', { task_id: taskId });
-  }, 60_000);
+    const w = await watch;
+    expect(w.content.result).toMatchObject({ task_id: taskId, status: 'canceled' });
+  }, 120_000);
 
   it('refuses a task id of another project as not found', async () => {
     const { taskId } = await startTask({ command: 'true' });

