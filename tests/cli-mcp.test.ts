@@ -72,7 +72,7 @@ function toolmesh(args: string[]): Promise<Run> {
   });
 }
 
-describe('toolmesh mcp', () => {
+describe('toolmesh mcp', { timeout: 120_000 }, () => {
   it('add prints the tools found; list shows the server connected', async () => {
     const add = await toolmesh(['mcp', 'add', 'web', http.url, '--header', 'X-Client=cli']);
     expect(add.code, add.stderr).toBe(0);

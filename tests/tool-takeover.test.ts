@@ -97,7 +97,7 @@ async function callThroughACrash(tool: string, n: number, rerunOnTakeover?: bool
 describe('takeover of a call whose instance died mid-run', () => {
   it(
     'a non-idempotent tool (http POST) is filed interrupted and not run again',
-    { timeout: 90_000 },
+    { timeout: 180_000 },
     async () => {
       const { r, runs, cards } = await callThroughACrash('up.post_hang', 1);
       expect(r.status).toBe('failed');
@@ -112,7 +112,7 @@ describe('takeover of a call whose instance died mid-run', () => {
 
   it(
     'a tool whose options say idempotent: false is filed interrupted too, whatever its method',
-    { timeout: 90_000 },
+    { timeout: 180_000 },
     async () => {
       const { r, runs } = await callThroughACrash('up.declared_hang', 2);
       expect(r.content.error?.code).toBe('interrupted');
@@ -122,7 +122,7 @@ describe('takeover of a call whose instance died mid-run', () => {
 
   it(
     'with rerun_on_takeover the call runs again, and still ends with one card',
-    { timeout: 90_000 },
+    { timeout: 180_000 },
     async () => {
       const { r, runs, cards } = await callThroughACrash('up.post_hang', 3, true);
       // The upstream never answers, so the second run ends at the tool's deadline.
@@ -132,12 +132,16 @@ describe('takeover of a call whose instance died mid-run', () => {
     },
   );
 
-  it('an idempotent tool (http GET) runs again after a takeover', { timeout: 90_000 }, async () => {
-    const { r, runs, cards } = await callThroughACrash('up.get_hang', 4);
-    expect(r.status).toBe('timeout');
-    expect(runs).toBe(2);
-    expect(cards).toBe(1);
-  });
+  it(
+    'an idempotent tool (http GET) runs again after a takeover',
+    { timeout: 180_000 },
+    async () => {
+      const { r, runs, cards } = await callThroughACrash('up.get_hang', 4);
+      expect(r.status).toBe('timeout');
+      expect(runs).toBe(2);
+      expect(cards).toBe(1);
+    },
+  );
 });
 
 it('the registry shows which seeded tools are idempotent', async () => {
