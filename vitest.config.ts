@@ -3,8 +3,10 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'tests/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Many tests start processes (services, the CLI, scripts) whose start is slow on a loaded
+    // 2-core host: timeouts catch a hang, they do not measure speed (benchmarks do).
+    testTimeout: 90_000,
+    hookTimeout: 120_000,
     // Two cores: integration files start processes of their own, so keep the parallelism low.
     maxWorkers: 2,
   },
