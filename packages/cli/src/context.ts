@@ -2,11 +2,7 @@
 // connection opened on first use (management commands never touch NATS).
 import { readFile } from 'node:fs/promises';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import {
-  credentialIdOf,
-  credsConnectOptions,
-  type CredsConnectOptions,
-} from '@toolmesh/client';
+import { credentialIdOf, credsConnectOptions, type CredsConnectOptions } from '@toolmesh/client';
 import { createApi, type Api } from './http.ts';
 import { CliError, ExitCode } from './exit.ts';
 import type { Io } from './output.ts';

@@ -40,9 +40,7 @@ export interface ProjectsRepo {
   /** False when no active key of that id exists in the project. */
   revokeKey(projectId: string, keyId: string): Promise<boolean>;
   /** The project an active key belongs to. */
-  resolveKey(
-    key: string,
-  ): Promise<{ projectId: string; keyId: string; role: KeyRole } | undefined>;
+  resolveKey(key: string): Promise<{ projectId: string; keyId: string; role: KeyRole } | undefined>;
 }
 
 export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');

@@ -16,8 +16,7 @@ import { clientKey, createAuthLimiter, type AuthLimiter } from './auth-limit.ts'
 import { ApiError, notFound } from './errors.ts';
 
 export type Principal =
-  | { kind: 'admin' }
-  | { kind: 'project'; projectId: string; keyId: string; role: KeyRole };
+  { kind: 'admin' } | { kind: 'project'; projectId: string; keyId: string; role: KeyRole };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -116,7 +115,7 @@ export function createAuth(
       if (principal.kind === 'project' && principal.role === KeyRole.caller) {
         throw new ApiError(
           'forbidden',
-          "this key has the role caller: it may call tools, start tasks, and read and cancel what it started; this route needs a key of role admin",
+          'this key has the role caller: it may call tools, start tasks, and read and cancel what it started; this route needs a key of role admin',
           { role: principal.role },
         );
       }
@@ -137,9 +136,14 @@ export function callerKeyOf(req: FastifyRequest): string | undefined {
   return p?.kind === 'project' && p.role === KeyRole.caller ? p.keyId : undefined;
 }
 
-/** The API key a request authenticated with, recorded on what it starts (undefined: admin key). */
+const KEY_ID = /^[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$/;
+
+/**
+ * The API key a request authenticated with, recorded on what it starts; undefined for the admin
+ * key and for an MCP OAuth token (no key of the project).
+ */
 export function keyIdOf(req: FastifyRequest): string | undefined {
   const p = req.principal;
-  return p?.kind === 'project' ? p.keyId : undefined;
+  return p?.kind === 'project' && KEY_ID.test(p.keyId) ? p.keyId : undefined;
 }
 export type Auth = ReturnType<typeof createAuth>;

@@ -96,7 +96,7 @@ export const executionHistoryRoutes =
                 .min(1)
                 .max(128)
                 .optional()
-                .describe("calls whose context carried this session_id"),
+                .describe('calls whose context carried this session_id'),
               key_id: Uuid.optional().describe(
                 'calls started by this API key: over HTTP, or as calls of tasks it started',
               ),

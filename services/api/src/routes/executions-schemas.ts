@@ -52,7 +52,9 @@ export const ExecutionOut = z
     credential_id: z
       .string()
       .nullable()
-      .describe('the bus credential the publisher named (CG-Credential-Id), when one of the project'),
+      .describe(
+        'the bus credential the publisher named (CG-Credential-Id), when one of the project',
+      ),
   })
   .meta({ id: 'Execution' });
 
