@@ -21,12 +21,12 @@ afterAll(async () => {
   await bus?.close();
 });
 
-const execution = async (id: string) => {
+const execution = async (id: string): Promise<Record<string, unknown>> => {
   const res = await bus.mesh.api.request('GET', `/v1/projects/${bus.a.id}/executions/${id}`, {
     key: bus.a.key,
   });
   expect(res.status, res.raw).toBe(200);
-  return res.body.execution;
+  return res.body.execution as Record<string, unknown>;
 };
 
 describe('a bus credential on the execution', () => {

@@ -77,7 +77,7 @@ describe('api rate limit per key', () => {
       expect((await viaTwo(a.key, a.id)).status).toBe(200);
     }
     for (const res of [await viaOne(a.key, a.id), await viaTwo(a.key, a.id)]) {
-      expectError(res as Parameters<typeof expectError>[0], 429, 'rate_limited');
+      expectError(res, 429, 'rate_limited');
       const retryAfter = Number(res.headers['retry-after']);
       // The bucket refills one request every 60/PER_KEY seconds.
       expect(retryAfter).toBeGreaterThanOrEqual(1);
