@@ -106,7 +106,7 @@ export interface ClientOptions {
    * The bus credential this connection authenticates as (see credentialIdOf): sent with every
    * call as CG-Credential-Id, so its executions record it.
    */
-  credentialId?: string;
+  credentialId?: string | undefined;
 }
 
 export function createClient(opts: ClientOptions): Client {
