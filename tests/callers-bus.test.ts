@@ -110,6 +110,17 @@ describe('a bus credential on the execution', () => {
       expect(history.body.executions.map((e: { id: string }) => e.id)).toEqual([
         result.tool_call_id,
       ]);
+      // The CLI's history takes the same filter, over the api.
+      const address = await bus.mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
+      const listed = await runToolmesh(['executions', 'list', '--session', session, '--json'], {
+        TOOLMESH_API_URL: address,
+        TOOLMESH_API_KEY: bus.a.key,
+        TOOLMESH_PROJECT: bus.a.id,
+      });
+      expect(listed.code, listed.stderr).toBe(0);
+      const page = JSON.parse(listed.stdout) as { executions: { id: string }[]; total: number };
+      expect(page.executions.map((e) => e.id)).toEqual([result.tool_call_id]);
+      expect(page.total).toBe(1);
       // A bad context is a usage error before anything is sent.
       const bad = await runToolmesh(['call', 'builtin.echo', '--metadata', '[1]'], env);
       expect(bad.code).toBe(2);

@@ -280,6 +280,7 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .option('--tool <name>')
     .option('--status <status>', 'queued, running, succeeded, failed, timeout or canceled')
     .option('--channel <id>')
+    .option('--session <id>', 'calls whose context carried this session_id')
     .option('--limit <n>')
     .option('--cursor <cursor>', 'the next page, as printed by the previous one')
     .action(run((ctx, f: Parameters<typeof executionsList>[1]) => executionsList(ctx, f)));
