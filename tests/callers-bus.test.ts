@@ -131,5 +131,6 @@ describe('a bus credential on the execution', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-  });
+    // Six CLI processes: generous, since each starts a Node of its own on a busy machine.
+  }, 180_000);
 });

@@ -208,4 +208,4 @@ it("shows a call's context and the key that started it in the execution detail",
     customer: 'c-77',
   });
   await shot('execution-context');
-});
+}, 120_000);
