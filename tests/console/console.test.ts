@@ -179,3 +179,33 @@ it("signs in with the admin key to a list of projects, and refuses another proje
     .toContain(`no project ${mesh.project.id}`);
   expect(await page.evaluate(() => sessionStorage.getItem('toolmesh.key'))).toBeNull();
 });
+
+it("shows a call's context and the key that started it in the execution detail", async () => {
+  const { page } = ui;
+  const project = mesh.project;
+  const made = await mesh.api.request('POST', `/v1/projects/${project.id}/executions`, {
+    key: project.key,
+    body: {
+      tool: 'builtin.echo',
+      arguments: { from: 'console test' },
+      context: { session_id: 'console-session-1', metadata: { customer: 'c-77' } },
+    },
+  });
+  expect(made.status, made.raw).toBe(200);
+  const { id, key_id: keyId } = made.body.execution as { id: string; key_id: string };
+
+  await signIn(page, base, project.key, project.id);
+  await page.fill('input[name=session]', 'console-session-1');
+  await page.press('input[name=session]', 'Enter');
+  const rows = page.locator('table.executions tbody tr');
+  await expect.poll(() => rows.count()).toBe(1);
+  await page.locator(`tr[data-id="${id}"]`).click();
+  const detail = page.locator('aside.detail');
+  await detail.locator('dd.session').waitFor();
+  expect(await detail.locator('dd.session').textContent()).toBe('console-session-1');
+  expect(await detail.locator('dd.started-by').textContent()).toBe(`API key ${keyId}`);
+  expect(JSON.parse((await detail.locator('pre.context').textContent())!)).toEqual({
+    customer: 'c-77',
+  });
+  await shot('execution-context');
+}, 120_000);

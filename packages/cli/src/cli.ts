@@ -112,6 +112,8 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .option('--wait-ms <ms>', 'how long to wait for the result (default: deadline + 5 s)')
     .option('--id <tool_call_id>', 'tool call id (default: a new UUIDv7); reuse it to retry')
     .option('--no-wait', 'print the tool call id once published, do not wait')
+    .option('--session <id>', "the call's context session id (history filters by it)")
+    .option('--metadata <json>', "the call's context metadata, a JSON object (4 KiB at most)")
     .action(run((ctx, tool: string, f: CallFlags) => callCommand(ctx, tool, f)));
 
   program
@@ -278,6 +280,7 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .option('--tool <name>')
     .option('--status <status>', 'queued, running, succeeded, failed, timeout or canceled')
     .option('--channel <id>')
+    .option('--session <id>', 'calls whose context carried this session_id')
     .option('--limit <n>')
     .option('--cursor <cursor>', 'the next page, as printed by the previous one')
     .action(run((ctx, f: Parameters<typeof executionsList>[1]) => executionsList(ctx, f)));

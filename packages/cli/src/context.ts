@@ -2,7 +2,7 @@
 // connection opened on first use (management commands never touch NATS).
 import { readFile } from 'node:fs/promises';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { credsConnectOptions, type CredsConnectOptions } from '@toolmesh/client';
+import { credentialIdOf, credsConnectOptions, type CredsConnectOptions } from '@toolmesh/client';
 import { createApi, type Api } from './http.ts';
 import { CliError, ExitCode } from './exit.ts';
 import type { Io } from './output.ts';
@@ -15,20 +15,24 @@ export interface Context {
   /** Aborted on Ctrl-C: long-running commands (call, watch) end cleanly. */
   readonly signal: AbortSignal;
   nats(): Promise<NatsConnection>;
+  /** The bus credential NATS was opened with (known once nats() resolved), if one is set. */
+  busCredentialId(): string | undefined;
   close(): Promise<void>;
 }
 
 export function createContext(settings: Settings, io: Io, signal: AbortSignal): Context {
   let nc: Promise<NatsConnection> | undefined;
+  let credentialId: string | undefined;
   return {
     settings,
     io,
     api: createApi(settings),
     signal,
     nats: () => {
-      nc ??= busAuth(settings.busCreds).then((auth) =>
-        connect({
-          ...auth,
+      nc ??= busAuth(settings.busCreds).then(({ options, credential }) => {
+        credentialId = credential;
+        return connect({
+          ...options,
           servers: settings.natsUrl.split(','),
           name: 'toolmesh-cli',
           timeout: 5_000,
@@ -41,10 +45,11 @@ export function createContext(settings: Settings, io: Io, signal: AbortSignal): 
             `cannot connect to NATS at ${settings.natsUrl}: ${(err as Error).message}`,
             { cause: err },
           );
-        }),
-      );
+        });
+      });
       return nc;
     },
+    busCredentialId: () => credentialId,
     close: async () => {
       if (!nc) return;
       const conn = await nc.catch(() => undefined);
@@ -54,8 +59,10 @@ export function createContext(settings: Settings, io: Io, signal: AbortSignal): 
 }
 
 /** Connect options of the bus credential file, if one is set; the error names the file only. */
-async function busAuth(path: string | undefined): Promise<Partial<CredsConnectOptions>> {
-  if (path === undefined) return {};
+async function busAuth(
+  path: string | undefined,
+): Promise<{ options: Partial<CredsConnectOptions>; credential?: string | undefined }> {
+  if (path === undefined) return { options: {} };
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -66,7 +73,7 @@ async function busAuth(path: string | undefined): Promise<Partial<CredsConnectOp
     });
   }
   try {
-    return await credsConnectOptions(text);
+    return { options: await credsConnectOptions(text), credential: await credentialIdOf(text) };
   } catch (err) {
     throw new CliError(
       ExitCode.usage,

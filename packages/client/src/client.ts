@@ -21,6 +21,7 @@ import {
   encodeMessage,
   splitToolName,
   type AfterExecution,
+  type CallContext,
   type Subjects,
   type ToolResultEvent,
 } from '@toolmesh/protocol';
@@ -46,6 +47,11 @@ export interface ToolCallRequest {
   agentId?: string;
   turnId?: string;
   turnEpoch?: number;
+  /**
+   * Where the call comes from, in your terms: `session_id` groups calls (history filters by it),
+   * `metadata` is a small object kept with the execution. At most 4 096 bytes as JSON.
+   */
+  context?: CallContext;
   /**
    * The W3C trace context the call joins. Defaults to the active span's, when a tracer
    * provider is registered; the publish itself is a span of that trace.
@@ -96,6 +102,11 @@ export interface ClientOptions {
   nc: NatsConnection;
   /** Subject root of the deployment; `cg` unless it was configured otherwise. */
   root?: string;
+  /**
+   * The bus credential this connection authenticates as (see credentialIdOf): sent with every
+   * call as CG-Credential-Id, so its executions record it.
+   */
+  credentialId?: string | undefined;
 }
 
 export function createClient(opts: ClientOptions): Client {
@@ -140,9 +151,11 @@ export function createClient(opts: ClientOptions): Client {
       after_execution: req.afterExecution ?? 'suspend',
       ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}),
       ...(req.rerunOnTakeover !== undefined ? { rerun_on_takeover: req.rerunOnTakeover } : {}),
+      ...(req.context !== undefined ? { context: req.context } : {}),
     });
     const h = natsHeaders();
     h.set(Header.toolCallId, toolCallId);
+    if (opts.credentialId !== undefined) h.set(Header.credentialId, opts.credentialId);
     if (req.agentId !== undefined) h.set(Header.agentId, req.agentId);
     if (req.turnId !== undefined) h.set(Header.turnId, req.turnId);
     if (req.turnEpoch !== undefined) h.set(Header.turnEpoch, String(req.turnEpoch));

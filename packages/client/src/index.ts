@@ -7,5 +7,5 @@ export type {
   ToolResult,
   Published,
 } from './client.ts';
-export { credsConnectOptions } from './credentials.ts';
+export { credentialIdOf, credsConnectOptions } from './credentials.ts';
 export type { CredsConnectOptions } from './credentials.ts';

@@ -210,6 +210,11 @@ export const apiSchema = section({
   auth_failure_window_sec: positiveInt().default(60),
   // Client addresses whose failures are counted at once; past it, the oldest windows are dropped.
   auth_failure_max_clients: positiveInt().default(100_000),
+  // Requests one project API key may make a minute, across every api instance (a token bucket
+  // in Postgres holding a minute's worth); past it, 429 with Retry-After. 0 turns it off.
+  rate_limit_per_minute: intAtLeast(0).default(6_000),
+  // The same for the deployment's admin key, which has a bucket of its own.
+  admin_rate_limit_per_minute: intAtLeast(0).default(6_000),
   body_limit_bytes: positiveInt().default(1_048_576),
   upload_limit_bytes: positiveInt().default(20_971_520),
   execution_wait_default_ms: positiveInt().default(30_000),

@@ -6,6 +6,8 @@ export const Header = {
   turnEpoch: 'CG-Turn-Epoch',
   toolCallId: 'CG-Tool-Call-Id',
   traceId: 'CG-Trace-Id',
+  // The bus credential (its id) a publisher connected with; checked against the project's.
+  credentialId: 'CG-Credential-Id',
   traceparent: 'traceparent',
   msgId: 'Nats-Msg-Id',
 } as const;

@@ -37,6 +37,8 @@ export type { Names } from './names.ts';
 export { Header } from './headers.ts';
 export {
   AfterExecution,
+  CALL_CONTEXT_MAX_BYTES,
+  CallContext,
   ToolCall,
   ErrorBody,
   ToolResultContent,

@@ -16,6 +16,34 @@ const version = z.literal(1);
 export const AfterExecution = { suspend: 'suspend', terminate: 'terminate' } as const;
 export type AfterExecution = (typeof AfterExecution)[keyof typeof AfterExecution];
 
+const utf8 = new TextEncoder();
+/** Largest call context, as JSON: it is a label to find calls by, not a payload. */
+export const CALL_CONTEXT_MAX_BYTES = 4_096;
+/** A session id: 1-128 characters, no control characters. */
+// eslint-disable-next-line no-control-regex
+const SESSION_ID = /^[^\u0000-\u001f\u007f]{1,128}$/;
+
+/**
+ * Where a call comes from, in the caller's own terms: a session to group its calls by, and a
+ * small metadata object. Kept on the execution row; history filters by `session_id`.
+ */
+export const CallContext = z
+  .strictObject({
+    session_id: z
+      .string()
+      .regex(SESSION_ID, 'must be 1-128 characters, no control characters')
+      .optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .refine((c) => utf8.encode(JSON.stringify(c)).length <= CALL_CONTEXT_MAX_BYTES, {
+    message: `must be at most ${CALL_CONTEXT_MAX_BYTES} bytes as JSON`,
+  })
+  // Postgres' jsonb cannot hold a NUL character: refused here rather than lost at the write.
+  .refine((c) => !JSON.stringify(c).includes('\\u0000'), {
+    message: 'must not contain NUL characters',
+  });
+export type CallContext = z.infer<typeof CallContext>;
+
 export const ToolCall = z.strictObject({
   v: version,
   tool_call_id: toolCallId,
@@ -26,6 +54,7 @@ export const ToolCall = z.strictObject({
   // A call of a non-idempotent tool whose instance died mid-run is filed `interrupted` unless
   // its caller allows it to run again (protocol section 10.5).
   rerun_on_takeover: z.boolean().optional(),
+  context: CallContext.optional(),
 });
 export type ToolCall = z.infer<typeof ToolCall>;
 export type ToolCallInput = z.input<typeof ToolCall>;

@@ -20,6 +20,10 @@ export interface ExecutionFilter {
   task?: string | undefined;
   /** The agent turn the call was made in. */
   turn?: string | undefined;
+  /** The caller's context session id. */
+  session?: string | undefined;
+  /** Started by this API key: over HTTP, or as a call of a task the key started. */
+  key?: string | undefined;
 }
 
 /** Where a page starts: strictly after this row in (started_at DESC, tool_call_id DESC). */
@@ -81,7 +85,13 @@ export interface ExecutionStats {
 
 const COLUMNS = `e.project_id, e.tool_call_id, e.channel, e.tool_name, e.target, e.agent_id, e.status,
   e.error_code, e.instance_id, e.attempts, e.card_id, e.created_at, e.started_at, e.finished_at,
-  e.duration_ms, e.cost, e.cost_currency, e.arguments, e.turn_id, e.task_id`;
+  e.duration_ms, e.cost, e.cost_currency, e.arguments, e.turn_id, e.task_id, e.session_id,
+  e.context_metadata, e.key_id, e.credential_id`;
+
+/** Rows of `e` started by the key in a parameter (any row when it is NULL); see ExecutionFilter. */
+export const STARTED_BY = (key: string) =>
+  `(${key}::uuid IS NULL OR e.key_id = ${key}::uuid OR e.task_id IN
+     (SELECT k.task_id FROM state.tasks k WHERE k.project_id = e.project_id AND k.key_id = ${key}::uuid))`;
 
 // One statement for every combination of filters: an absent filter is a NULL parameter.
 const FILTER = `e.project_id = $1
@@ -93,7 +103,9 @@ const FILTER = `e.project_id = $1
   AND ($7::timestamptz IS NULL OR e.started_at < $7)
   AND ($8::text IS NULL OR e.agent_id = $8)
   AND ($9::uuid IS NULL OR e.task_id = $9)
-  AND ($10::text IS NULL OR e.turn_id = $10)`;
+  AND ($10::text IS NULL OR e.turn_id = $10)
+  AND ($11::text IS NULL OR e.session_id = $11)
+  AND ${STARTED_BY('$12')}`;
 const FROM = `state.tool_executions e
   LEFT JOIN resource.tools t ON t.project_id = e.project_id AND t.name = e.tool_name`;
 
@@ -117,6 +129,8 @@ const filterValues = (projectId: string, f: ExecutionFilter) => [
   f.agent ?? null,
   f.task ?? null,
   f.turn ?? null,
+  f.session ?? null,
+  f.key ?? null,
 ];
 
 // count(*) arrives as a string (bigint), avg as a number or null.
@@ -146,9 +160,9 @@ export function createExecutionStats(db: Db): ExecutionStats {
         `SELECT ${COLUMNS}, t.category, e.started_at::text AS sort_started_at
          FROM ${FROM}
          WHERE ${FILTER}
-           AND ($11::timestamptz IS NULL OR (e.started_at, e.tool_call_id) < ($11::timestamptz, $12::text))
+           AND ($13::timestamptz IS NULL OR (e.started_at, e.tool_call_id) < ($13::timestamptz, $14::text))
          ORDER BY e.started_at DESC, e.tool_call_id DESC
-         LIMIT $13`,
+         LIMIT $15`,
         [...filterValues(projectId, f), after?.startedAt ?? null, after?.toolCallId ?? null, limit],
       ),
     summary: async (projectId, f) =>
@@ -178,7 +192,7 @@ export function createExecutionStats(db: Db): ExecutionStats {
              count(*) FILTER (WHERE e.status NOT IN ('queued', 'running')) AS finished,
              avg(e.duration_ms) AS avg_duration_ms
            FROM ${FROM} WHERE ${FILTER}
-           GROUP BY e.tool_name ORDER BY count(*) DESC, e.tool_name LIMIT $11`,
+           GROUP BY e.tool_name ORDER BY count(*) DESC, e.tool_name LIMIT $13`,
           [...values, top],
         ),
         // GROUPING SETS: one row per currency for the project, one per tool and currency.

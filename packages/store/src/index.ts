@@ -30,7 +30,7 @@ export {
   MIGRATIONS_DIR,
 } from './migrate.ts';
 export type { Migration, MigrateOptions, EnsureDatabaseOptions } from './migrate.ts';
-export { hashKey } from './projects.ts';
+export { KeyRole, hashKey } from './projects.ts';
 export type { Project, ApiKey, ProjectsRepo } from './projects.ts';
 export { ToolOrigin } from './tools.ts';
 export type {
@@ -115,6 +115,7 @@ export type {
 export type { McpTaskRecord, McpTasksRepo } from './mcp-tasks.ts';
 export { createSecretBox, SecretsKeyError } from './secrets.ts';
 export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
+export { apiBucket } from './rate-buckets.ts';
 export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';
 export { Quota } from './quotas.ts';
 export type { Admission, QuotaRefusal, QuotasRepo } from './quotas.ts';

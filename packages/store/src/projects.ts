@@ -10,11 +10,17 @@ export interface Project {
   created_at: Date;
 }
 
+/** What a project key may do: `admin` everything in its project; `caller` call tools, start
+ *  tasks, and see and cancel only what it started. */
+export const KeyRole = { admin: 'admin', caller: 'caller' } as const;
+export type KeyRole = (typeof KeyRole)[keyof typeof KeyRole];
+
 export interface ApiKey {
   key_id: string;
   project_id: string;
   name: string;
   key_prefix: string;
+  role: KeyRole;
   created_at: Date;
   last_used_at: Date | null;
   revoked_at: Date | null;
@@ -25,17 +31,22 @@ export interface ProjectsRepo {
   create(projectId: string, name: string): Promise<Project | undefined>;
   get(projectId: string): Promise<Project | undefined>;
   list(limit: number, after?: string): Promise<Project[]>;
-  createKey(projectId: string, name: string): Promise<{ key: string; record: ApiKey }>;
+  createKey(
+    projectId: string,
+    name: string,
+    role?: KeyRole,
+  ): Promise<{ key: string; record: ApiKey }>;
   listKeys(projectId: string): Promise<ApiKey[]>;
   /** False when no active key of that id exists in the project. */
   revokeKey(projectId: string, keyId: string): Promise<boolean>;
   /** The project an active key belongs to. */
-  resolveKey(key: string): Promise<{ projectId: string; keyId: string } | undefined>;
+  resolveKey(key: string): Promise<{ projectId: string; keyId: string; role: KeyRole } | undefined>;
 }
 
 export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
 
-const KEY_COLUMNS = 'key_id, project_id, name, key_prefix, created_at, last_used_at, revoked_at';
+const KEY_COLUMNS =
+  'key_id, project_id, name, key_prefix, role, created_at, last_used_at, revoked_at';
 
 export function createProjectsRepo(db: Db): ProjectsRepo {
   return {
@@ -63,13 +74,13 @@ export function createProjectsRepo(db: Db): ProjectsRepo {
          WHERE $2::text IS NULL OR project_id > $2 ORDER BY project_id LIMIT $1`,
         [limit, after ?? null],
       ),
-    createKey: async (projectId, name) => {
+    createKey: async (projectId, name, role = KeyRole.admin) => {
       const key = `tmk_${randomBytes(32).toString('base64url')}`;
       const rows = await db.query<ApiKey>(
         'projects_create_key',
-        `INSERT INTO resource.api_keys (key_id, project_id, name, key_hash, key_prefix)
-         VALUES ($1, $2, $3, $4, $5) RETURNING ${KEY_COLUMNS}`,
-        [uuidv7(), projectId, name, hashKey(key), key.slice(0, 12)],
+        `INSERT INTO resource.api_keys (key_id, project_id, name, key_hash, key_prefix, role)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${KEY_COLUMNS}`,
+        [uuidv7(), projectId, name, hashKey(key), key.slice(0, 12), role],
       );
       return { key, record: rows[0]! };
     },
@@ -90,14 +101,14 @@ export function createProjectsRepo(db: Db): ProjectsRepo {
       ).length === 1,
     resolveKey: async (key) => {
       const row = (
-        await db.query<{ project_id: string; key_id: string }>(
+        await db.query<{ project_id: string; key_id: string; role: KeyRole }>(
           'projects_resolve_key',
-          `SELECT project_id, key_id FROM resource.api_keys
+          `SELECT project_id, key_id, role FROM resource.api_keys
            WHERE key_hash = $1 AND revoked_at IS NULL`,
           [hashKey(key)],
         )
       )[0];
-      return row ? { projectId: row.project_id, keyId: row.key_id } : undefined;
+      return row ? { projectId: row.project_id, keyId: row.key_id, role: row.role } : undefined;
     },
   };
 }

@@ -1,6 +1,7 @@
-// Token buckets of the tools service's rate limits (state.rate_buckets), one per project and
-// tool, shared by every instance: a take is one call of state.take_rate_token, which refills by
-// the database's clock and takes a token under the row's lock.
+// Token buckets shared by every instance, refilled by the database's clock, a token taken under
+// the row's lock in one statement: the tools service's rate limits (state.rate_buckets, one per
+// project and tool) and the api's request limits (state.api_rate_buckets, one per API key and
+// one for the deployment's admin key).
 import type { Db } from './db.ts';
 
 export interface BucketSpec {
@@ -11,7 +12,13 @@ export interface BucketSpec {
 export interface RateBucketsRepo {
   /** 0 when a token was taken; otherwise milliseconds until one is there. */
   take(projectId: string, toolName: string, spec: BucketSpec): Promise<number>;
+  /** The same for an api request bucket (see apiBucket). */
+  takeApi(bucket: string, spec: BucketSpec): Promise<number>;
 }
+
+/** The api's request bucket of an API key, or of the deployment's admin key. */
+export const apiBucket = (who: { kind: 'admin' } | { kind: 'key'; keyId: string }): string =>
+  who.kind === 'admin' ? 'admin' : `key:${who.keyId}`;
 
 export function createRateBucketsRepo(db: Db): RateBucketsRepo {
   return {
@@ -20,6 +27,14 @@ export function createRateBucketsRepo(db: Db): RateBucketsRepo {
         'rate_buckets_take',
         'SELECT state.take_rate_token($1, $2, $3, $4) AS wait',
         [projectId, toolName, spec.perSecond, spec.burst],
+      );
+      return Math.ceil((rows[0]?.wait ?? 0) * 1000);
+    },
+    takeApi: async (bucket, spec) => {
+      const rows = await db.query<{ wait: number }>(
+        'api_rate_buckets_take',
+        'SELECT state.take_api_token($1, $2, $3) AS wait',
+        [bucket, spec.perSecond, spec.burst],
       );
       return Math.ceil((rows[0]?.wait ?? 0) * 1000);
     },

@@ -8,11 +8,16 @@
 // under another target by anyone who learned the id) is refused: no card, no inbox row, and the
 // agent's own call still gets its slot.
 import { v7 as uuidv7 } from 'uuid';
-import { ToolError, type ResultStatus, type ToolResultContent } from '@toolmesh/protocol';
+import {
+  ToolError,
+  type CallContext,
+  type ResultStatus,
+  type ToolResultContent,
+} from '@toolmesh/protocol';
 import { createBatcher } from './batcher.ts';
 import type { Db } from './db.ts';
 import { isRetryablePgError } from './errors.ts';
-import { TASK_OF_TURN } from './executions.ts';
+import { CREDENTIAL_OF, TASK_OF_TURN, contextValues } from './executions.ts';
 
 export interface RecordToolResult {
   projectId: string;
@@ -31,6 +36,9 @@ export interface RecordToolResult {
   turnEpoch?: number | undefined;
   /** The call's arguments for the execution log, already capped (see cappedArguments). */
   arguments?: unknown;
+  context?: CallContext | undefined;
+  /** As the publisher's CG-Credential-Id named it (see CREDENTIAL_OF). */
+  credentialId?: string | undefined;
 }
 
 export interface RecordedResult {
@@ -66,6 +74,9 @@ const COLUMNS = [
   'cost float8',
   'cost_currency text',
   'arguments jsonb',
+  'session_id text',
+  'context_metadata jsonb',
+  'credential_id text',
 ] as const;
 
 const UNNEST = COLUMNS.map((c, i) => `$${i + 1}::${c.split(' ')[1]}[]`).join(', ');
@@ -104,11 +115,12 @@ exec AS (
   INSERT INTO state.tool_executions
     (project_id, tool_call_id, channel, tool_name, target, agent_id, status, error_code,
      instance_id, card_id, started_at, finished_at, duration_ms, cost, cost_currency,
-     arguments, turn_id, task_id)
+     arguments, turn_id, task_id, session_id, context_metadata, credential_id)
   SELECT t.project_id, t.tool_call_id, t.channel, t.tool_name, t.target, t.agent_id, t.status,
          t.error_code, t.instance_id, ins.card_id,
          now() - make_interval(secs => t.duration_ms / 1000), now(), t.duration_ms,
-         t.cost, t.cost_currency, t.arguments, t.turn_id, ${TASK_OF_TURN('t.turn_id')}
+         t.cost, t.cost_currency, t.arguments, t.turn_id, ${TASK_OF_TURN('t.turn_id')},
+         t.session_id, t.context_metadata, ${CREDENTIAL_OF('t.project_id', 't.credential_id')}
   FROM input t JOIN ins ON ins.project_id = t.project_id AND ins.tool_call_id = t.tool_call_id
   ON CONFLICT (project_id, md5(tool_call_id)) DO UPDATE
     SET status = EXCLUDED.status, error_code = EXCLUDED.error_code, card_id = EXCLUDED.card_id,
@@ -117,7 +129,12 @@ exec AS (
         cost_currency = EXCLUDED.cost_currency,
         arguments = coalesce(EXCLUDED.arguments, state.tool_executions.arguments),
         turn_id = coalesce(EXCLUDED.turn_id, state.tool_executions.turn_id),
-        task_id = coalesce(EXCLUDED.task_id, state.tool_executions.task_id)
+        task_id = coalesce(EXCLUDED.task_id, state.tool_executions.task_id),
+        -- The first context recorded stays: a queued row's is the api's own.
+        session_id = coalesce(state.tool_executions.session_id, EXCLUDED.session_id),
+        context_metadata = coalesce(state.tool_executions.context_metadata,
+                                    EXCLUDED.context_metadata),
+        credential_id = coalesce(state.tool_executions.credential_id, EXCLUDED.credential_id)
 ),
 edge AS (
   INSERT INTO state.execution_edges (project_id, agent_id, turn_id, turn_epoch, tool_call_id)
@@ -179,6 +196,8 @@ function toColumns(items: RecordToolResult[]): unknown[][] {
       r.cost?.amount ?? null,
       r.cost?.currency ?? null,
       r.arguments === undefined ? null : JSON.stringify(r.arguments),
+      ...contextValues(r.context),
+      r.credentialId ?? null,
     ];
     values.forEach((v, i) => cols[i]!.push(v));
   }

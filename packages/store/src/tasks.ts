@@ -27,6 +27,8 @@ export interface Task {
   updated_at: Date;
   /** The W3C trace context the task was created in, when traces are recorded. */
   traceparent: string | null;
+  /** The API key that started the task (null for the admin key, a schedule or older tasks). */
+  key_id: string | null;
 }
 
 export interface NewTask {
@@ -38,6 +40,7 @@ export interface NewTask {
   /** A chosen id (a schedule derives one from its tick); a fresh UUIDv7 by default. */
   taskId?: string;
   traceparent?: string | undefined;
+  keyId?: string | undefined;
 }
 
 export interface TasksRepo {
@@ -54,7 +57,7 @@ export interface TasksRepo {
 }
 
 const COLUMNS = `task_id, project_id, agent_id, channel, input, status, final_card_id, error,
-  created_at, updated_at, traceparent`;
+  created_at, updated_at, traceparent, key_id`;
 
 export function createTasksRepo(db: Db): TasksRepo {
   return {
@@ -66,8 +69,9 @@ export function createTasksRepo(db: Db): TasksRepo {
       (
         await db.query<Task>(
           'tasks_create',
-          `INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input, traceparent)
-           SELECT $1, project_id, agent_id, $4, $5::jsonb, $6 FROM resource.agents
+          `INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input, traceparent,
+                                    key_id)
+           SELECT $1, project_id, agent_id, $4, $5::jsonb, $6, $7 FROM resource.agents
            WHERE project_id = $2 AND agent_id = $3
            RETURNING ${COLUMNS}`,
           // Always serialized: pg would send a bare string as invalid JSON and an array as a
@@ -79,6 +83,7 @@ export function createTasksRepo(db: Db): TasksRepo {
             t.channel,
             JSON.stringify(t.input),
             t.traceparent ?? null,
+            t.keyId ?? null,
           ],
         )
       )[0],

@@ -11,6 +11,7 @@ import {
   isValidToolCallId,
   parseJson,
   validateMessage,
+  type CallContext,
   type ErrorCode,
   type Subjects,
   type ToolCall,
@@ -28,6 +29,10 @@ export interface CallIds {
   turnEpoch: number | undefined;
   /** The call's arguments once the body validated (kept on the execution row). */
   arguments?: Record<string, unknown> | undefined;
+  /** The caller's context once the body validated (kept on the execution row). */
+  context?: CallContext | undefined;
+  /** The bus credential the publisher named (CG-Credential-Id). */
+  credentialId?: string | undefined;
 }
 
 /** A well-formed call whose tool is not looked up yet. */
@@ -117,6 +122,7 @@ function subjectIds(
 }
 
 const TURN_ID_MAX = 128;
+const UUID = /^[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$/i;
 
 /** Header checks; valid headers are kept even when another part of the call is bad, so an
  *  agent is woken by the failed result of a call it made. */
@@ -124,6 +130,16 @@ function readHeaders(d: Delivery, ids: CallIds): ProtocolError | undefined {
   const agent = d.header(Header.agentId);
   const turn = d.header(Header.turnId);
   const epoch = d.header(Header.turnEpoch);
+  const credential = d.header(Header.credentialId);
+  if (credential !== undefined) {
+    if (!UUID.test(credential)) {
+      return new ProtocolError(
+        'invalid_message',
+        `header ${Header.credentialId} must be a bus credential id (a UUID)`,
+      );
+    }
+    ids.credentialId = credential.toLowerCase();
+  }
   if (agent !== undefined) {
     if (!isValidId(agent)) {
       return new ProtocolError(
@@ -202,6 +218,7 @@ export function intake(d: Delivery, subjects: Subjects, limits: IntakeLimits): I
     }
     const call = validateMessage('tool_call', body);
     ids.arguments = call.arguments;
+    ids.context = call.context;
     const headerId = d.header(Header.toolCallId);
     if (headerId !== undefined && headerId !== call.tool_call_id) {
       throw new ProtocolError(

@@ -141,6 +141,8 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
               turnId: ids.turnId,
               turnEpoch: ids.turnEpoch,
               arguments: args,
+              context: ids.context,
+              credentialId: ids.credentialId,
             }),
           ),
         lease,
@@ -365,6 +367,8 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
           instanceId,
           arguments: argumentsOf(ids),
           turnId: ids.turnId,
+          context: ids.context,
+          credentialId: ids.credentialId,
         })
         .catch((err: unknown) => clog.warn({ err }, 'could not record the running execution'));
     }, RUNNING_ROW_AFTER_MS);

@@ -8,6 +8,7 @@ import { MeshError } from '@toolmesh/protocol';
 
 export const ApiErrorCode = {
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   invalid_request: 400,
   invalid_id: 400,

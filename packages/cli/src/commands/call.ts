@@ -3,7 +3,7 @@
 // tool call id at once. The exit code follows the result's status.
 import yoctoSpinner from 'yocto-spinner';
 import { createClient, ResultWaitTimeoutError, type ToolResult } from '@toolmesh/client';
-import { errorCodeOf, splitToolName } from '@toolmesh/protocol';
+import { CallContext, errorCodeOf, splitToolName } from '@toolmesh/protocol';
 import type { Context } from '../context.ts';
 import { CliError, ExitCode, usageError } from '../exit.ts';
 import { printJson, printLine } from '../output.ts';
@@ -17,6 +17,8 @@ export interface CallFlags {
   timeoutMs?: string;
   waitMs?: string;
   id?: string;
+  session?: string;
+  metadata?: string;
 }
 
 const exitOfStatus = {
@@ -25,6 +27,21 @@ const exitOfStatus = {
   canceled: ExitCode.failed,
   timeout: ExitCode.timeout,
 } as const satisfies Record<ToolResult['status'], ExitCode>;
+
+/** --session and --metadata as the call's context, checked here so a bad one is a usage error. */
+function callContext(flags: CallFlags): CallContext | undefined {
+  if (flags.session === undefined && flags.metadata === undefined) return undefined;
+  const parsed = CallContext.safeParse({
+    ...(flags.session !== undefined ? { session_id: flags.session } : {}),
+    ...(flags.metadata !== undefined ? { metadata: jsonObject(flags.metadata, '--metadata') } : {}),
+  });
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    const field = first?.path[0] === 'session_id' ? '--session' : '--metadata';
+    throw usageError(`${field}: ${first?.message ?? 'invalid'}`);
+  }
+  return parsed.data;
+}
 
 export async function callCommand(ctx: Context, tool: string, flags: CallFlags): Promise<number> {
   const project = projectOf(ctx.settings);
@@ -36,7 +53,14 @@ export async function callCommand(ctx: Context, tool: string, flags: CallFlags):
   const args = flags.args === undefined ? {} : jsonObject(flags.args, '--args');
   const timeoutMs = intOption(flags.timeoutMs, '--timeout-ms');
   const waitMs = intOption(flags.waitMs, '--wait-ms');
-  const client = createClient({ nc: await ctx.nats(), root: ctx.settings.root });
+  const context = callContext(flags);
+  const nc = await ctx.nats();
+  const credentialId = ctx.busCredentialId();
+  const client = createClient({
+    nc,
+    root: ctx.settings.root,
+    ...(credentialId !== undefined ? { credentialId } : {}),
+  });
   const req = {
     project,
     channel: flags.channel,
@@ -44,6 +68,7 @@ export async function callCommand(ctx: Context, tool: string, flags: CallFlags):
     arguments: args,
     ...(flags.id !== undefined ? { toolCallId: flags.id } : {}),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(context !== undefined ? { context } : {}),
   };
 
   try {

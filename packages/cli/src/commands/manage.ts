@@ -33,7 +33,14 @@ export async function toolsList(
 
 export async function executionsList(
   ctx: Context,
-  f: { tool?: string; status?: string; channel?: string; limit?: string; cursor?: string },
+  f: {
+    tool?: string;
+    status?: string;
+    channel?: string;
+    session?: string;
+    limit?: string;
+    cursor?: string;
+  },
 ): Promise<number> {
   const body = await ctx.api.request<{
     executions: Row[];
@@ -45,6 +52,7 @@ export async function executionsList(
       tool: f.tool,
       status: f.status,
       channel: f.channel,
+      session_id: f.session,
       cursor: f.cursor,
       limit: intOption(f.limit, '--limit'),
     },

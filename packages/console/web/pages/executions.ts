@@ -1,7 +1,8 @@
 // Executions: the newest page from the history route (keyset-paged: "older" follows
 // next_cursor), kept live by the project's events: a published call appears at once, and each
 // call or result re-reads that execution. A row opens the call: arguments, result card,
-// timing, attempts, cost and trace id.
+// timing, attempts, cost, trace id, the caller's context (session and metadata) and who started
+// it (API key or bus credential).
 import { ApiError, follow, get, p, type LiveEvent } from '../api.ts';
 import { badge, clear, h, json, ms, table, time } from '../dom.ts';
 
@@ -19,6 +20,9 @@ interface Execution {
   finished_at: string | null;
   duration_ms: number | null;
   cost: { amount: number; currency: string } | null;
+  context?: { session_id: string | null; metadata: Record<string, unknown> | null } | null;
+  key_id?: string | null;
+  credential_id?: string | null;
 }
 interface Page {
   executions: Execution[];
@@ -42,6 +46,7 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
     ...STATUSES.map((s) => h('option', { value: s }, s || 'any status')),
   ) as HTMLSelectElement;
   const agent = h('input', { name: 'agent', placeholder: 'agent' }) as HTMLInputElement;
+  const session = h('input', { name: 'session', placeholder: 'session' }) as HTMLInputElement;
   const live = h('span', { class: 'live' }, 'connecting…');
   const total = h('span', { class: 'total' });
   const body = h('tbody');
@@ -56,12 +61,14 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
     if (tool.value.trim()) q.set('tool', tool.value.trim());
     if (status.value) q.set('status', status.value);
     if (agent.value.trim()) q.set('agent', agent.value.trim());
+    if (session.value.trim()) q.set('session_id', session.value.trim());
     return q;
   };
   const matches = (e: Execution) =>
     (!tool.value.trim() || e.tool === tool.value.trim()) &&
     (!status.value || e.status === status.value) &&
-    (!agent.value.trim() || e.agent_id === agent.value.trim());
+    (!agent.value.trim() || e.agent_id === agent.value.trim()) &&
+    (!session.value.trim() || e.context?.session_id === session.value.trim());
 
   function rowOf(e: Execution): HTMLElement {
     return h(
@@ -150,6 +157,11 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
     const e = d.execution;
     const content = (d.card?.content ?? {}) as Record<string, unknown>;
     const trace = (content['trace_id'] as string | undefined) ?? null;
+    const startedBy = e.key_id
+      ? `API key ${e.key_id}`
+      : e.credential_id
+        ? `bus credential ${e.credential_id}`
+        : '—';
     detail.hidden = false;
     clear(
       detail,
@@ -179,6 +191,10 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
         h('dd', {}, e.channel),
         h('dt', {}, 'agent'),
         h('dd', {}, e.agent_id ?? '—'),
+        h('dt', {}, 'session'),
+        h('dd', { class: 'session' }, e.context?.session_id ?? '—'),
+        h('dt', {}, 'started by'),
+        h('dd', { class: 'mono started-by' }, startedBy),
         h('dt', {}, 'queued'),
         h('dd', {}, e.created_at),
         h('dt', {}, 'started'),
@@ -204,17 +220,30 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
             'not recorded (only agent calls and calls seen live keep them)',
           )
         : json(args),
+      ...(e.context?.metadata
+        ? [h('h3', {}, 'Context metadata'), json(e.context.metadata, 'json context')]
+        : []),
       h('h3', {}, 'Result card'),
       d.card ? json(d.card.content, 'json card') : h('p', { class: 'muted' }, 'no result yet'),
     );
   }
 
-  for (const el of [tool, agent]) el.addEventListener('change', () => void load(true));
+  for (const el of [tool, agent, session]) el.addEventListener('change', () => void load(true));
   status.addEventListener('change', () => void load(true));
   more.addEventListener('click', () => void load(false));
   clear(
     root,
-    h('div', { class: 'toolbar' }, h('h1', {}, 'Executions'), tool, status, agent, total, live),
+    h(
+      'div',
+      { class: 'toolbar' },
+      h('h1', {}, 'Executions'),
+      tool,
+      status,
+      agent,
+      session,
+      total,
+      live,
+    ),
     h(
       'div',
       { class: 'split' },

@@ -83,7 +83,8 @@ export function createMcpAuth(config: McpOauthConfig, auth: Auth): McpAuth {
       const token = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
       if (enabled && token && JWT.test(token)) {
         await verify(token, project, reply);
-        req.principal = { kind: 'project', projectId: project, keyId: 'oauth' };
+        // A token with the facade's scope acts for the whole project, as an admin key would.
+        req.principal = { kind: 'project', projectId: project, keyId: 'oauth', role: 'admin' };
         return;
       }
       try {

@@ -3,6 +3,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { HistoryKey, HistorySummary } from '@toolmesh/store';
+import { callerKeyOf } from '../auth.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse } from '../errors.ts';
 import { Id, Limit, ProjectParams, Timestamp, ToolName, Uuid } from '../schemas.ts';
@@ -14,7 +15,13 @@ import {
   executionOut,
 } from './executions-schemas.ts';
 
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
+const errors = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  403: ErrorResponse,
+  404: ErrorResponse,
+  429: ErrorResponse,
+};
 
 // The cursor is the last row's sort key, opaque to clients: base64url of [started_at, id].
 const PG_TIMESTAMP = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d(:\d\d){0,2}$/;
@@ -62,11 +69,13 @@ export const executionHistoryRoutes =
     app.get(
       '/projects/:project/executions',
       {
-        onRequest: auth.requireProject,
+        onRequest: auth.requireCaller,
         schema: {
           tags: ['executions'],
           summary:
             'Execution history, newest first, with totals and average duration over the filter',
+          description:
+            'A key of role caller sees only the executions it started (over HTTP, or as calls of tasks it started).',
           params: ProjectParams,
           querystring: z
             .strictObject({
@@ -82,6 +91,15 @@ export const executionHistoryRoutes =
               agent: Id.optional().describe('calls made by this agent'),
               task: Uuid.optional().describe('calls made for this agent task'),
               turn: Uuid.optional().describe('calls made in this agent turn'),
+              session_id: z
+                .string()
+                .min(1)
+                .max(128)
+                .optional()
+                .describe('calls whose context carried this session_id'),
+              key_id: Uuid.optional().describe(
+                'calls started by this API key: over HTTP, or as calls of tasks it started',
+              ),
               ...Range,
               limit: Limit,
               cursor: z
@@ -98,6 +116,12 @@ export const executionHistoryRoutes =
       async (req) => {
         const { project } = req.params;
         const q = req.query;
+        const caller = callerKeyOf(req);
+        if (caller !== undefined && q.key_id !== undefined && q.key_id !== caller) {
+          throw new ApiError('forbidden', 'a key of role caller sees only its own executions', {
+            role: 'caller',
+          });
+        }
         const filter = {
           tool: q.tool,
           category: q.category,
@@ -106,6 +130,8 @@ export const executionHistoryRoutes =
           agent: q.agent,
           task: q.task,
           turn: q.turn,
+          session: q.session_id,
+          key: caller ?? q.key_id,
           from: date(q.from),
           to: date(q.to),
         };
@@ -190,10 +216,11 @@ export const executionHistoryRoutes =
     app.get(
       '/projects/:project/executions/active',
       {
-        onRequest: auth.requireProject,
+        onRequest: auth.requireCaller,
         schema: {
           tags: ['executions'],
           summary: 'Executions queued or running now, oldest first',
+          description: 'A key of role caller sees only the executions it started.',
           params: ProjectParams,
           querystring: z.strictObject({ limit: Limit }),
           response: {
@@ -203,7 +230,11 @@ export const executionHistoryRoutes =
         },
       },
       async (req) => {
-        const rows = await store.executions.active(req.params.project, req.query.limit);
+        const rows = await store.executions.active(
+          req.params.project,
+          req.query.limit,
+          callerKeyOf(req),
+        );
         const now = Date.now();
         return {
           executions: rows.map((e) => ({

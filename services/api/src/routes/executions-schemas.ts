@@ -38,6 +38,23 @@ export const ExecutionOut = z
       .object({ amount: z.number(), currency: z.string() })
       .nullable()
       .describe("the cost estimate of the tool's options `cost`, when it has one"),
+    context: z
+      .object({
+        session_id: z.string().nullable(),
+        metadata: z.record(z.string(), z.unknown()).nullable(),
+      })
+      .nullable()
+      .describe("the caller's context, when the call carried one"),
+    key_id: z
+      .string()
+      .nullable()
+      .describe('the API key that started the call over HTTP (never the key itself)'),
+    credential_id: z
+      .string()
+      .nullable()
+      .describe(
+        'the bus credential the publisher named (CG-Credential-Id), when one of the project',
+      ),
   })
   .meta({ id: 'Execution' });
 
@@ -156,5 +173,11 @@ export function executionOut(e: Execution) {
       e.cost === null || e.cost_currency === null
         ? null
         : { amount: e.cost, currency: e.cost_currency },
+    context:
+      e.session_id === null && e.context_metadata === null
+        ? null
+        : { session_id: e.session_id, metadata: e.context_metadata },
+    key_id: e.key_id,
+    credential_id: e.credential_id,
   };
 }

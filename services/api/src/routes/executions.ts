@@ -4,11 +4,19 @@
 // out, even before any tool service has seen it. History, metrics and the active list live in
 // executions-history.ts and are registered from here.
 import { randomUUID } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ResultWaitTimeoutError, type ToolCallRequest } from '@toolmesh/client';
-import { MeshError, splitToolName, type ToolResultContent } from '@toolmesh/protocol';
+import {
+  CALL_CONTEXT_MAX_BYTES,
+  CallContext,
+  MeshError,
+  splitToolName,
+  type ToolResultContent,
+} from '@toolmesh/protocol';
 import type { Execution, ExecutionStatus } from '@toolmesh/store';
+import { callerKeyOf, keyIdOf } from '../auth.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams, ToolName } from '../schemas.ts';
@@ -19,7 +27,14 @@ import { ExecutionDetail, ExecutionParams, executionOut } from './executions-sch
 /** Written as the instance of a queued row; the tool service overwrites it when it starts. */
 const QUEUED_BY = 'api';
 
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 503: ErrorResponse };
+const errors = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  403: ErrorResponse,
+  404: ErrorResponse,
+  429: ErrorResponse,
+  503: ErrorResponse,
+};
 
 function isActive(status: ExecutionStatus): boolean {
   switch (status) {
@@ -58,9 +73,12 @@ export const executionRoutes =
       };
     }
 
-    async function current(project: string, id: string): Promise<Execution> {
+    /** The execution, if the request may see it: a caller key sees only what it started. */
+    async function current(req: FastifyRequest, project: string, id: string): Promise<Execution> {
       const e = await store.executions.get(project, id);
-      if (!e) throw notFound('execution', id);
+      const caller = callerKeyOf(req);
+      if (!e || (caller !== undefined && !(await store.executions.startedBy(e, caller))))
+        throw notFound('execution', id);
       return e;
     }
 
@@ -76,7 +94,7 @@ export const executionRoutes =
     app.post(
       '/projects/:project/executions',
       {
-        onRequest: auth.requireProject,
+        onRequest: auth.requireCaller,
         schema: {
           tags: ['executions'],
           summary: 'Run a tool: publish the call, then wait for its result (or return at once)',
@@ -102,6 +120,9 @@ export const executionRoutes =
               .max(maxWait)
               .optional()
               .describe(`how long this request waits for the result (${minWait}-${maxWait} ms)`),
+            context: CallContext.optional().describe(
+              `where the call comes from: session_id (1-128 characters; history filters by it) and a metadata object; at most ${CALL_CONTEXT_MAX_BYTES} bytes as JSON`,
+            ),
           }),
           response: { 200: ExecutionDetail, 202: ExecutionDetail, ...errors },
         },
@@ -147,6 +168,8 @@ export const executionRoutes =
           // As the tool service derives it from the subject, so the final upsert agrees.
           target: splitToolName(tool.name).target,
           instanceId: QUEUED_BY,
+          context: body.context,
+          keyId: keyIdOf(req),
         });
         if (!queued) throw new Error(`fresh tool call id ${id} already recorded`);
         const call: ToolCallRequest = {
@@ -156,6 +179,7 @@ export const executionRoutes =
           arguments: body.arguments,
           toolCallId: id,
           ...(deadline !== undefined ? { timeoutMs: deadline } : {}),
+          ...(body.context !== undefined ? { context: body.context } : {}),
         };
 
         if (!body.wait) {
@@ -202,7 +226,7 @@ export const executionRoutes =
     app.get(
       '/projects/:project/executions/:id',
       {
-        onRequest: auth.requireProject,
+        onRequest: auth.requireCaller,
         schema: {
           tags: ['executions'],
           summary: "An execution's status, with its result card once finished",
@@ -210,13 +234,14 @@ export const executionRoutes =
           response: { 200: ExecutionDetail, ...errors },
         },
       },
-      async (req) => detail(req.params.project, await current(req.params.project, req.params.id)),
+      async (req) =>
+        detail(req.params.project, await current(req, req.params.project, req.params.id)),
     );
 
     app.post(
       '/projects/:project/executions/:id/cancel',
       {
-        onRequest: auth.requireProject,
+        onRequest: auth.requireCaller,
         schema: {
           tags: ['executions'],
           summary: 'Ask the tool service to abort a queued or running execution',
@@ -230,7 +255,7 @@ export const executionRoutes =
       },
       async (req, reply) => {
         const { project, id } = req.params;
-        const e = await current(project, id);
+        const e = await current(req, project, id);
         if (!isActive(e.status)) {
           throw new ApiError('conflict', `execution ${id} already finished: ${e.status}`, {
             status: e.status,

@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { ApiKey, Project } from '@toolmesh/store';
+import { KeyRole, type ApiKey, type Project } from '@toolmesh/store';
 import { bootstrapTools } from '../bootstrap.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
@@ -17,6 +17,7 @@ const KeyOut = z
     key_id: z.string(),
     name: z.string(),
     prefix: z.string(),
+    role: z.enum(KeyRole),
     created_at: z.string(),
     revoked_at: z.string().nullable(),
   })
@@ -36,10 +37,17 @@ const keyOut = (k: ApiKey) => ({
   key_id: k.key_id,
   name: k.name,
   prefix: k.key_prefix,
+  role: k.role,
   created_at: k.created_at.toISOString(),
   revoked_at: iso(k.revoked_at),
 });
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
+const errors = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  403: ErrorResponse,
+  404: ErrorResponse,
+  429: ErrorResponse,
+};
 
 export const projectRoutes =
   ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
@@ -106,7 +114,7 @@ export const projectRoutes =
     app.get(
       '/projects/:project',
       {
-        onRequest: auth.requireProject,
+        onRequest: auth.requireCaller,
         schema: {
           tags: ['projects'],
           params: ProjectParams,
@@ -127,13 +135,22 @@ export const projectRoutes =
         schema: {
           tags: ['keys'],
           summary: 'Create an API key; the key is shown only in this response',
+          description:
+            'role admin (the default) may do everything in the project; role caller may call tools, start tasks, read the tool registry, and read and cancel only the executions and tasks it started (403 forbidden elsewhere).',
           params: ProjectParams,
-          body: z.strictObject({ name: z.string().min(1).max(200) }),
+          body: z.strictObject({
+            name: z.string().min(1).max(200),
+            role: z.enum(KeyRole).default(KeyRole.admin),
+          }),
           response: { 201: NewKeyOut, ...errors },
         },
       },
       async (req, reply) => {
-        const { key, record } = await store.projects.createKey(req.params.project, req.body.name);
+        const { key, record } = await store.projects.createKey(
+          req.params.project,
+          req.body.name,
+          req.body.role,
+        );
         return reply.status(201).send({ ...keyOut(record), key });
       },
     );

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { Header, MsgId, WakeupReason, createSubjects, encodeMessage } from '@toolmesh/protocol';
 import { TaskState, type Task } from '@toolmesh/store';
 import { SpanKind, contextFromHeaders, traceHeaders, withSpan } from '@toolmesh/telemetry';
+import { callerKeyOf, keyIdOf } from '../auth.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams, Uuid, iso } from '../schemas.ts';
@@ -39,7 +40,13 @@ const TaskOut = z
   })
   .meta({ id: 'Task' });
 
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
+const errors = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  403: ErrorResponse,
+  404: ErrorResponse,
+  429: ErrorResponse,
+};
 
 /** The wakeup's headers, with the current span's traceparent: the agent's steps join the trace. */
 function wakeupHeaders(agent: string) {
@@ -65,7 +72,7 @@ export const taskRoutes =
     app.post(
       '/projects/:project/agents/:agent/tasks',
       {
-        onRequest: auth.requireProject,
+        onRequest: auth.requireCaller,
         schema: {
           tags: ['tasks'],
           summary: 'Start a task for an agent: file it in the inbox, then wake the agent',
@@ -111,6 +118,8 @@ export const taskRoutes =
                 input,
                 // Steps the worker's scan starts (no wakeup to carry it) join the task's trace.
                 traceparent: traceHeaders()[Header.traceparent],
+                // A caller key sees this task and the executions of its calls.
+                keyId: keyIdOf(req),
               });
               if (t)
                 await tx.inbox.addTask({
@@ -161,7 +170,7 @@ export const taskRoutes =
     app.post(
       '/projects/:project/tasks/:task_id/cancel',
       {
-        onRequest: auth.requireProject,
+        onRequest: auth.requireCaller,
         schema: {
           tags: ['tasks'],
           summary:
@@ -185,6 +194,9 @@ export const taskRoutes =
       async (req) => {
         const { project, task_id } = req.params;
         const reason = req.body?.reason ?? 'canceled by request';
+        const caller = callerKeyOf(req);
+        if (caller !== undefined && (await store.tasks.get(project, task_id))?.key_id !== caller)
+          throw notFound('task', task_id);
         const out = await store.tasks.cancel(project, task_id, reason, `api:${project}`);
         if (out.kind === 'not_found') throw notFound('task', task_id);
         if (out.kind === 'finished')
@@ -235,7 +247,7 @@ export const taskRoutes =
     app.get(
       '/projects/:project/tasks/:task_id',
       {
-        onRequest: auth.requireProject,
+        onRequest: auth.requireCaller,
         schema: {
           tags: ['tasks'],
           summary: "A task's status, with its final card once finished",
@@ -246,7 +258,9 @@ export const taskRoutes =
       async (req) => {
         const { project, task_id } = req.params;
         const task = await store.tasks.get(project, task_id);
-        if (!task) throw notFound('task', task_id);
+        const caller = callerKeyOf(req);
+        if (!task || (caller !== undefined && task.key_id !== caller))
+          throw notFound('task', task_id);
         const card = task.final_card_id
           ? await store.cards.byId(project, task.final_card_id)
           : undefined;

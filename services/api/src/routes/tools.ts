@@ -175,7 +175,7 @@ export const toolRoutes =
     app.get(
       '/projects/:project/tools',
       {
-        onRequest: auth.requireProject,
+        onRequest: auth.requireCaller,
         schema: {
           tags: ['tools'],
           summary:
@@ -205,7 +205,7 @@ export const toolRoutes =
     app.get(
       '/projects/:project/tools/:name',
       {
-        onRequest: auth.requireProject,
+        onRequest: auth.requireCaller,
         schema: {
           tags: ['tools'],
           summary: 'A tool with its usage: calls by outcome, average duration, last call',
