@@ -46,6 +46,15 @@ export async function buildApp(deps: ApiDeps) {
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  // `curl -X POST -H 'content-type: application/json' .../cancel` sends no body: an empty JSON
+  // body is read as `{}` (a route's required fields are still named when missing), not as a
+  // parse error.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body === '') done(null, {});
+    else void json(req, body, done);
+  });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send({

@@ -203,3 +203,36 @@ describe('health', () => {
     expect(metrics.raw).toContain('toolmesh_api_requests_total');
   });
 });
+
+describe('an empty JSON body', () => {
+  const post = (url: string, key: string) =>
+    api.app.inject({
+      method: 'POST',
+      url,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      payload: '',
+    });
+
+  it('is read as {}: an optional body is fine, missing required fields are named', async () => {
+    const p = await api.createProject();
+    const cancel = await post(
+      `/v1/projects/${p.id}/tasks/00000000-0000-7000-8000-000000000000/cancel`,
+      p.key,
+    );
+    expect(cancel.statusCode, cancel.body).toBe(404);
+    const tool = await post(`/v1/projects/${p.id}/tools`, p.key);
+    expect(tool.statusCode).toBe(400);
+    expect(tool.json()).toMatchObject({ error: { code: 'invalid_request' } });
+    expect(tool.body).toContain('name');
+  });
+
+  it('is still refused when it is not JSON', async () => {
+    const res = await api.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+      payload: '{"id": ',
+    });
+    expect(res.statusCode).toBe(400);
+  });
+});
