@@ -1,7 +1,8 @@
 // skills.run_service: a long-running command (a server) started as an async task in a session
 // sandbox, with each port of `expose_ports` forwarded to 127.0.0.1 on the host. The call waits
 // until every port answers inside the sandbox, starts one host forwarder per port behind a gate
-// that wants the endpoint's bearer token (see forwarders.ts, endpoint-gate.ts), writes the
+// that wants the endpoint's bearer token (see forwarders.ts, endpoint-gate.ts; neither needs
+// root), on the service's own port when it is free on the host, writes the
 // endpoints into the task head without their tokens and returns them with the tokens. The task is then
 // an ordinary task: task_status (which also says whether each endpoint still answers),
 // task_watch and task_cancel. However the task ends, its forwarders are killed first. A
@@ -30,13 +31,6 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
     timeoutMs: START_TIMEOUT_MS,
     handler: async (args, ctx) => {
       const { expose_ports: ports = [], ready_timeout_ms: readyMs, ...rest } = args;
-      if (ports.length > 0 && deps.sandboxes.kind === 'local' && process.getuid?.() !== 0) {
-        // Nothing is started: the forwarders could not enter the sandbox's network.
-        throw new ToolError(
-          'expose_ports needs the skills service to run as root with the local sandbox provider (its forwarders enter the sandbox network namespace); run the service as root, use the e2b provider, or call without expose_ports',
-          { details: { reason: 'ports_need_root', ports } },
-        );
-      }
       const started = await startTask(deps, registry, ctx, rest);
       const forwarders: Forwarder[] = [];
       let ended = false;
@@ -130,6 +124,8 @@ type StoredEndpoint = {
   port: number;
   host: string;
   host_port: number;
+  /** A forwarder's host port is not the service's own (that one was busy, or privileged). */
+  host_port_fallback?: boolean;
   url: string;
   /** Served by the provider's own host (e2b), not by a forwarder on this host. */
   remote?: boolean;
@@ -170,6 +166,7 @@ const publicEndpoint = (e: StoredEndpoint) => ({
   port: e.port,
   host: e.host,
   host_port: e.host_port,
+  ...(e.host_port_fallback === undefined ? {} : { host_port_fallback: e.host_port_fallback }),
   url: e.url,
 });
 
