@@ -1,13 +1,13 @@
 // skills.run_service: a long-running command (a server) started as an async task in a session
 // sandbox, with each port of `expose_ports` forwarded to 127.0.0.1 on the host. The call waits
-// until every port answers inside the sandbox, starts one host forwarder per port behind a gate
-// that wants the endpoint's bearer token (see forwarders.ts, endpoint-gate.ts; neither needs
-// root), on the service's own port when it is free on the host, writes the
-// endpoints into the task head without their tokens and returns them with the tokens. The task is then
-// an ordinary task: task_status (which also says whether each endpoint still answers),
-// task_watch and task_cancel. However the task ends, its forwarders are killed first. A
-// provider that serves ports on hosts of its own (e2b's getHost) needs no forwarder: the call
-// waits until the ports answer inside the sandbox and returns those hosts.
+// until every port answers inside the sandbox, then starts one host forwarder per port behind a
+// gate that wants the endpoint's bearer token (forwarders.ts, endpoint-gate.ts; neither needs
+// root), on the service's own port when it is free on the host. It writes the endpoints into the
+// task head without their tokens and returns them with the tokens. The task is then an ordinary
+// task: task_status (which also says whether each endpoint still answers), task_watch and
+// task_cancel. However the task ends, its forwarders are killed first. A provider that serves
+// ports on hosts of its own (e2b's getHost) needs no forwarder: the call waits until the ports
+// answer inside the sandbox and returns those hosts.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { netnsPidOf } from '@toolmesh/sandbox';
 import { ToolError } from '@toolmesh/protocol';
