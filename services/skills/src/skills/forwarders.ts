@@ -9,7 +9,7 @@
 // from integers and our own temp folder only, never from user text; spawn gets an argv array. In
 // front of the socket sits the endpoint gate (endpoint-gate.ts) on 127.0.0.1, on the service's
 // own port when that is free: the only way in, with the endpoint's bearer token.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection } from 'node:net';
@@ -68,16 +68,60 @@ export function tcpAnswers(port: number, ms = 1_000): Promise<boolean> {
   });
 }
 
-/** True when a TCP connect to 127.0.0.1:port inside the network namespace of `nsPid` succeeds. */
-export function answersInside(nsPid: number, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    execFile(
-      'python3',
-      inNetOf(nsPid, ['socat', '-u', '/dev/null', `TCP:127.0.0.1:${int(port)},connect-timeout=1`]),
-      { timeout: 3_000 },
-      (err) => resolve(err === null),
-    );
+/**
+ * Waits, inside the network namespace of `nsPid`, until every port accepts a TCP connection on
+ * 127.0.0.1; resolves with the ports that still did not when `signal` aborts (empty: all ready).
+ * The namespace is entered once per wait, not once per probe: starting the helper costs far more
+ * than a probe. Ports travel as arguments, never as script text.
+ */
+export async function waitListening(
+  nsPid: number,
+  ports: readonly number[],
+  signal: AbortSignal,
+): Promise<number[]> {
+  const loop = [
+    'pending=("$@")',
+    'while :; do',
+    '  left=()',
+    '  for p in "${pending[@]}"; do',
+    '    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; else left+=("$p"); fi',
+    '  done',
+    '  pending=("${left[@]}")',
+    '  [ ${#pending[@]} -eq 0 ] && exit 0',
+    '  sleep 0.1',
+    'done',
+  ].join('\n');
+  const argv = inNetOf(nsPid, ['bash', '-c', loop, 'probe', ...ports.map(int)]);
+  const child = spawn('python3', argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    child.once('error', (err) => {
+      stderr += String(err);
+      resolve(null);
+    });
   });
+  const kill = () => child.kill('SIGKILL');
+  if (signal.aborted) kill();
+  else signal.addEventListener('abort', kill, { once: true });
+  // One answered port per line; a chunk may end mid-line.
+  let out = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (stderr = (stderr + b.toString()).slice(-2_000)));
+  const code = await exited;
+  signal.removeEventListener('abort', kill);
+  const ready = new Set(
+    out
+      .split('\n')
+      .slice(0, -1) // complete lines only
+      .filter((l) => /^\d+$/.test(l))
+      .map(Number),
+  );
+  const pending = ports.filter((p) => !ready.has(p));
+  if (code !== 0 && !signal.aborted) {
+    throw new Error(`probing ports ${ports.join(', ')} failed: ${stderr.trim() || `exit ${code}`}`);
+  }
+  return pending;
 }
 
 /** True when a unix socket accepts a connection within `ms`. */

@@ -14,7 +14,7 @@ import { ToolError } from '@toolmesh/protocol';
 import { RunServiceArgs } from '@toolmesh/skills';
 import { defineTool, type ToolContext } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
-import { answersInside, startForwarder, tcpAnswers, type Forwarder } from './forwarders.ts';
+import { startForwarder, tcpAnswers, waitListening, type Forwarder } from './forwarders.ts';
 import { startTask, type StartedTask } from './run-cmd-async.ts';
 import type { TaskRegistry } from './tasks.ts';
 
@@ -107,17 +107,29 @@ async function waitReady(
 ): Promise<number> {
   const until = Math.min(Date.now() + readyMs, ctx.deadline - 5_000);
   let nsPid: number | undefined;
-  const pending = new Set(ports);
-  while (Date.now() < until) {
+  while (nsPid === undefined) {
     if (ended()) throw serviceEnded(s);
-    nsPid ??= await netnsPidOf(s.task.process.pid);
-    if (nsPid !== undefined) {
-      for (const p of [...pending]) if (await answersInside(nsPid, p)) pending.delete(p);
-      if (pending.size === 0) return nsPid;
-    }
-    await sleep(100);
+    if (Date.now() >= until) throw portsNotReady(s, ports, readyMs);
+    nsPid = await netnsPidOf(s.task.process.pid);
+    if (nsPid === undefined) await sleep(100);
   }
-  throw portsNotReady(s, [...pending], readyMs);
+  const stop = new AbortController();
+  const watch = setInterval(() => {
+    if (ended() || Date.now() >= until) stop.abort();
+  }, 100);
+  try {
+    const pending = await waitListening(nsPid, ports, stop.signal).catch((err: unknown) => {
+      // The host could not enter the sandbox's network (a kernel or policy refusing namespaces).
+      throw new ToolError(`the sandbox's network could not be reached: ${(err as Error).message}`, {
+        details: { reason: 'ports_unreachable', task_id: s.taskId, ports },
+      });
+    });
+    if (pending.length === 0) return nsPid;
+    if (ended()) throw serviceEnded(s);
+    throw portsNotReady(s, pending, readyMs);
+  } finally {
+    clearInterval(watch);
+  }
 }
 
 type StoredEndpoint = {
