@@ -155,7 +155,10 @@ describe.each(serviceModes)('red team: exposed ports, $name', ({ mode }) => {
   });
 
   it('the forwarder behind the gate listens on a socket in a private folder only', async () => {
-    const [pid] = await processesWith(`/${mine.host_port}.sock,`);
+    // The forwarder's own socket, as the task head records it: a host port can be reused.
+    const head = await mesh.api.store.skillTasks.get(mesh.project.id, tasks[0]!.id);
+    const recorded = (head?.endpoints[0] as { forwarder_socket: string }).forwarder_socket;
+    const [pid] = await processesWith(`UNIX-LISTEN:${recorded},`);
     expect(pid).toBeDefined();
     const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
     const socket = argv[1]!.replace(/^UNIX-LISTEN:/, '').split(',')[0]!;
