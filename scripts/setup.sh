@@ -44,8 +44,8 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v runuser >/dev/null 2>&1 || need+=(util-linux)
 # The local sandbox: sandbox-runtime drives bubblewrap, bridges its proxies with socat and scans
-# for protected files with ripgrep; nsenter (util-linux) enters a sandbox's network for exposed
-# ports; the example image skill draws with Debian's Pillow.
+# for protected files with ripgrep; run_service's port forwarders enter a sandbox's network through
+# a python3 helper; the example image skill draws with Debian's Pillow.
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v socat >/dev/null 2>&1 || need+=(socat)
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)

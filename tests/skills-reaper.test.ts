@@ -150,7 +150,10 @@ describe('skills reaper', () => {
     });
     expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
     const res = r.content.result as { task_id: string; endpoints: { host_port: number }[] };
-    const forwarder = `/${res.endpoints[0]!.host_port}.sock,`;
+    // The forwarder's own socket, as the task head records it: a host port can be reused.
+    const stored = await headOf(res.task_id);
+    const socket = (stored?.endpoints[0] as { forwarder_socket: string }).forwarder_socket;
+    const forwarder = `UNIX-LISTEN:${socket},`;
     dead.kill('SIGKILL');
     await once(dead, 'exit');
     // Positive control: the forwarder outlives the service that started it.

@@ -79,7 +79,10 @@ describe('skills.run_service', () => {
     const { token: _token, ...shown } = ep;
     expect(view.endpoints).toEqual([{ ...shown, active: true }]);
     expect(await processesWith(greeting)).not.toHaveLength(0);
-    const forwarderMarker = `/${ep.host_port}.sock,`;
+    // The forwarder's own socket, as the task head records it: a host port can be reused.
+    const stored = await mesh.api.store.skillTasks.get(mesh.project.id, res.task_id);
+    const socket = (stored?.endpoints[0] as { forwarder_socket: string }).forwarder_socket;
+    const forwarderMarker = `UNIX-LISTEN:${socket},`;
     expect(await processesWith(forwarderMarker)).not.toHaveLength(0);
 
     const c = await call('task_cancel', { task_id: res.task_id });

@@ -3,8 +3,11 @@
 // with another project's endpoint token, the gate refuses with 401 and the service never sees
 // the request; the forwarder's unix socket behind the gate is in a private folder another user
 // cannot enter, and the token is in no task head. The owner with the token is served throughout.
-// The suite runs once per service mode (root, unprivileged: tests/support/service-modes.ts).
+// The suite runs once per service mode (root, unprivileged: tests/support/service-modes.ts): the
+// forwarders need no root. The host port is the service's own when it is free, another when not.
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,6 +21,7 @@ const run = promisify(execFile);
 interface Endpoint {
   port: number;
   host_port: number;
+  host_port_fallback: boolean;
   url: string;
   token: string;
 }
@@ -32,17 +36,22 @@ const greeting = `ports${Date.now()}`;
 const tasks: { project: string; id: string }[] = [];
 
 /** Starts a service in `project` with port 8000 exposed: the http-hello skill, or a static server. */
-async function expose(project: string, session: string, greet?: string): Promise<Endpoint> {
+async function expose(
+  project: string,
+  session: string,
+  greet?: string,
+  port = 8000,
+): Promise<Endpoint> {
   const r = await mesh.client.callTool({
     project,
     channel: 'main',
     tool: 'skills.run_service',
     arguments: {
       ...(greet === undefined
-        ? { command: 'python3 -m http.server 8000 --bind 127.0.0.1' }
-        : { skill: 'http-hello', command: `python3 server.py --port 8000 --greeting ${greet}` }),
+        ? { command: `python3 -m http.server ${port} --bind 127.0.0.1` }
+        : { skill: 'http-hello', command: `python3 server.py --port ${port} --greeting ${greet}` }),
       session_id: session,
-      expose_ports: [8000],
+      expose_ports: [port],
     },
     timeoutMs: 90_000,
   });
@@ -69,10 +78,17 @@ const get = (ep: Endpoint, token?: string) =>
     token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } },
   );
 
-const rootModes = serviceModes.filter((m) => m.mode === 'root');
-const unprivilegedModes = serviceModes.filter((m) => m.mode === 'unprivileged');
+/** A port nothing on the host listens on right now. */
+async function freePort(): Promise<number> {
+  const s = createServer();
+  s.listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const { port } = s.address() as AddressInfo;
+  await new Promise((r) => s.close(r));
+  return port;
+}
 
-describe.each(rootModes)('red team: exposed ports, $name', ({ mode }) => {
+describe.each(serviceModes)('red team: exposed ports, $name', ({ mode }) => {
   let stop: (() => Promise<void>) | undefined;
   beforeAll(async () => {
     const service = await startSkillsAs(mesh, mode, {});
@@ -139,7 +155,10 @@ describe.each(rootModes)('red team: exposed ports, $name', ({ mode }) => {
   });
 
   it('the forwarder behind the gate listens on a socket in a private folder only', async () => {
-    const [pid] = await processesWith(`/${mine.host_port}.sock,`);
+    // The forwarder's own socket, as the task head records it: a host port can be reused.
+    const head = await mesh.api.store.skillTasks.get(mesh.project.id, tasks[0]!.id);
+    const recorded = (head?.endpoints[0] as { forwarder_socket: string }).forwarder_socket;
+    const [pid] = await processesWith(`UNIX-LISTEN:${recorded},`);
     expect(pid).toBeDefined();
     const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
     const socket = argv[1]!.replace(/^UNIX-LISTEN:/, '').split(',')[0]!;
@@ -169,58 +188,43 @@ describe.each(rootModes)('red team: exposed ports, $name', ({ mode }) => {
     }
   });
 
+  it(
+    "takes the service's own port on the host when it is free, and says so when it is not",
+    {
+      timeout: 180_000,
+    },
+    async () => {
+      const own = await freePort();
+      const free = await expose(mesh.project.id, `svc-own-${mode}`, `${greeting}own`, own);
+      expect(free).toMatchObject({ port: own, host_port: own, host_port_fallback: false });
+      expect(free.url).toBe(`http://127.0.0.1:${own}`);
+      expect((await get(free, free.token)).status).toBe(200);
+
+      const busy = createServer();
+      busy.listen(await freePort(), '127.0.0.1');
+      await once(busy, 'listening');
+      try {
+        const taken = (busy.address() as AddressInfo).port;
+        const moved = await expose(mesh.project.id, `svc-busy-${mode}`, `${greeting}busy`, taken);
+        expect(moved).toMatchObject({ port: taken, host_port_fallback: true });
+        expect(moved.host_port).not.toBe(taken);
+        const res = await get(moved, moved.token);
+        expect(res.status).toBe(200);
+        expect(await res.json()).toMatchObject({ greeting: `${greeting}busy` });
+        expect((await get(moved)).status).toBe(401);
+      } finally {
+        busy.close();
+      }
+    },
+  );
+
   it('no token is kept in the task heads', async () => {
     const heads = await Promise.all(
       tasks.map((t) => mesh.api.store.skillTasks.get(t.project, t.id)),
     );
-    expect(heads.map((h) => h?.endpoints.length)).toEqual([1, 1, 1]);
+    expect(heads.map((h) => h?.endpoints.length)).toEqual(tasks.map(() => 1));
     const text = JSON.stringify(heads);
     for (const ep of [mine, mineToo, theirs]) expect(text).not.toContain(ep.token);
     expect(text).toContain(`"host_port":${mine.host_port}`);
-  });
-});
-
-// A service that is not root cannot enter a sandbox's network namespace (bubblewrap made it in
-// a user namespace of its own), so it exposes nothing: the call is refused before anything runs.
-describe.each(unprivilegedModes)('red team: exposed ports, $name', ({ mode }) => {
-  let stop: (() => Promise<void>) | undefined;
-  beforeAll(async () => {
-    const service = await startSkillsAs(mesh, mode, {});
-    stop = () => service.stop();
-  }, 120_000);
-  afterAll(async () => {
-    await stop?.();
-  });
-
-  it('expose_ports is refused up front with a clear reason, and nothing listens', async () => {
-    const marker = `unexposed${Date.now()}`;
-    const r = await mesh.client.callTool({
-      project: mesh.project.id,
-      channel: 'main',
-      tool: 'skills.run_service',
-      arguments: {
-        skill: 'http-hello',
-        command: `python3 server.py --port 8000 --greeting ${marker}`,
-        session_id: `svc-${mode}`,
-        expose_ports: [8000],
-      },
-      timeoutMs: 60_000,
-    });
-    expect(r.status).toBe('failed');
-    expect(r.content.error).toMatchObject({
-      code: 'tool_error',
-      details: { reason: 'ports_need_root', ports: [8000] },
-    });
-    expect(r.content.error?.message).toMatch(/needs the skills service to run as root/);
-    expect(await processesWith(marker)).toEqual([]);
-    // The service still serves: a service without exposed ports runs.
-    const ok = await mesh.client.callTool({
-      project: mesh.project.id,
-      channel: 'main',
-      tool: 'skills.run_cmd',
-      arguments: { command: 'echo still-serving', session_id: `svc-${mode}` },
-      timeoutMs: 60_000,
-    });
-    expect(ok.status, JSON.stringify(ok.content)).toBe('succeeded');
   });
 });

@@ -48,6 +48,8 @@ export interface Consumption {
   stop(graceMs?: number): Promise<void>;
   /** Messages being handled right now. */
   inFlight(): number;
+  /** Messages of the durable not yet acked by any instance (pending plus in flight). */
+  backlog(): Promise<number>;
 }
 
 /** How long one pull request waits for messages before the next is sent. */
@@ -206,6 +208,10 @@ export function consume(consumer: Consumer, opts: ConsumeOptions): Consumption {
 
   return {
     inFlight: () => active,
+    backlog: async () => {
+      const info = await consumer.info();
+      return info.num_pending + info.num_ack_pending;
+    },
     stop: async (graceMs = 30_000) => {
       stopping = true;
       notify();

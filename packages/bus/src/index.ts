@@ -11,7 +11,7 @@ export type {
   ConsumeOptions,
 } from './consume.ts';
 export { createLeaseStore } from './lease.ts';
-export type { Lease, LeaseRecord, LeaseStore, AcquireResult } from './lease.ts';
+export type { Lease, LeaseRecord, LeaseStore, AcquireResult, CancelMark } from './lease.ts';
 export type { ConsumerSpec, StreamSettings } from './provision.ts';
 export {
   ServiceUser,

@@ -175,3 +175,40 @@ describe('leases', () => {
     expect(await leases.get(freshKey())).toBeUndefined();
   });
 });
+
+describe('cancel tombstones', () => {
+  it('of a call nobody holds keep it from being acquired, however late it comes', async () => {
+    const key = freshKey();
+    expect(await leases.cancel(key, 'canceled: not wanted')).toBe('tombstoned');
+    const r = await leases.acquire(key, 'owner-a', 10_000);
+    expect(r).toMatchObject({
+      acquired: false,
+      state: 'canceled',
+      holder: { state: 'canceled', reason: 'canceled: not wanted' },
+    });
+    // A second cancel finds the first one's tombstone.
+    expect(await leases.cancel(key, 'again')).toBe('already');
+  });
+
+  it('leave a live owner alone, and replace a lapsed one', async () => {
+    const live = freshKey();
+    acquired(await leases.acquire(live, 'owner-a', 10_000));
+    expect(await leases.cancel(live, 'stop')).toBe('running');
+    expect((await leases.get(live))?.state).toBe('running');
+
+    const lapsed = freshKey();
+    const lease = acquired(await leases.acquire(lapsed, 'owner-a', 50));
+    await sleep(100);
+    expect(await leases.cancel(lapsed, 'stop')).toBe('tombstoned');
+    // The stalled owner lost its lease, and a redelivery does not take it over.
+    expect(await lease.renew()).toBe(false);
+    expect((await leases.acquire(lapsed, 'owner-b', 10_000)).acquired).toBe(false);
+  });
+
+  it('of one project do not touch the same call id in another', async () => {
+    const mine = bus.names.leaseKey('project-c', 'shared-id');
+    const theirs = bus.names.leaseKey('project-d', 'shared-id');
+    expect(await leases.cancel(theirs, 'stop')).toBe('tombstoned');
+    expect((await leases.acquire(mine, 'owner-a', 10_000)).acquired).toBe(true);
+  });
+});

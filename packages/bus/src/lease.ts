@@ -2,7 +2,9 @@
 // so the value carries its own expiry: acquire = create; an expired lease is taken over by a
 // compare-and-set on the revision; a finished call leaves its key in state `done` with the card
 // id, so a duplicate arriving later is answered without touching the handler or Postgres' write
-// path. The bucket's max age bounds its growth.
+// path. A cancel of a call nobody runs yet leaves a tombstone (state `canceled`) under the same
+// key, so the call's own lease acquisition finds it at no extra cost. The bucket's max age bounds
+// its growth.
 import type { KV, KvEntry } from '@nats-io/kv';
 import { RetryableError } from '@toolmesh/protocol';
 
@@ -10,8 +12,10 @@ export interface LeaseRecord {
   owner: string;
   /** Epoch milliseconds after which another owner may take the lease over. */
   expires_at: number;
-  state: 'running' | 'done';
+  state: 'running' | 'done' | 'canceled';
   card_id?: string;
+  /** Why a tombstone's call was canceled (state `canceled`). */
+  reason?: string;
 }
 
 export interface Lease {
@@ -30,11 +34,21 @@ export interface Lease {
 export type AcquireResult =
   | { acquired: true; lease: Lease }
   | { acquired: false; state: 'running'; holder: LeaseRecord; expiresInMs: number }
-  | { acquired: false; state: 'done'; holder: LeaseRecord };
+  | { acquired: false; state: 'done'; holder: LeaseRecord }
+  | { acquired: false; state: 'canceled'; holder: LeaseRecord };
+
+/**
+ * What a cancel found: `tombstoned` (the call has not started, or its owner's lease lapsed: the
+ * next delivery ends it canceled), `running` (a live owner holds it; the live cancel reaches
+ * it), `done` or `already` (an earlier cancel left its tombstone).
+ */
+export type CancelMark = 'tombstoned' | 'running' | 'done' | 'already';
 
 export interface LeaseStore {
   acquire(key: string, owner: string, ttlMs: number): Promise<AcquireResult>;
   get(key: string): Promise<LeaseRecord | undefined>;
+  /** Leaves a tombstone under the call's key unless a live owner or a finished call holds it. */
+  cancel(key: string, reason: string): Promise<CancelMark>;
 }
 
 const encoder = new TextEncoder();
@@ -109,6 +123,8 @@ export function createLeaseStore(kv: KV, now: () => number = Date.now): LeaseSto
       const holder = decode(entry);
       if (!entry || !holder) continue;
       if (holder.state === 'done') return { acquired: false, state: 'done', holder };
+      // A tombstone never lapses: the call stays canceled however late it arrives.
+      if (holder.state === 'canceled') return { acquired: false, state: 'canceled', holder };
       const left = holder.expires_at - now();
       if (left > 0) return { acquired: false, state: 'running', holder, expiresInMs: left };
       try {
@@ -122,9 +138,44 @@ export function createLeaseStore(kv: KV, now: () => number = Date.now): LeaseSto
     throw new RetryableError(`lease ${key}: contended, try again`);
   }
 
+  async function cancel(key: string, reason: string): Promise<CancelMark> {
+    const tombstone = encode({ owner: 'cancel', expires_at: now(), state: 'canceled', reason });
+    const kvError = (err: unknown) =>
+      new RetryableError(`cancel ${key}: ${(err as Error).message}`, { cause: err });
+    for (let round = 0; round < 5; round++) {
+      try {
+        await kv.create(key, tombstone);
+        return 'tombstoned';
+      } catch (err) {
+        if (!isWrongRevision(err) && !/exists/i.test((err as Error).message)) throw kvError(err);
+      }
+      let entry: KvEntry | null;
+      try {
+        entry = await kv.get(key);
+      } catch (err) {
+        throw kvError(err);
+      }
+      const holder = decode(entry);
+      if (!entry || !holder) continue;
+      if (holder.state === 'done') return 'done';
+      if (holder.state === 'canceled') return 'already';
+      if (holder.expires_at > now()) return 'running';
+      // A lapsed lease: the call finished (its card answers any copy before the tombstone is
+      // looked at) or its owner died and a redelivery is due, which must not run it.
+      try {
+        await kv.update(key, tombstone, entry.revision);
+        return 'tombstoned';
+      } catch (err) {
+        if (!isWrongRevision(err)) throw kvError(err);
+      }
+    }
+    throw new RetryableError(`cancel ${key}: contended, try again`);
+  }
+
   return {
     acquire,
     get: async (key) => decode(await kv.get(key)),
+    cancel,
   };
 }
 

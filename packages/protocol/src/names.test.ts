@@ -63,6 +63,7 @@ describe('names', () => {
     expect(names.toolConsumer('skills')).toBe('t0a1b2c3d4e_tool_skills');
     expect(names.toolServiceConsumer('tools')).toBe('t0a1b2c3d4e_svc_tools');
     expect(names.agentConsumer('worker')).toBe('t0a1b2c3d4e_agent_worker');
+    expect(names.cancelConsumer).toBe('t0a1b2c3d4e_cancels');
   });
 
   it('default to the cg root', () => {

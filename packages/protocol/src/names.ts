@@ -13,6 +13,11 @@ export interface Names {
   toolServiceConsumer(service: string): string;
   /** The durable consumer shared by every agent-worker instance. */
   agentConsumer(target: string): string;
+  /**
+   * The durable consumer of cancel requests, shared by every tool-service instance of every
+   * service: it turns each cancel into a tombstone under the call's lease key.
+   */
+  readonly cancelConsumer: string;
   /** Lease key of one tool call; project-scoped so projects can never block each other. */
   leaseKey(project: string, toolCallId: string): string;
   /** The queue group answering MCP refresh requests: one tools-service instance each. */
@@ -31,6 +36,7 @@ export function createNames(root: string = DEFAULT_ROOT): Names {
     toolConsumer: (target) => `${root}_tool_${assertId(IdKind.target, target)}`,
     toolServiceConsumer: (service) => `${root}_svc_${assertId(IdKind.target, service)}`,
     agentConsumer: (target) => `${root}_agent_${assertId(IdKind.target, target)}`,
+    cancelConsumer: `${root}_cancels`,
     leaseKey: (project, toolCallId) =>
       `${assertId(IdKind.project, project)}.${assertId(IdKind.toolCall, toolCallId)}`,
     mcpDiscoveryQueue: `${root}_mcp_discovery`,

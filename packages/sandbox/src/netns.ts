@@ -1,6 +1,6 @@
 // Where a sandboxed command's network lives: each command gets a network namespace of its own,
 // entered by a process bwrap forks. The host side (a port forwarder) reaches it through
-// `nsenter -t <pid> -n`, which needs the pid of any process inside that namespace.
+// /proc/<pid>/ns/net, which needs the pid of any process inside that namespace.
 import { readdir, readFile, readlink } from 'node:fs/promises';
 
 async function ppidOf(pid: number): Promise<number | undefined> {

@@ -93,9 +93,10 @@ export function renderToolReference(catalog: readonly CatalogTool[]): string {
     '<!-- Generated from the tool catalog (packages/skills/src/catalog.ts) by `pnpm docs:tools`; do not edit. -->',
     '',
     'Every project has these tools under reserved names. Their argument schemas are the ones the',
-    'api seeds into the registry and the skills service validates with; results and error codes',
-    'are described in docs/protocol.md (skills.* in sections 9 and 27, builtin.* in sections 14',
-    'and 24).',
+    'api seeds into the registry and the skills service validates with. Results and error codes',
+    'are described in docs/protocol.md: the codes in section 8 (`busy`, `oom`, `cpu_limit` and the',
+    'dependency codes name the skills tools they come from), skills.* in sections 25 (exposed',
+    'ports) and 27 (skill environments), builtin.* in sections 14 and 24.',
     '',
   ];
   for (const t of catalog) {

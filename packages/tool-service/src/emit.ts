@@ -1,7 +1,9 @@
 // Publishing what a call produced: progress events while it runs (core NATS, lossy), and once
 // it finished the result event (always) and, when an agent waits, the wakeup. Both carry deterministic Nats-Msg-Ids, so a re-emit after a redelivery reaches
 // live listeners while JetStream keeps one copy inside the dedupe window.
-import type { Bus } from '@toolmesh/bus';
+import type { Logger } from 'pino';
+import type { Bus, Disposition } from '@toolmesh/bus';
+import type { Store } from '@toolmesh/store';
 import { Header, MsgId, encodeMessage, type ToolResultContent } from '@toolmesh/protocol';
 import type { CallIds } from './intake.ts';
 
@@ -65,4 +67,22 @@ export function emitProgress(bus: Bus, ids: CallIds, detail?: Record<string, unk
       ...(detail ? { detail } : {}),
     }),
   );
+}
+
+/** Answers a copy of a call that already has its card by publishing that card again. */
+export async function reemitCard(
+  bus: Bus,
+  store: Store,
+  ids: CallIds,
+  clog: Logger,
+): Promise<Disposition | undefined> {
+  const card = await store.cards.toolResult(ids.project, ids.toolCallId);
+  if (!card) return undefined;
+  await emitResult(bus, ids, {
+    cardId: card.card_id,
+    createdAt: card.created_at,
+    content: card.content as ToolResultContent,
+  });
+  clog.info({ card_id: card.card_id }, 'duplicate call: re-emitted its existing result');
+  return { type: 'ack' };
 }

@@ -10,7 +10,7 @@ import { cappedArguments, type Store } from '@toolmesh/store';
 import { RetryableError, errorCodeOf, type ToolResultContent } from '@toolmesh/protocol';
 import { metrics } from '@toolmesh/telemetry';
 import type { CallCost, ToolDefinition } from './define.ts';
-import { emitProgress, emitResult } from './emit.ts';
+import { emitProgress, emitResult, reemitCard } from './emit.ts';
 import { sanitizeResult } from './sanitize.ts';
 import { execute } from './execute.ts';
 import {
@@ -27,6 +27,7 @@ import { createCancelRegistry, type CancelRegistry } from './cancel.ts';
 import { failure, interruptedOnTakeover } from './takeover.ts';
 import { createPersist } from './persist.ts';
 import { countResult, traced } from './observe.ts';
+import { takeCallSlot } from './call-slot.ts';
 
 export interface ToolServiceLimits {
   concurrency: number;
@@ -90,8 +91,6 @@ export interface ToolService {
 
 /** Calls still running after this long get a `running` row in the execution log. */
 const RUNNING_ROW_AFTER_MS = 50;
-/** Added to a call's deadline to make its quota slot's expiry. */
-const CALL_SLOT_MARGIN_MS = 60_000;
 
 export function createToolService(opts: ToolServiceOptions): ToolService {
   const { bus, store, limits, instanceId } = opts;
@@ -194,17 +193,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     return { type: 'ack' };
   }
 
-  async function reemit(ids: CallIds, clog: Logger): Promise<Disposition | undefined> {
-    const card = await store.cards.toolResult(ids.project, ids.toolCallId);
-    if (!card) return undefined;
-    await emitResult(bus, ids, {
-      cardId: card.card_id,
-      createdAt: card.created_at,
-      content: card.content as ToolResultContent,
-    });
-    clog.info({ card_id: card.card_id }, 'duplicate call: re-emitted its existing result');
-    return { type: 'ack' };
-  }
+  const reemit = (ids: CallIds, clog: Logger) => reemitCard(bus, store, ids, clog);
 
   async function handle(d: Delivery): Promise<Disposition> {
     const started = performance.now();
@@ -284,6 +273,15 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       bus.leases().acquire(key, `${instanceId}:${d.streamSeq}`, limits.leaseTtlMs),
     );
     if (!got.acquired) {
+      if (got.state === 'canceled') {
+        // Canceled before any instance picked it up (the tombstone of cancel.ts). A copy of a
+        // call that already has its card is answered with that card.
+        const done = await reemit(ids, clog);
+        if (done) return done;
+        const reason = got.holder.reason ?? 'canceled by request';
+        clog.info({ reason }, 'call canceled before it started; not run');
+        return finish(ids, failure('canceled', reason), undefined, clog);
+      }
       if (got.state === 'done') {
         const done = await reemit(ids, clog);
         if (done) return done;
@@ -323,34 +321,15 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     }
     const callQuota = opts.callsPerProject ?? 0;
     if (callQuota > 0) {
-      const admission = await store.quotas
-        .takeCall(
-          {
-            projectId: ids.project,
-            toolCallId: ids.toolCallId,
-            instanceId,
-            // A slot outlives its call only when this instance dies mid-call.
-            ttlMs: timeoutMs + CALL_SLOT_MARGIN_MS,
-          },
-          callQuota,
-        )
-        .catch(async (err: unknown) => {
+      const refused = await takeCallSlot(store, ids, instanceId, timeoutMs, callQuota).catch(
+        async (err: unknown) => {
           await lease.release().catch(() => undefined);
           throw err;
-        });
-      if (!admission.admitted) {
-        const { limit, current } = admission;
-        clog.info({ quota: 'calls', limit, current }, 'call refused: project at its call quota');
-        return finish(
-          ids,
-          failure(
-            'quota_exceeded',
-            `project is at its quota of ${limit} calls in flight (${current} now); try again once some of them have ended`,
-            { quota: 'calls', limit, current },
-          ),
-          lease,
-          clog,
-        );
+        },
+      );
+      if (refused) {
+        clog.info(refused.error?.details ?? {}, 'call refused: project at its call quota');
+        return finish(ids, refused, lease, clog);
       }
     }
     // The running row is written only for calls that last: most finish within milliseconds and
@@ -469,6 +448,8 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   return {
     start: async () => {
       cancels = createCancelRegistry(bus, log);
+      // Stored cancels become tombstones before the first call is taken (cancel.ts).
+      await cancels.start(limits);
       consumption = await bus.consume(
         {
           durable: resolver ? bus.names.toolServiceConsumer(name) : bus.names.toolConsumer(name),
@@ -496,7 +477,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     },
     stop: async (graceMs) => {
       await consumption?.stop(graceMs);
-      cancels?.close();
+      await cancels?.close(graceMs);
       log.info('tool service stopped');
     },
     inFlight: () => consumption?.inFlight() ?? 0,

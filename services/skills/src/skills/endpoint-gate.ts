@@ -1,12 +1,13 @@
 // The authenticating HTTP proxy in front of a run_service forwarder. The forwarder (socat) listens
 // on a unix socket in a 0700 folder of this service's user, so only this service reaches it; the
-// gate listens on 127.0.0.1:<host port> and passes on a request, or a WebSocket upgrade, only
+// gate listens on 127.0.0.1:<host port> (the service's own port when free, as a user expects to
+// find it; else any free one) and passes on a request, or a WebSocket upgrade, only
 // when it carries `Authorization: Bearer <the endpoint's token>`. The token is random per
 // endpoint, compared in constant time, and removed from the request before it reaches the
 // service. Everything else gets 401 with a JSON body that names no token.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
 import type { Logger } from 'pino';
@@ -34,10 +35,30 @@ const refusedBody = JSON.stringify({
   },
 });
 
-/** Starts a gate in front of the socket `socketPath()` names (known once the port is). */
+/** Below this a port is privileged: never taken on the host, even by a root service. */
+const FIRST_UNPRIVILEGED_PORT = 1024;
+
+/** Listens on 127.0.0.1:`port`; false when the port is busy or not ours to take. */
+async function listenOn(server: Server, port: number): Promise<boolean> {
+  try {
+    server.listen(port, '127.0.0.1');
+    await once(server, 'listening');
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (port !== 0 && (code === 'EADDRINUSE' || code === 'EACCES')) return false;
+    throw err;
+  }
+}
+
+/**
+ * Starts a gate in front of the socket `socketPath()` names (known once the port is), on
+ * `preferPort` when it is free and not privileged, else on a free port.
+ */
 export async function startEndpointGate(
   socketPath: () => string,
   logger: Logger,
+  preferPort?: number,
 ): Promise<EndpointGate> {
   const token = randomBytes(32).toString('base64url');
   const expected = digest(token);
@@ -70,8 +91,8 @@ export async function startEndpointGate(
     delete req.headers.authorization;
     proxy.ws(req, socket, head, { target: target() });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  const own = preferPort !== undefined && preferPort >= FIRST_UNPRIVILEGED_PORT;
+  if (!own || !(await listenOn(server, preferPort))) await listenOn(server, 0);
   const addr = server.address();
   if (addr === null || typeof addr === 'string') throw new Error('the endpoint gate has no port');
   return {

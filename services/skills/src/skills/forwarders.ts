@@ -1,16 +1,15 @@
-// Host-side port forwarders for skills.run_service: one socat per exposed port, listening on a
-// unix socket in a 0700 folder of this service's user (nobody else on the host can connect) and,
-// per connection, entering the service's network namespace
-// (`nsenter -t <pid> -n`) to connect to the port there. Inside the sandbox a unix socket is not
-// an option (sandbox-runtime's seccomp filter refuses socket(AF_UNIX)), and each command has a
-// network namespace of its own, so the host reaches the port through that namespace instead.
-// Entering it takes root: bubblewrap, run unprivileged, makes the namespace inside a user
-// namespace of its own, and setns needs CAP_SYS_ADMIN in the caller's namespace too. A service
-// that is not root refuses expose_ports up front (see run-service.ts).
-// Every argument is built from integers and our own temp folder only, never from user text;
-// spawn gets an argv array. In front of the socket sits the endpoint gate (endpoint-gate.ts) on
-// 127.0.0.1:<free host port>: the only way in, with the endpoint's bearer token.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+// Host-side port forwarders for skills.run_service, one per exposed port. Each is a socat that
+// listens on a unix socket in a 0700 folder of this service's user (nobody else on the host can
+// connect) and connects, per connection, to the port on the sandbox's loopback. Inside the
+// sandbox a unix socket is not an option (sandbox-runtime's seccomp filter refuses
+// socket(AF_UNIX)), and each command has a network namespace of its own. So the socat itself runs
+// in that namespace, entered through enter-net.py (see there: it joins the user namespace that
+// owns the network, which the service's own user created, so no root is needed). It stays in the
+// host's mount namespace, so its socket is a file in our private folder. Every argument is built
+// from integers and our own temp folder only, never from user text; spawn gets an argv array. In
+// front of the socket sits the endpoint gate (endpoint-gate.ts) on 127.0.0.1, on the service's
+// own port when that is free: the only way in, with the endpoint's bearer token.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection } from 'node:net';
@@ -21,6 +20,10 @@ import { readProc } from '@toolmesh/sandbox';
 import type { Logger } from 'pino';
 import { startEndpointGate } from './endpoint-gate.ts';
 
+/** Runs a command in the network namespace of a pid (see its header). */
+const ENTER_NET = join(import.meta.dirname, 'enter-net.py');
+const inNetOf = (nsPid: number, argv: string[]) => [ENTER_NET, int(nsPid), ...argv];
+
 /** The prefix of a forwarder's private socket folder under the host's temp dir. */
 export const FORWARDER_DIR_PREFIX = 'toolmesh-fwd-';
 
@@ -28,6 +31,8 @@ export interface Endpoint {
   port: number;
   host: '127.0.0.1';
   host_port: number;
+  /** True when the service's own port was busy (or below 1024) and host_port is another. */
+  host_port_fallback: boolean;
   url: string;
   /** The bearer token the gate wants; returned to the caller once, never stored. */
   token: string;
@@ -63,24 +68,60 @@ export function tcpAnswers(port: number, ms = 1_000): Promise<boolean> {
   });
 }
 
-/** True when a TCP connect to 127.0.0.1:port inside the network namespace of `nsPid` succeeds. */
-export function answersInside(nsPid: number, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    execFile(
-      'nsenter',
-      [
-        '-t',
-        int(nsPid),
-        '-n',
-        'socat',
-        '-u',
-        '/dev/null',
-        `TCP:127.0.0.1:${int(port)},connect-timeout=1`,
-      ],
-      { timeout: 3_000 },
-      (err) => resolve(err === null),
-    );
+/**
+ * Waits, inside the network namespace of `nsPid`, until every port accepts a TCP connection on
+ * 127.0.0.1; resolves with the ports that still did not when `signal` aborts (empty: all ready).
+ * The namespace is entered once per wait, not once per probe: starting the helper costs far more
+ * than a probe. Ports travel as arguments, never as script text.
+ */
+export async function waitListening(
+  nsPid: number,
+  ports: readonly number[],
+  signal: AbortSignal,
+): Promise<number[]> {
+  const loop = [
+    'pending=("$@")',
+    'while :; do',
+    '  left=()',
+    '  for p in "${pending[@]}"; do',
+    '    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; else left+=("$p"); fi',
+    '  done',
+    '  pending=("${left[@]}")',
+    '  [ ${#pending[@]} -eq 0 ] && exit 0',
+    '  sleep 0.1',
+    'done',
+  ].join('\n');
+  const argv = inNetOf(nsPid, ['bash', '-c', loop, 'probe', ...ports.map(int)]);
+  const child = spawn('python3', argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    child.once('error', (err) => {
+      stderr += String(err);
+      resolve(null);
+    });
   });
+  const kill = () => child.kill('SIGKILL');
+  if (signal.aborted) kill();
+  else signal.addEventListener('abort', kill, { once: true });
+  // One answered port per line; a chunk may end mid-line.
+  let out = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (stderr = (stderr + b.toString()).slice(-2_000)));
+  const code = await exited;
+  signal.removeEventListener('abort', kill);
+  const ready = new Set(
+    out
+      .split('\n')
+      .slice(0, -1) // complete lines only
+      .filter((l) => /^\d+$/.test(l))
+      .map(Number),
+  );
+  const pending = ports.filter((p) => !ready.has(p));
+  if (code !== 0 && !signal.aborted) {
+    throw new Error(`probing ports ${ports.join(', ')} failed: ${stderr.trim() || `exit ${code}`}`);
+  }
+  return pending;
 }
 
 /** True when a unix socket accepts a connection within `ms`. */
@@ -112,8 +153,9 @@ function stopper(child: ChildProcess): () => Promise<void> {
 }
 
 /**
- * Starts the gate on a free 127.0.0.1 port and a forwarder from a private unix socket to `port`
- * inside the namespace of `nsPid`; resolves once the socket accepts connections.
+ * Starts the gate on 127.0.0.1 (on `port` itself when free, else on a free port) and a forwarder
+ * from a private unix socket to `port` inside the namespace of `nsPid`; resolves once the socket
+ * accepts connections.
  */
 export async function startForwarder(
   nsPid: number,
@@ -122,13 +164,16 @@ export async function startForwarder(
 ): Promise<Forwarder> {
   const dir = await mkdtemp(join(tmpdir(), FORWARDER_DIR_PREFIX));
   let socketPath = '';
-  const gate = await startEndpointGate(() => socketPath, logger).catch(async (err: unknown) => {
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  });
+  const gate = await startEndpointGate(() => socketPath, logger, port).catch(
+    async (err: unknown) => {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    },
+  );
   socketPath = join(dir, `${gate.hostPort}.sock`);
-  const target = `nsenter -t ${int(nsPid)} -n socat STDIO TCP\\:127.0.0.1\\:${int(port)}`;
-  const child = spawn('socat', [`UNIX-LISTEN:${socketPath},fork,mode=600`, `EXEC:${target}`], {
+  const socat = ['socat', `UNIX-LISTEN:${socketPath},fork,mode=600`, `TCP:127.0.0.1:${int(port)}`];
+  // Detached: the forwarder leads its own process group (the reaper's proof that it is ours).
+  const child = spawn('python3', inNetOf(nsPid, socat), {
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
   });
@@ -150,6 +195,7 @@ export async function startForwarder(
           port,
           host: '127.0.0.1',
           host_port: gate.hostPort,
+          host_port_fallback: gate.hostPort !== port,
           url: `http://127.0.0.1:${gate.hostPort}`,
           token: gate.token,
           forwarder_socket: socketPath,

@@ -1,19 +1,20 @@
 // skills.run_service: a long-running command (a server) started as an async task in a session
 // sandbox, with each port of `expose_ports` forwarded to 127.0.0.1 on the host. The call waits
-// until every port answers inside the sandbox, starts one host forwarder per port behind a gate
-// that wants the endpoint's bearer token (see forwarders.ts, endpoint-gate.ts), writes the
-// endpoints into the task head without their tokens and returns them with the tokens. The task is then
-// an ordinary task: task_status (which also says whether each endpoint still answers),
-// task_watch and task_cancel. However the task ends, its forwarders are killed first. A
-// provider that serves ports on hosts of its own (e2b's getHost) needs no forwarder: the call
-// waits until the ports answer inside the sandbox and returns those hosts.
+// until every port answers inside the sandbox, then starts one host forwarder per port behind a
+// gate that wants the endpoint's bearer token (forwarders.ts, endpoint-gate.ts; neither needs
+// root), on the service's own port when it is free on the host. It writes the endpoints into the
+// task head without their tokens and returns them with the tokens. The task is then an ordinary
+// task: task_status (which also says whether each endpoint still answers), task_watch and
+// task_cancel. However the task ends, its forwarders are killed first. A provider that serves
+// ports on hosts of its own (e2b's getHost) needs no forwarder: the call waits until the ports
+// answer inside the sandbox and returns those hosts.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { netnsPidOf } from '@toolmesh/sandbox';
 import { ToolError } from '@toolmesh/protocol';
 import { RunServiceArgs } from '@toolmesh/skills';
 import { defineTool, type ToolContext } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
-import { answersInside, startForwarder, tcpAnswers, type Forwarder } from './forwarders.ts';
+import { startForwarder, tcpAnswers, waitListening, type Forwarder } from './forwarders.ts';
 import { startTask, type StartedTask } from './run-cmd-async.ts';
 import type { TaskRegistry } from './tasks.ts';
 
@@ -30,13 +31,6 @@ export function runServiceTool(deps: SkillsDeps, registry: TaskRegistry) {
     timeoutMs: START_TIMEOUT_MS,
     handler: async (args, ctx) => {
       const { expose_ports: ports = [], ready_timeout_ms: readyMs, ...rest } = args;
-      if (ports.length > 0 && deps.sandboxes.kind === 'local' && process.getuid?.() !== 0) {
-        // Nothing is started: the forwarders could not enter the sandbox's network.
-        throw new ToolError(
-          'expose_ports needs the skills service to run as root with the local sandbox provider (its forwarders enter the sandbox network namespace); run the service as root, use the e2b provider, or call without expose_ports',
-          { details: { reason: 'ports_need_root', ports } },
-        );
-      }
       const started = await startTask(deps, registry, ctx, rest);
       const forwarders: Forwarder[] = [];
       let ended = false;
@@ -113,23 +107,37 @@ async function waitReady(
 ): Promise<number> {
   const until = Math.min(Date.now() + readyMs, ctx.deadline - 5_000);
   let nsPid: number | undefined;
-  const pending = new Set(ports);
-  while (Date.now() < until) {
+  while (nsPid === undefined) {
     if (ended()) throw serviceEnded(s);
-    nsPid ??= await netnsPidOf(s.task.process.pid);
-    if (nsPid !== undefined) {
-      for (const p of [...pending]) if (await answersInside(nsPid, p)) pending.delete(p);
-      if (pending.size === 0) return nsPid;
-    }
-    await sleep(100);
+    if (Date.now() >= until) throw portsNotReady(s, ports, readyMs);
+    nsPid = await netnsPidOf(s.task.process.pid);
+    if (nsPid === undefined) await sleep(100);
   }
-  throw portsNotReady(s, [...pending], readyMs);
+  const stop = new AbortController();
+  const watch = setInterval(() => {
+    if (ended() || Date.now() >= until) stop.abort();
+  }, 100);
+  try {
+    const pending = await waitListening(nsPid, ports, stop.signal).catch((err: unknown) => {
+      // The host could not enter the sandbox's network (a kernel or policy refusing namespaces).
+      throw new ToolError(`the sandbox's network could not be reached: ${(err as Error).message}`, {
+        details: { reason: 'ports_unreachable', task_id: s.taskId, ports },
+      });
+    });
+    if (pending.length === 0) return nsPid;
+    if (ended()) throw serviceEnded(s);
+    throw portsNotReady(s, pending, readyMs);
+  } finally {
+    clearInterval(watch);
+  }
 }
 
 type StoredEndpoint = {
   port: number;
   host: string;
   host_port: number;
+  /** A forwarder's host port is not the service's own (that one was busy, or privileged). */
+  host_port_fallback?: boolean;
   url: string;
   /** Served by the provider's own host (e2b), not by a forwarder on this host. */
   remote?: boolean;
@@ -170,6 +178,7 @@ const publicEndpoint = (e: StoredEndpoint) => ({
   port: e.port,
   host: e.host,
   host_port: e.host_port,
+  ...(e.host_port_fallback === undefined ? {} : { host_port_fallback: e.host_port_fallback }),
   url: e.url,
 });
 
