@@ -52,8 +52,9 @@ export async function buildApp(deps: ApiDeps) {
   const json = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (body === '') done(null, {});
-    else void json(req, body, done);
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text === '') done(null, {});
+    else void json(req, text, done);
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((req, reply) =>
