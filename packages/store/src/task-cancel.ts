@@ -6,6 +6,7 @@
 import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
 import type { Task } from './tasks.ts';
+import { startNextOfThread } from './turn-events.ts';
 import { insertCard } from './turn-cards.ts';
 
 export interface CanceledCall {
@@ -74,6 +75,8 @@ export async function cancelTask(
        WHERE project_id = $1 AND task_id = $2`,
       [projectId, taskId, card!.card_id, JSON.stringify({ code: 'canceled', message: reason })],
     );
+    // The thread's next message waited for the turn that just ended.
+    if (turn) await startNextOfThread(tx, projectId, task.agent_id, taskId);
     return {
       kind: 'canceled',
       task: { task_id: taskId, agent_id: task.agent_id, channel: task.channel },

@@ -27,6 +27,9 @@ export interface Task {
   updated_at: Date;
   /** The W3C trace context the task was created in, when traces are recorded. */
   traceparent: string | null;
+  /** The thread the task is a message of (threads.ts), and its place there. */
+  thread_id: string | null;
+  thread_seq: number | null;
 }
 
 export interface NewTask {
@@ -38,6 +41,8 @@ export interface NewTask {
   /** A chosen id (a schedule derives one from its tick); a fresh UUIDv7 by default. */
   taskId?: string;
   traceparent?: string | undefined;
+  /** A message of a thread: the thread and the message's number in it. */
+  thread?: { threadId: string; seq: number } | undefined;
 }
 
 export interface TasksRepo {
@@ -54,7 +59,7 @@ export interface TasksRepo {
 }
 
 const COLUMNS = `task_id, project_id, agent_id, channel, input, status, final_card_id, error,
-  created_at, updated_at, traceparent`;
+  created_at, updated_at, traceparent, thread_id, thread_seq`;
 
 export function createTasksRepo(db: Db): TasksRepo {
   return {
@@ -66,8 +71,9 @@ export function createTasksRepo(db: Db): TasksRepo {
       (
         await db.query<Task>(
           'tasks_create',
-          `INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input, traceparent)
-           SELECT $1, project_id, agent_id, $4, $5::jsonb, $6 FROM resource.agents
+          `INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input, traceparent,
+             thread_id, thread_seq)
+           SELECT $1, project_id, agent_id, $4, $5::jsonb, $6, $7, $8 FROM resource.agents
            WHERE project_id = $2 AND agent_id = $3
            RETURNING ${COLUMNS}`,
           // Always serialized: pg would send a bare string as invalid JSON and an array as a
@@ -79,6 +85,8 @@ export function createTasksRepo(db: Db): TasksRepo {
             t.channel,
             JSON.stringify(t.input),
             t.traceparent ?? null,
+            t.thread?.threadId ?? null,
+            t.thread?.seq ?? null,
           ],
         )
       )[0],

@@ -4,11 +4,18 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Db } from './db.ts';
+import { lockThreadOf, nextOfThread } from './thread-queue.ts';
 import { insertCard } from './turn-cards.ts';
+
+export interface StartedTurn {
+  taskId: string;
+  turnId: string;
+  channel: string;
+}
 
 export interface AppliedInbox {
   /** Turns started for new tasks. */
-  started: { taskId: string; turnId: string; channel: string }[];
+  started: StartedTurn[];
   /** Turns whose last awaited result arrived: a step is due. */
   resumed: string[];
   /** Rows that changed nothing (a stale epoch, a call already answered, no such turn). */
@@ -39,14 +46,22 @@ function userText(input: unknown): string {
   return typeof input === 'string' ? input : JSON.stringify(input);
 }
 
-async function startTurn(tx: Db, projectId: string, agentId: string, row: InboxRow) {
-  if (!UUID.test(row.correlation_id)) return undefined;
+/**
+ * Starts the turn of a pending task: the task runs, and its input becomes the turn's first
+ * (user) card. Undefined when the task is not pending (started already, canceled, unknown).
+ */
+export async function startTaskTurn(
+  tx: Db,
+  projectId: string,
+  agentId: string,
+  taskId: string,
+): Promise<StartedTurn | undefined> {
   const [task] = await tx.query<{ task_id: string; channel: string; input: unknown }>(
     'turns_task_for_start',
     `UPDATE state.tasks SET status = 'running', updated_at = now()
      WHERE project_id = $1 AND agent_id = $2 AND task_id = $3 AND status = 'pending'
      RETURNING task_id, channel, input`,
-    [projectId, agentId, row.correlation_id],
+    [projectId, agentId, taskId],
   );
   if (!task) return undefined;
   const turnId = uuidv7();
@@ -64,6 +79,39 @@ async function startTurn(tx: Db, projectId: string, agentId: string, row: InboxR
     metadata: { turn_id: turnId, task_id: task.task_id, step: 0 },
   });
   return { taskId: task.task_id, turnId, channel: task.channel };
+}
+
+/**
+ * A task row of the inbox: its turn starts, unless its thread has a turn running (the message
+ * waits; the end of that turn starts the next) or an older message waiting (that one starts).
+ */
+async function startTurn(
+  tx: Db,
+  projectId: string,
+  agentId: string,
+  row: InboxRow,
+): Promise<StartedTurn | 'queued' | undefined> {
+  if (!UUID.test(row.correlation_id)) return undefined;
+  let taskId: string | undefined = row.correlation_id;
+  const thread = await lockThreadOf(tx, projectId, taskId);
+  if (thread) {
+    taskId = await nextOfThread(tx, projectId, thread.thread_id);
+    if (!taskId) return 'queued';
+  }
+  return startTaskTurn(tx, projectId, agentId, taskId);
+}
+
+/** After a turn of a thread ended (in the same transaction): the thread's next message starts. */
+export async function startNextOfThread(
+  tx: Db,
+  projectId: string,
+  agentId: string,
+  endedTaskId: string,
+): Promise<StartedTurn | undefined> {
+  const thread = await lockThreadOf(tx, projectId, endedTaskId);
+  if (!thread) return undefined;
+  const next = await nextOfThread(tx, projectId, thread.thread_id);
+  return next ? startTaskTurn(tx, projectId, agentId, next) : undefined;
 }
 
 /** Marks the answered call done; the turn becomes ready once none of its epoch is pending. */
@@ -126,7 +174,12 @@ export async function applyInbox(
   for (const row of rows) {
     if (row.message_type === 'task') {
       const started = await startTurn(tx, projectId, agentId, row);
-      if (started) out.started.push(started);
+      if (started === 'queued')
+        out.ignored.push({
+          correlationId: row.correlation_id,
+          reason: 'its thread has a turn running; it starts its next message when that ends',
+        });
+      else if (started) out.started.push(started);
       else out.ignored.push({ correlationId: row.correlation_id, reason: 'task not pending' });
       continue;
     }

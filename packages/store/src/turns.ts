@@ -6,7 +6,13 @@ import { randomUUID } from 'node:crypto';
 import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
-import { applyInbox, fireDeadlines, type AppliedInbox, type TimedOutCall } from './turn-events.ts';
+import {
+  applyInbox,
+  fireDeadlines,
+  startNextOfThread,
+  type AppliedInbox,
+  type TimedOutCall,
+} from './turn-events.ts';
 import { CARD_COLUMNS as CARD, insertCard } from './turn-cards.ts';
 
 export const TurnStatus = {
@@ -303,6 +309,9 @@ export function createTurnsRepo(db: Db): TurnsRepo {
             f.error ? JSON.stringify(f.error) : null,
           ],
         );
+        // A thread's next message waits for this turn: it starts now, in this transaction, so
+        // a crash cannot leave the thread idle with messages waiting.
+        await startNextOfThread(tx, t.project_id, t.agent_id, t.task_id);
         return card;
       }),
 
