@@ -9,6 +9,7 @@ import type { AgentConfig, LlmConfig } from '@toolmesh/config';
 import type { ErrorBody, ErrorCode, ToolResultContent } from '@toolmesh/protocol';
 import type { ClaimedTurn, StepCall, Store } from '@toolmesh/store';
 import { ModelError, type Llm, type ModelAnswer, type ModelCall } from './llm.ts';
+import { withThreadHistory } from './history.ts';
 import { buildMessages, systemPrompt } from './prompt.ts';
 import type { Publisher } from './publish.ts';
 import { deferredSubmit, submittedResult } from './submit.ts';
@@ -173,10 +174,15 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
       return await finish('failed', { text: message }, { code: 'step_limit', message });
     }
     const skills = tools.skills ? await store.skills.list(turn.project_id) : undefined;
-    const messages = buildMessages(
-      systemPrompt(profile?.system_prompt ?? '', skills),
-      conv,
-      deps.agent.tool_result_max_chars,
+    const messages = await withThreadHistory(
+      store,
+      turn,
+      deps.agent,
+      buildMessages(
+        systemPrompt(profile?.system_prompt ?? '', skills),
+        conv,
+        deps.agent.tool_result_max_chars,
+      ),
     );
     await publish.state(turn, 'thinking');
     let seq = step * SEQ_PER_STEP;
