@@ -21,6 +21,13 @@ afterAll(async () => {
   await mesh?.close();
 });
 
+/**
+ * The in-process worker the tests share, started on first use: the crash test (first in the
+ * file) must let its doomed child worker pick its turn up before any other worker runs.
+ */
+let shared: ReturnType<AgentMesh['startWorker']> | undefined;
+const worker = () => (shared ??= mesh.startWorker({ CG__SERVICE__INSTANCE_ID: 'rescuer' }));
+
 interface Turn {
   seq: number;
   task_id: string;
@@ -104,8 +111,7 @@ describe('threads', () => {
     first.kill('SIGKILL');
     await once(first, 'exit');
 
-    // The rescuer stays up for the tests after this one.
-    await mesh.startWorker({ CG__SERVICE__INSTANCE_ID: 'rescuer' });
+    await worker();
     const second = await answered(agent, thread, 2);
     expect(second.final_card?.content.result).toBe('history: survive a crash | and then?');
 
@@ -127,6 +133,7 @@ describe('threads', () => {
   });
 
   it('a three-message conversation: the third answer needs the first message', async () => {
+    await worker();
     const agent = await mesh.createAgent({
       id: 'talker',
       allowedTools: ['builtin.echo'],
@@ -205,6 +212,7 @@ describe('threads', () => {
   });
 
   it('without the thread, the same question cannot be answered: a fresh thread knows nothing', async () => {
+    await worker();
     const agent = await mesh.createAgent({ id: 'forgetful', script: [plusOne] });
     const thread = await openThread(agent);
     await say(agent, thread, 'What is my secret number plus one?');
@@ -213,6 +221,7 @@ describe('threads', () => {
   });
 
   it('messages sent while a turn runs wait, then run one at a time in the order sent', async () => {
+    await worker();
     const agent = await mesh.createAgent({
       id: 'orderly',
       script: [
@@ -258,6 +267,7 @@ describe('threads', () => {
   });
 
   it("another project's key is refused on every thread route, and nothing is filed", async () => {
+    await worker();
     const agent = await mesh.createAgent({ id: 'private', script: [{ text: 'hello' }] });
     const thread = await openThread(agent);
     const other = await mesh.api.createProject();
@@ -285,6 +295,7 @@ describe('threads', () => {
   });
 
   it('refuses a message past thread_queue_max, and bad input, with clear errors', async () => {
+    await worker();
     // The first turn keeps the model busy while the next messages queue behind it.
     const agent = await mesh.createAgent({
       id: 'busy',
@@ -317,5 +328,77 @@ describe('threads', () => {
     expect(unknown.status).toBe(404);
     const noAgent = await api('POST', `/agents/nobody/threads`, {});
     expect(noAgent.status).toBe(404);
+  });
+});
+
+describe('CLI', () => {
+  it('toolmesh thread start, say (--wait) and show', { timeout: 90_000 }, async () => {
+    await worker();
+    const agent = await mesh.createAgent({
+      id: 'cli-talker',
+      script: [{ text: 'Hello, Ada.' }, plusOne, (req) => ({ text: userTexts(req).join(' / ') })],
+    });
+    const address = await mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
+    const cli = (args: string[]) =>
+      runToolmesh(args, {
+        TOOLMESH_API_URL: address,
+        TOOLMESH_API_KEY: mesh.project.key,
+        TOOLMESH_PROJECT: mesh.project.id,
+      });
+    const started = await cli(['thread', 'start', agent, '--title', 'from the shell']);
+    expect(started.code, started.stderr).toBe(0);
+    const thread = started.stdout.trim();
+    expect(thread).toMatch(/^[0-9a-f-]{36}$/);
+
+    const first = await cli([
+      'thread',
+      'say',
+      agent,
+      thread,
+      '-i',
+      'I am Ada. My secret number is 6.',
+      '--wait',
+    ]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout.trim()).toBe('Hello, Ada.');
+    const second = await cli([
+      'thread',
+      'say',
+      agent,
+      thread,
+      '-i',
+      'My number plus one?',
+      '--wait',
+    ]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout.trim()).toBe('7');
+    // Without --wait: the message's number; its answer comes later.
+    const third = await cli(['thread', 'say', agent, thread, '-i', 'Repeat all I said.']);
+    expect(third.code, third.stderr).toBe(0);
+    expect(third.stdout).toMatch(/^message 3 sent \(task [0-9a-f-]{36}\)$/m);
+    await answered(agent, thread, 3);
+
+    const shown = await cli(['thread', 'show', agent, thread]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout.split('\n').filter(Boolean)).toEqual([
+      `thread ${thread} with ${agent} — from the shell`,
+      '[1] you: I am Ada. My secret number is 6.',
+      '[1] cli-talker: Hello, Ada.',
+      '[2] you: My number plus one?',
+      '[2] cli-talker: 7',
+      '[3] you: Repeat all I said.',
+      '[3] cli-talker: I am Ada. My secret number is 6. / My number plus one? / Repeat all I said.',
+    ]);
+    const json = await cli(['thread', 'show', agent, thread, '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ thread_id: thread, messages: 3 });
+
+    const other = await mesh.api.createProject();
+    const refused = await runToolmesh(['thread', 'show', agent, thread], {
+      TOOLMESH_API_URL: address,
+      TOOLMESH_API_KEY: other.key,
+      TOOLMESH_PROJECT: mesh.project.id,
+    });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('not found');
   });
 });
