@@ -247,7 +247,7 @@ describe('threads', () => {
 
     const third = await answered(agent, thread, 3);
     const view = await show(agent, thread);
-    expect(view.turns.map((t) => t.final_card?.content.result)).toEqual([
+    expect(view.turns.map((t) => (t.final_card?.content as { result: string }).result)).toEqual([
       'first done',
       'second saw: one | two',
       'third saw: one | two | three',

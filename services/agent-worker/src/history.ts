@@ -141,7 +141,9 @@ export async function withThreadHistory(
   );
   const note = historyNote(fitted, cfg.thread_history_tokens);
   const [head, ...own] = messages;
-  if (head?.role !== 'system') {
+  // The system prompt the worker builds is text; the note joins it, so the prompt keeps one
+  // system message (some endpoints refuse a second one).
+  if (head?.role !== 'system' || typeof head.content !== 'string') {
     return [
       ...(note ? [{ role: 'system' as const, content: note }] : []),
       ...fitted.messages,
@@ -149,7 +151,7 @@ export async function withThreadHistory(
     ];
   }
   const system: ChatMessage = note
-    ? { role: 'system', content: `${String(head.content)}\n\n${note}` }
+    ? { role: 'system', content: `${head.content}\n\n${note}` }
     : head;
   return [system, ...fitted.messages, ...own];
 }
