@@ -266,6 +266,50 @@ describe('threads', () => {
     }
   });
 
+  it('canceling the running turn starts the next message; a canceled waiting message never runs', async () => {
+    await worker();
+    const agent = await mesh.createAgent({
+      id: 'canceled',
+      script: [
+        { delayMs: 30_000, text: 'too late' },
+        (req) => ({
+          text: req.body.messages
+            .slice(1)
+            .map((m) => `${m.role}: ${String(m.content)}`)
+            .join('\n'),
+        }),
+      ],
+    });
+    const thread = await openThread(agent);
+    const one = await say(agent, thread, 'one');
+    await until(() => Promise.resolve(mesh.requestsOf(agent).length === 1 ? true : undefined));
+    const two = await say(agent, thread, 'two');
+    await say(agent, thread, 'three');
+    const drop = await api('POST', `/tasks/${two.task_id}/cancel`, { reason: 'not this one' });
+    expect(drop.status, drop.raw).toBe(200);
+    const stop = await api('POST', `/tasks/${one.task_id}/cancel`, { reason: 'took too long' });
+    expect(stop.status, stop.raw).toBe(200);
+
+    const third = await answered(agent, thread, 3);
+    expect(third.status).toBe('succeeded');
+    expect((third.final_card?.content as { result: string }).result).toBe(
+      [
+        'user: one',
+        'assistant: [this turn ended canceled: took too long]',
+        'user: two',
+        'assistant: [this turn ended canceled: not this one]',
+        'user: three',
+      ].join('\n'),
+    );
+    const view = await show(agent, thread);
+    expect(view.turns.map((t) => [t.seq, t.status, t.turn === null])).toEqual([
+      [1, 'canceled', false],
+      [2, 'canceled', true],
+      [3, 'succeeded', false],
+    ]);
+    expect(mesh.requestsOf(agent)).toHaveLength(2);
+  });
+
   it("another project's key is refused on every thread route, and nothing is filed", async () => {
     await worker();
     const agent = await mesh.createAgent({ id: 'private', script: [{ text: 'hello' }] });
