@@ -233,8 +233,7 @@ describe('threads', () => {
     const thread = await openThread(agent);
     await say(agent, thread, 'one');
     await until(() => Promise.resolve(mesh.requestsOf(agent).length === 1 ? true : undefined));
-    await say(agent, thread, 'two');
-    await say(agent, thread, 'three');
+    const queued = [await say(agent, thread, 'two'), await say(agent, thread, 'three')];
 
     // While the first turn runs, the others wait with no turn of their own.
     const during = await show(agent, thread);
@@ -253,6 +252,20 @@ describe('threads', () => {
       'third saw: one | two | three',
     ]);
     expect(third.status).toBe('succeeded');
+    // Each waiting message is announced running when its turn starts, then done.
+    for (const m of queued) {
+      await until(() =>
+        Promise.resolve(
+          mesh.taskEvents().filter((e) => e.task_id === m.task_id).length === 2 ? true : undefined,
+        ),
+      );
+      expect(
+        mesh
+          .taskEvents()
+          .filter((e) => e.task_id === m.task_id)
+          .map((e) => e.status),
+      ).toEqual(['running', 'succeeded']);
+    }
     // Each turn began only after the one before it had ended.
     const cardTime = (t: Turn, kind: string) =>
       new Date(t.cards.find((c) => c.kind === kind)!.created_at).getTime();

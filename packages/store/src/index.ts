@@ -97,6 +97,7 @@ export type {
   StepCall,
   CommitStep,
   FinishTurn,
+  FinishedTurn,
   ClaimedTurn,
   Conversation,
   TurnsRepo,

@@ -135,19 +135,22 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
     content: Record<string, unknown>,
     error?: ErrorBody,
   ) => {
-    const card = await store.turns.finish(turn, {
+    const done = await store.turns.finish(turn, {
       status,
       content: { status, ...content, ...(error ? { error } : {}) },
       error,
       author: `agent:${turn.agent_id}`,
     });
-    if (!card) return log.warn('lease lost before the turn could finish; left to its new owner');
+    if (!done) return log.warn('lease lost before the turn could finish; left to its new owner');
+    const { card, next } = done;
     log.info({ status, card_id: card.card_id, code: error?.code }, 'turn finished');
     await publish.task(turn, turn.task_id, status, {
       card_id: card.card_id,
       ...(error ? { error } : {}),
     });
     await publish.state(turn, 'idle');
+    // The thread's next message started with this turn's end; the wake loop or scan runs it.
+    if (next) await publish.task({ ...turn, channel: next.channel }, next.taskId, 'running');
   };
 
   try {
