@@ -321,6 +321,19 @@ describe('threads', () => {
       [3, 'succeeded', false],
     ]);
     expect(mesh.requestsOf(agent)).toHaveLength(2);
+    // The cancel started the third message's turn, and said so.
+    const three = view.turns[2]!.task_id;
+    await until(() =>
+      Promise.resolve(
+        mesh.taskEvents().filter((e) => e.task_id === three).length === 2 ? true : undefined,
+      ),
+    );
+    expect(
+      mesh
+        .taskEvents()
+        .filter((e) => e.task_id === three)
+        .map((e) => e.status),
+    ).toEqual(['running', 'succeeded']);
   });
 
   it("another project's key is refused on every thread route, and nothing is filed", async () => {

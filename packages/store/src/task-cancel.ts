@@ -6,7 +6,7 @@
 import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
 import type { Task } from './tasks.ts';
-import { startNextOfThread } from './turn-events.ts';
+import { startNextOfThread, type StartedTurn } from './turn-events.ts';
 import { insertCard } from './turn-cards.ts';
 
 export interface CanceledCall {
@@ -23,6 +23,8 @@ export type CancelTaskOutcome =
       task: Pick<Task, 'task_id' | 'agent_id' | 'channel'>;
       card: Card;
       calls: CanceledCall[];
+      /** The turn of the thread's next message, started by this turn's end. */
+      next: StartedTurn | undefined;
     };
 
 export async function cancelTask(
@@ -76,12 +78,13 @@ export async function cancelTask(
       [projectId, taskId, card!.card_id, JSON.stringify({ code: 'canceled', message: reason })],
     );
     // The thread's next message waited for the turn that just ended.
-    if (turn) await startNextOfThread(tx, projectId, task.agent_id, taskId);
+    const next = turn ? await startNextOfThread(tx, projectId, task.agent_id, taskId) : undefined;
     return {
       kind: 'canceled',
       task: { task_id: taskId, agent_id: task.agent_id, channel: task.channel },
       card: card!,
       calls,
+      next,
     };
   });
 }

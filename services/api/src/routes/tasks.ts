@@ -196,6 +196,24 @@ export const taskRoutes =
         } catch (err) {
           req.log.warn({ err, task_id }, 'publishing the task canceled event failed');
         }
+        if (out.next) {
+          // The thread's next message started as this turn ended; a worker's scan runs it.
+          const { taskId, channel: nextChannel } = out.next;
+          try {
+            await js.publish(
+              subjects.agentEvent({ project, channel: nextChannel, agent, event: 'task' }),
+              encodeMessage('agent_task', {
+                v: 1,
+                agent_id: agent,
+                task_id: taskId,
+                status: 'running',
+              }),
+              { timeout: 5_000 },
+            );
+          } catch (err) {
+            req.log.warn({ err, task_id: taskId }, 'publishing the task running event failed');
+          }
+        }
         const task = await store.tasks.get(project, task_id);
         return { ...taskOut(task!, cardOut(out.card)), canceled_calls: out.calls };
       },
