@@ -1,13 +1,12 @@
 // Threads through the api, the agent worker and the scripted model: a conversation whose later
 // answers need its earlier messages (the model can only answer from what its prompt holds), the
 // order of messages sent while a turn runs, a worker killed mid-turn, another project refused
-// on every route, and the CLI.
+// on every route, the queue limit (the CLI: threads-cli.test.ts).
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RecordedChatRequest } from '@toolmesh/testing';
-import { runToolmesh } from './support/cli.ts';
 import { startAgentMesh, type AgentMesh } from './support/agent-mesh.ts';
 import { until } from './support/procs.ts';
+import { plusOne, threadApi, userTexts, type Turn } from './support/threads.ts';
 
 let mesh: AgentMesh;
 beforeAll(async () => {
@@ -28,109 +27,58 @@ afterAll(async () => {
 let shared: ReturnType<AgentMesh['startWorker']> | undefined;
 const worker = () => (shared ??= mesh.startWorker({ CG__SERVICE__INSTANCE_ID: 'rescuer' }));
 
-interface Turn {
-  seq: number;
-  task_id: string;
-  status: string;
-  turn: { turn_id: string; status: string } | null;
-  cards: { kind: string; content: any; created_at: string }[];
-  final_card: { content: any } | null;
-  created_at: string;
-  updated_at: string;
-}
-interface ThreadView {
-  thread_id: string;
-  messages: number;
-  turns: Turn[];
-}
+const { api, show, openThread, say, answered } = threadApi(() => mesh);
 
-async function api(method: 'GET' | 'POST', url: string, body?: unknown, key = mesh.project.key) {
-  return mesh.api.request(method, `/v1/projects/${mesh.project.id}${url}`, { key, body });
-}
+describe('threads', { timeout: 120_000 }, () => {
+  it(
+    'a worker killed mid-turn: another finishes the turn, and the history holds it once',
+    { timeout: 180_000 },
+    async () => {
+      const agent = await mesh.createAgent({
+        id: 'phoenix',
+        allowedTools: ['builtin.echo'],
+        script: [
+          { toolCalls: [{ name: 'builtin__echo', arguments: { before: 'the crash' } }] },
+          // The first instance dies while waiting for this answer.
+          { delayMs: 60_000, text: 'never delivered' },
+          { toolCalls: [{ name: 'submit_result', arguments: { result: 'survived' } }] },
+          (req) => ({ text: `history: ${userTexts(req).join(' | ')}` }),
+        ],
+      });
+      const first = await mesh.spawnWorker({ CG__SERVICE__INSTANCE_ID: 'doomed' });
+      const thread = await openThread(agent);
+      const sent = await say(agent, thread, 'survive a crash');
+      await until(() => Promise.resolve(mesh.requestsOf(agent).length === 2 ? true : undefined));
+      expect(await mesh.api.store.turns.byTask(mesh.project.id, sent.task_id)).toMatchObject({
+        status: 'running',
+        run_owner: 'doomed',
+      });
+      // Sent while the doomed worker holds the turn: it waits through the crash.
+      await say(agent, thread, 'and then?');
+      first.kill('SIGKILL');
+      await once(first, 'exit');
 
-async function openThread(agent: string): Promise<string> {
-  const res = await api('POST', `/agents/${agent}/threads`, { title: `talk to ${agent}` });
-  expect(res.status, res.raw).toBe(201);
-  return (res.body as { thread_id: string }).thread_id;
-}
+      await worker();
+      const second = await answered(agent, thread, 2);
+      expect(second.final_card?.content.result).toBe('history: survive a crash | and then?');
 
-async function say(agent: string, thread: string, input: string) {
-  const res = await api('POST', `/agents/${agent}/threads/${thread}/messages`, { input });
-  expect(res.status, res.raw).toBe(202);
-  return res.body as { task_id: string; seq: number };
-}
-
-const show = async (agent: string, thread: string) =>
-  (await api('GET', `/agents/${agent}/threads/${thread}`)).body as ThreadView;
-
-/** Polls until message `seq` of the thread has ended. */
-const answered = (agent: string, thread: string, seq: number, ms = 60_000) =>
-  until(async () => {
-    const t = (await show(agent, thread)).turns.find((x) => x.seq === seq);
-    return t && ['succeeded', 'failed', 'canceled'].includes(t.status) ? t : undefined;
-  }, ms);
-
-/** The user messages of a model request, in order. */
-const userTexts = (r: RecordedChatRequest) =>
-  r.body.messages.filter((m) => m.role === 'user').map((m) => String(m.content));
-
-/** Answers "my number plus one" only from a number stated earlier in the prompt. */
-function plusOne(req: RecordedChatRequest) {
-  const said = req.body.messages
-    .filter((m) => m.role === 'user')
-    .map((m) => /my secret number is (\d+)/i.exec(String(m.content)))
-    .find((m) => m !== null);
-  return said
-    ? { toolCalls: [{ name: 'submit_result', arguments: { result: String(Number(said[1]) + 1) } }] }
-    : { text: 'I do not know your number.' };
-}
-
-describe('threads', () => {
-  it('a worker killed mid-turn: another finishes the turn, and the history holds it once', async () => {
-    const agent = await mesh.createAgent({
-      id: 'phoenix',
-      allowedTools: ['builtin.echo'],
-      script: [
-        { toolCalls: [{ name: 'builtin__echo', arguments: { before: 'the crash' } }] },
-        // The first instance dies while waiting for this answer.
-        { delayMs: 60_000, text: 'never delivered' },
-        { toolCalls: [{ name: 'submit_result', arguments: { result: 'survived' } }] },
-        (req) => ({ text: `history: ${userTexts(req).join(' | ')}` }),
-      ],
-    });
-    const first = await mesh.spawnWorker({ CG__SERVICE__INSTANCE_ID: 'doomed' });
-    const thread = await openThread(agent);
-    const sent = await say(agent, thread, 'survive a crash');
-    await until(() => Promise.resolve(mesh.requestsOf(agent).length === 2 ? true : undefined));
-    expect(await mesh.api.store.turns.byTask(mesh.project.id, sent.task_id)).toMatchObject({
-      status: 'running',
-      run_owner: 'doomed',
-    });
-    // Sent while the doomed worker holds the turn: it waits through the crash.
-    await say(agent, thread, 'and then?');
-    first.kill('SIGKILL');
-    await once(first, 'exit');
-
-    await worker();
-    const second = await answered(agent, thread, 2);
-    expect(second.final_card?.content.result).toBe('history: survive a crash | and then?');
-
-    const requests = mesh.requestsOf(agent);
-    expect(requests).toHaveLength(4);
-    // The second turn's prompt holds the first turn once: one call, one result, one answer.
-    const prompt = requests[3]!.body.messages.slice(1);
-    expect(prompt.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
-    expect(prompt[3]).toEqual({ role: 'assistant', content: 'survived' });
-    const view = await show(agent, thread);
-    expect(view.turns).toHaveLength(2);
-    expect(view.turns[0]!.cards.map((c) => c.kind)).toEqual([
-      'message',
-      'message',
-      'tool.call',
-      'tool.result',
-      'final',
-    ]);
-  });
+      const requests = mesh.requestsOf(agent);
+      expect(requests).toHaveLength(4);
+      // The second turn's prompt holds the first turn once: one call, one result, one answer.
+      const prompt = requests[3]!.body.messages.slice(1);
+      expect(prompt.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
+      expect(prompt[3]).toEqual({ role: 'assistant', content: 'survived' });
+      const view = await show(agent, thread);
+      expect(view.turns).toHaveLength(2);
+      expect(view.turns[0]!.cards.map((c) => c.kind)).toEqual([
+        'message',
+        'message',
+        'tool.call',
+        'tool.result',
+        'final',
+      ]);
+    },
+  );
 
   it('a three-message conversation: the third answer needs the first message', async () => {
     await worker();
@@ -398,77 +346,5 @@ describe('threads', () => {
     expect(unknown.status).toBe(404);
     const noAgent = await api('POST', `/agents/nobody/threads`, {});
     expect(noAgent.status).toBe(404);
-  });
-});
-
-describe('CLI', () => {
-  it('toolmesh thread start, say (--wait) and show', { timeout: 90_000 }, async () => {
-    await worker();
-    const agent = await mesh.createAgent({
-      id: 'cli-talker',
-      script: [{ text: 'Hello, Ada.' }, plusOne, (req) => ({ text: userTexts(req).join(' / ') })],
-    });
-    const address = await mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
-    const cli = (args: string[]) =>
-      runToolmesh(args, {
-        TOOLMESH_API_URL: address,
-        TOOLMESH_API_KEY: mesh.project.key,
-        TOOLMESH_PROJECT: mesh.project.id,
-      });
-    const started = await cli(['thread', 'start', agent, '--title', 'from the shell']);
-    expect(started.code, started.stderr).toBe(0);
-    const thread = started.stdout.trim();
-    expect(thread).toMatch(/^[0-9a-f-]{36}$/);
-
-    const first = await cli([
-      'thread',
-      'say',
-      agent,
-      thread,
-      '-i',
-      'I am Ada. My secret number is 6.',
-      '--wait',
-    ]);
-    expect(first.code, first.stderr).toBe(0);
-    expect(first.stdout.trim()).toBe('Hello, Ada.');
-    const second = await cli([
-      'thread',
-      'say',
-      agent,
-      thread,
-      '-i',
-      'My number plus one?',
-      '--wait',
-    ]);
-    expect(second.code, second.stderr).toBe(0);
-    expect(second.stdout.trim()).toBe('7');
-    // Without --wait: the message's number; its answer comes later.
-    const third = await cli(['thread', 'say', agent, thread, '-i', 'Repeat all I said.']);
-    expect(third.code, third.stderr).toBe(0);
-    expect(third.stdout).toMatch(/^message 3 sent \(task [0-9a-f-]{36}\)$/m);
-    await answered(agent, thread, 3);
-
-    const shown = await cli(['thread', 'show', agent, thread]);
-    expect(shown.code, shown.stderr).toBe(0);
-    expect(shown.stdout.split('\n').filter(Boolean)).toEqual([
-      `thread ${thread} with ${agent} — from the shell`,
-      '[1] you: I am Ada. My secret number is 6.',
-      '[1] cli-talker: Hello, Ada.',
-      '[2] you: My number plus one?',
-      '[2] cli-talker: 7',
-      '[3] you: Repeat all I said.',
-      '[3] cli-talker: I am Ada. My secret number is 6. / My number plus one? / Repeat all I said.',
-    ]);
-    const json = await cli(['thread', 'show', agent, thread, '--json']);
-    expect(JSON.parse(json.stdout)).toMatchObject({ thread_id: thread, messages: 3 });
-
-    const other = await mesh.api.createProject();
-    const refused = await runToolmesh(['thread', 'show', agent, thread], {
-      TOOLMESH_API_URL: address,
-      TOOLMESH_API_KEY: other.key,
-      TOOLMESH_PROJECT: mesh.project.id,
-    });
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain('not found');
   });
 });
