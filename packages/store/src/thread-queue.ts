@@ -24,6 +24,20 @@ export async function lockThreadOf(
   )[0];
 }
 
+/** Locks the threads of these tasks, in thread id order (the order every batch uses). */
+export async function lockThreadsOf(tx: Db, projectId: string, taskIds: string[]): Promise<void> {
+  await tx.query(
+    'thread_lock_of_tasks',
+    `SELECT th.thread_id FROM state.threads th
+     WHERE th.project_id = $1 AND th.thread_id IN (
+       SELECT thread_id FROM state.tasks
+       WHERE project_id = $1 AND task_id = ANY($2::uuid[]) AND thread_id IS NOT NULL)
+     ORDER BY th.thread_id
+     FOR UPDATE`,
+    [projectId, taskIds],
+  );
+}
+
 /**
  * The task whose turn may start now in a locked thread: its oldest pending message, or none
  * while a turn of the thread is unfinished (that message waits for it).

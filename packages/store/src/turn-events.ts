@@ -4,7 +4,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Db } from './db.ts';
-import { lockThreadOf, nextOfThread } from './thread-queue.ts';
+import { lockThreadOf, lockThreadsOf, nextOfThread } from './thread-queue.ts';
 import { insertCard } from './turn-cards.ts';
 
 export interface StartedTurn {
@@ -92,13 +92,30 @@ async function startTurn(
   row: InboxRow,
 ): Promise<StartedTurn | 'queued' | undefined> {
   if (!UUID.test(row.correlation_id)) return undefined;
-  let taskId: string | undefined = row.correlation_id;
-  const thread = await lockThreadOf(tx, projectId, taskId);
-  if (thread) {
-    taskId = await nextOfThread(tx, projectId, thread.thread_id);
-    if (!taskId) return 'queued';
+  const thread = await lockThreadOf(tx, projectId, row.correlation_id);
+  if (!thread) return startTaskTurn(tx, projectId, agentId, row.correlation_id);
+  return (await startOldest(tx, projectId, agentId, thread.thread_id)) ?? 'queued';
+}
+
+/**
+ * Starts the turn of a locked thread's oldest waiting message, if no turn of it is unfinished.
+ * A message canceled between choosing it and starting it (its cancel does not take the thread
+ * lock) gives its place to the next one, so the thread is never left idle with messages waiting.
+ */
+async function startOldest(
+  tx: Db,
+  projectId: string,
+  agentId: string,
+  threadId: string,
+): Promise<StartedTurn | undefined> {
+  // Bounded: each pass sees one pending message leave that state for good.
+  for (let pass = 0; pass < 100; pass++) {
+    const next = await nextOfThread(tx, projectId, threadId);
+    if (!next) return undefined;
+    const started = await startTaskTurn(tx, projectId, agentId, next);
+    if (started) return started;
   }
-  return startTaskTurn(tx, projectId, agentId, taskId);
+  return undefined;
 }
 
 /** After a turn of a thread ended (in the same transaction): the thread's next message starts. */
@@ -109,9 +126,7 @@ export async function startNextOfThread(
   endedTaskId: string,
 ): Promise<StartedTurn | undefined> {
   const thread = await lockThreadOf(tx, projectId, endedTaskId);
-  if (!thread) return undefined;
-  const next = await nextOfThread(tx, projectId, thread.thread_id);
-  return next ? startTaskTurn(tx, projectId, agentId, next) : undefined;
+  return thread ? startOldest(tx, projectId, agentId, thread.thread_id) : undefined;
 }
 
 /** Marks the answered call done; the turn becomes ready once none of its epoch is pending. */
@@ -170,6 +185,12 @@ export async function applyInbox(
      ORDER BY created_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
     [projectId, agentId],
   );
+  // The threads of the batch's messages are locked up front, in one order: two instances
+  // applying batches that name the same threads in another order would otherwise deadlock.
+  const taskIds = rows.flatMap((r) =>
+    r.message_type === 'task' && UUID.test(r.correlation_id) ? [r.correlation_id] : [],
+  );
+  if (taskIds.length) await lockThreadsOf(tx, projectId, taskIds);
   const out: AppliedInbox = { started: [], resumed: [], ignored: [], applied: rows.length };
   for (const row of rows) {
     if (row.message_type === 'task') {
