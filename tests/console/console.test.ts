@@ -209,3 +209,46 @@ it("shows a call's context and the key that started it in the execution detail",
   });
   await shot('execution-context');
 }, 120_000);
+
+it('shows a thread as a chat, and a new message and its answer as they come', async () => {
+  const { page } = ui;
+  const agent = await mesh.createAgent({
+    id: 'chatty',
+    script: [
+      { text: 'Hi Ada.' },
+      (req) => ({
+        text: `You said: ${req.body.messages
+          .filter((m) => m.role === 'user')
+          .map((m) => String(m.content))
+          .join(' / ')}`,
+      }),
+    ],
+  });
+  const call = async (url: string, body: unknown) => {
+    const res = await mesh.api.request('POST', `/v1/projects/${mesh.project.id}${url}`, {
+      key: mesh.project.key,
+      body,
+    });
+    expect(res.status, res.raw).toBeLessThan(300);
+    return res.body as { thread_id: string };
+  };
+  const { thread_id: thread } = await call(`/agents/${agent}/threads`, { title: 'Ada chat' });
+  await call(`/agents/${agent}/threads/${thread}/messages`, { input: 'I am Ada.' });
+
+  await signIn(page, base, mesh.project.key, mesh.project.id);
+  await page.click('nav a[href="#/threads"]');
+  await page.locator(`tr[data-thread="${thread}"]`).click();
+  const first = page.locator('li.msg.agent[data-seq="1"][data-status=succeeded]');
+  await first.waitFor({ timeout: 60_000 });
+  expect(await first.textContent()).toContain('Hi Ada.');
+  expect(await page.locator('li.msg.user[data-seq="1"]').textContent()).toContain('I am Ada.');
+
+  // Sent while the chat is open: it shows up with its answer, which saw the first message.
+  await call(`/agents/${agent}/threads/${thread}/messages`, { input: 'Who am I?' });
+  const second = page.locator('li.msg.agent[data-seq="2"][data-status=succeeded]');
+  await second.waitFor({ timeout: 60_000 });
+  expect(await second.textContent()).toContain('You said: I am Ada. / Who am I?');
+  expect(await page.locator('main[data-page=threads] h1').textContent()).toBe('Ada chat');
+  await shot('thread');
+  expect(ui.cspErrors).toEqual([]);
+}, 120_000);

@@ -48,6 +48,7 @@ import {
   skillsShow,
 } from './commands/resources.ts';
 import { skillsUploadCommand } from './commands/skills.ts';
+import { addThreadCommands } from './commands/threads.ts';
 import { watchCommand, type WatchFlags } from './commands/watch.ts';
 import { createContext, type Context } from './context.ts';
 import { CliError, EXIT_CODES_HELP, ExitCode } from './exit.ts';
@@ -325,6 +326,8 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .argument('<task_id>')
     .option('--reason <text>')
     .action(run((ctx, id: string, f: { reason?: string }) => taskCancel(ctx, id, f)));
+
+  addThreadCommands(program, run);
 
   const mcp = program
     .command('mcp')

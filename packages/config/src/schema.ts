@@ -477,6 +477,10 @@ export const agentSchema = section({
   tool_result_max_chars: positiveInt().default(32_000),
   // Tools offered to the model in full; an agent with more also gets list_available_tools.
   prompt_tools_max: positiveInt().default(32),
+  // Tokens (about 4 characters each) a thread's earlier turns may take in a turn's prompt.
+  thread_history_tokens: positiveInt().default(16_000),
+  // Messages of one thread that may wait for its running turn; one more is refused (409).
+  thread_queue_max: positiveInt().default(20),
   // GET /healthz and GET /metrics of the worker process; 0 (the default) picks a free port.
   health_host: hostName().default('127.0.0.1'),
   health_port: port().default(0),

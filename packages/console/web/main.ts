@@ -6,6 +6,7 @@ import { ApiError, get, session } from './api.ts';
 import { clear, h } from './dom.ts';
 import { executionsPage } from './pages/executions.ts';
 import { tasksPage, taskPage } from './pages/tasks.ts';
+import { threadsPage, threadPage } from './pages/threads.ts';
 import { artifactsPage } from './pages/artifacts.ts';
 import { sandboxesPage } from './pages/sandboxes.ts';
 import { toolsPage } from './pages/tools.ts';
@@ -16,6 +17,7 @@ export type Page = (root: HTMLElement, signal: AbortSignal, arg?: string) => Pro
 const pages: Record<string, [string, Page]> = {
   executions: ['Executions', executionsPage],
   tasks: ['Agents & tasks', tasksPage],
+  threads: ['Threads', threadsPage],
   artifacts: ['Artifacts', artifactsPage],
   sandboxes: ['Sandboxes', sandboxesPage],
   tools: ['Tools', toolsPage],
@@ -103,9 +105,12 @@ function signInView(message?: string): void {
 function route(): void {
   current?.abort();
   if (!session.key || !session.project) return signInView();
-  const [name = 'executions', arg] = location.hash.replace(/^#\//, '').split('/');
+  const [name = 'executions', ...rest] = location.hash.replace(/^#\//, '').split('/');
+  // A thread is named by its agent and its id: `#/threads/<agent>/<thread>`.
+  const arg = rest.length ? rest.map(decodeURIComponent).join('/') : undefined;
   const entry = pages[name] ?? pages['executions']!;
-  const page: Page = name === 'tasks' && arg ? taskPage : entry[1];
+  const page: Page =
+    name === 'tasks' && arg ? taskPage : name === 'threads' && arg ? threadPage : entry[1];
   const main = h('main', { 'data-page': name });
   const nav = h(
     'nav',
@@ -130,7 +135,7 @@ function route(): void {
   clear(app, nav, main);
   const ctl = new AbortController();
   current = ctl;
-  page(main, ctl.signal, arg ? decodeURIComponent(arg) : undefined).catch((err: unknown) => {
+  page(main, ctl.signal, arg).catch((err: unknown) => {
     if (err instanceof ApiError && err.status === 401) {
       session.signOut();
       return signInView('the key was refused; sign in again');

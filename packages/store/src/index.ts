@@ -97,11 +97,20 @@ export type {
   StepCall,
   CommitStep,
   FinishTurn,
+  FinishedTurn,
   ClaimedTurn,
   Conversation,
   TurnsRepo,
 } from './turns.ts';
-export type { AppliedInbox, TimedOutCall } from './turn-events.ts';
+export type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-events.ts';
+export type {
+  NewThread,
+  NextMessage,
+  Thread,
+  ThreadTurn,
+  ThreadTurnsQuery,
+  ThreadsRepo,
+} from './threads.ts';
 export { McpServerState, McpTransport } from './mcp-servers.ts';
 export type {
   DiscoveredTool,

@@ -21,6 +21,7 @@ import { createSkillEnvsRepo, type SkillEnvsRepo } from './skill-envs.ts';
 import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
+import { createThreadsRepo, type ThreadsRepo } from './threads.ts';
 import { createMcpServersRepo, type McpServersRepo } from './mcp-servers.ts';
 import { createMcpTasksRepo, type McpTasksRepo } from './mcp-tasks.ts';
 import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
@@ -51,6 +52,7 @@ export interface Store {
   readonly instances: InstancesRepo;
   readonly skillJobs: SkillJobsRepo;
   readonly turns: TurnsRepo;
+  readonly threads: ThreadsRepo;
   readonly mcpServers: McpServersRepo;
   readonly mcpTasks: McpTasksRepo;
   readonly secrets: SecretsRepo;
@@ -75,6 +77,7 @@ export interface TxStore {
   readonly tasks: TasksRepo;
   readonly inbox: InboxRepo;
   readonly schedules: SchedulesRepo;
+  readonly threads: ThreadsRepo;
 }
 
 function txRepos(db: Db): TxStore {
@@ -84,6 +87,7 @@ function txRepos(db: Db): TxStore {
     tasks: createTasksRepo(db),
     inbox: createInboxRepo(db),
     schedules: createSchedulesRepo(db),
+    threads: createThreadsRepo(db),
   };
 }
 

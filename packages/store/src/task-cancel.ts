@@ -6,6 +6,7 @@
 import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
 import type { Task } from './tasks.ts';
+import { startNextOfThread, type StartedTurn } from './turn-events.ts';
 import { insertCard } from './turn-cards.ts';
 
 export interface CanceledCall {
@@ -22,6 +23,8 @@ export type CancelTaskOutcome =
       task: Pick<Task, 'task_id' | 'agent_id' | 'channel'>;
       card: Card;
       calls: CanceledCall[];
+      /** The turn of the thread's next message, started by this turn's end. */
+      next: StartedTurn | undefined;
     };
 
 export async function cancelTask(
@@ -74,11 +77,14 @@ export async function cancelTask(
        WHERE project_id = $1 AND task_id = $2`,
       [projectId, taskId, card!.card_id, JSON.stringify({ code: 'canceled', message: reason })],
     );
+    // The thread's next message waited for the turn that just ended.
+    const next = turn ? await startNextOfThread(tx, projectId, task.agent_id, taskId) : undefined;
     return {
       kind: 'canceled',
       task: { task_id: taskId, agent_id: task.agent_id, channel: task.channel },
       card: card!,
       calls,
+      next,
     };
   });
 }

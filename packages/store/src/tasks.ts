@@ -29,6 +29,9 @@ export interface Task {
   traceparent: string | null;
   /** The API key that started the task (null for the admin key, a schedule or older tasks). */
   key_id: string | null;
+  /** The thread the task is a message of (threads.ts), and its place there. */
+  thread_id: string | null;
+  thread_seq: number | null;
 }
 
 export interface NewTask {
@@ -41,6 +44,8 @@ export interface NewTask {
   taskId?: string;
   traceparent?: string | undefined;
   keyId?: string | undefined;
+  /** A message of a thread: the thread and the message's number in it. */
+  thread?: { threadId: string; seq: number } | undefined;
 }
 
 export interface TasksRepo {
@@ -57,7 +62,7 @@ export interface TasksRepo {
 }
 
 const COLUMNS = `task_id, project_id, agent_id, channel, input, status, final_card_id, error,
-  created_at, updated_at, traceparent, key_id`;
+  created_at, updated_at, traceparent, key_id, thread_id, thread_seq`;
 
 export function createTasksRepo(db: Db): TasksRepo {
   return {
@@ -70,8 +75,8 @@ export function createTasksRepo(db: Db): TasksRepo {
         await db.query<Task>(
           'tasks_create',
           `INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input, traceparent,
-                                    key_id)
-           SELECT $1, project_id, agent_id, $4, $5::jsonb, $6, $7 FROM resource.agents
+                                    key_id, thread_id, thread_seq)
+           SELECT $1, project_id, agent_id, $4, $5::jsonb, $6, $7, $8, $9 FROM resource.agents
            WHERE project_id = $2 AND agent_id = $3
            RETURNING ${COLUMNS}`,
           // Always serialized: pg would send a bare string as invalid JSON and an array as a
@@ -84,6 +89,8 @@ export function createTasksRepo(db: Db): TasksRepo {
             JSON.stringify(t.input),
             t.traceparent ?? null,
             t.keyId ?? null,
+            t.thread?.threadId ?? null,
+            t.thread?.seq ?? null,
           ],
         )
       )[0],

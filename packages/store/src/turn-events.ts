@@ -4,11 +4,18 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Db } from './db.ts';
+import { lockThreadOf, lockThreadsOf, nextOfThread } from './thread-queue.ts';
 import { insertCard } from './turn-cards.ts';
+
+export interface StartedTurn {
+  taskId: string;
+  turnId: string;
+  channel: string;
+}
 
 export interface AppliedInbox {
   /** Turns started for new tasks. */
-  started: { taskId: string; turnId: string; channel: string }[];
+  started: StartedTurn[];
   /** Turns whose last awaited result arrived: a step is due. */
   resumed: string[];
   /** Rows that changed nothing (a stale epoch, a call already answered, no such turn). */
@@ -39,14 +46,22 @@ function userText(input: unknown): string {
   return typeof input === 'string' ? input : JSON.stringify(input);
 }
 
-async function startTurn(tx: Db, projectId: string, agentId: string, row: InboxRow) {
-  if (!UUID.test(row.correlation_id)) return undefined;
+/**
+ * Starts the turn of a pending task: the task runs, and its input becomes the turn's first
+ * (user) card. Undefined when the task is not pending (started already, canceled, unknown).
+ */
+export async function startTaskTurn(
+  tx: Db,
+  projectId: string,
+  agentId: string,
+  taskId: string,
+): Promise<StartedTurn | undefined> {
   const [task] = await tx.query<{ task_id: string; channel: string; input: unknown }>(
     'turns_task_for_start',
     `UPDATE state.tasks SET status = 'running', updated_at = now()
      WHERE project_id = $1 AND agent_id = $2 AND task_id = $3 AND status = 'pending'
      RETURNING task_id, channel, input`,
-    [projectId, agentId, row.correlation_id],
+    [projectId, agentId, taskId],
   );
   if (!task) return undefined;
   const turnId = uuidv7();
@@ -64,6 +79,54 @@ async function startTurn(tx: Db, projectId: string, agentId: string, row: InboxR
     metadata: { turn_id: turnId, task_id: task.task_id, step: 0 },
   });
   return { taskId: task.task_id, turnId, channel: task.channel };
+}
+
+/**
+ * A task row of the inbox: its turn starts, unless its thread has a turn running (the message
+ * waits; the end of that turn starts the next) or an older message waiting (that one starts).
+ */
+async function startTurn(
+  tx: Db,
+  projectId: string,
+  agentId: string,
+  row: InboxRow,
+): Promise<StartedTurn | 'queued' | undefined> {
+  if (!UUID.test(row.correlation_id)) return undefined;
+  const thread = await lockThreadOf(tx, projectId, row.correlation_id);
+  if (!thread) return startTaskTurn(tx, projectId, agentId, row.correlation_id);
+  return (await startOldest(tx, projectId, agentId, thread.thread_id)) ?? 'queued';
+}
+
+/**
+ * Starts the turn of a locked thread's oldest waiting message, if no turn of it is unfinished.
+ * A message canceled between choosing it and starting it (its cancel does not take the thread
+ * lock) gives its place to the next one, so the thread is never left idle with messages waiting.
+ */
+async function startOldest(
+  tx: Db,
+  projectId: string,
+  agentId: string,
+  threadId: string,
+): Promise<StartedTurn | undefined> {
+  // Bounded: each pass sees one pending message leave that state for good.
+  for (let pass = 0; pass < 100; pass++) {
+    const next = await nextOfThread(tx, projectId, threadId);
+    if (!next) return undefined;
+    const started = await startTaskTurn(tx, projectId, agentId, next);
+    if (started) return started;
+  }
+  return undefined;
+}
+
+/** After a turn of a thread ended (in the same transaction): the thread's next message starts. */
+export async function startNextOfThread(
+  tx: Db,
+  projectId: string,
+  agentId: string,
+  endedTaskId: string,
+): Promise<StartedTurn | undefined> {
+  const thread = await lockThreadOf(tx, projectId, endedTaskId);
+  return thread ? startOldest(tx, projectId, agentId, thread.thread_id) : undefined;
 }
 
 /** Marks the answered call done; the turn becomes ready once none of its epoch is pending. */
@@ -122,11 +185,22 @@ export async function applyInbox(
      ORDER BY created_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
     [projectId, agentId],
   );
+  // The threads of the batch's messages are locked up front, in one order: two instances
+  // applying batches that name the same threads in another order would otherwise deadlock.
+  const taskIds = rows.flatMap((r) =>
+    r.message_type === 'task' && UUID.test(r.correlation_id) ? [r.correlation_id] : [],
+  );
+  if (taskIds.length) await lockThreadsOf(tx, projectId, taskIds);
   const out: AppliedInbox = { started: [], resumed: [], ignored: [], applied: rows.length };
   for (const row of rows) {
     if (row.message_type === 'task') {
       const started = await startTurn(tx, projectId, agentId, row);
-      if (started) out.started.push(started);
+      if (started === 'queued')
+        out.ignored.push({
+          correlationId: row.correlation_id,
+          reason: 'its thread has a turn running; it starts its next message when that ends',
+        });
+      else if (started) out.started.push(started);
       else out.ignored.push({ correlationId: row.correlation_id, reason: 'task not pending' });
       continue;
     }

@@ -55,8 +55,12 @@ describe('turns', () => {
     ]);
     const claimed = await store.turns.claim({ projectId: P, agentId: A }, 'i1', 60_000);
     expect(claimed).toMatchObject({ turn_id: turn!.turn_id, claims: 1, status: 'running' });
-    const card = await store.turns.finish(claimed!, { status: 'failed', content: {}, author: 'x' });
-    expect((await store.tasks.get(P, taskId))?.final_card_id).toBe(card!.card_id);
+    const { card } = (await store.turns.finish(claimed!, {
+      status: 'failed',
+      content: {},
+      author: 'x',
+    }))!;
+    expect((await store.tasks.get(P, taskId))?.final_card_id).toBe(card.card_id);
   });
 
   it('fences the writes of an owner whose lease lapsed; results of an older epoch change nothing', async () => {
@@ -107,12 +111,14 @@ describe('turns', () => {
 
     const again = await store.turns.claim(scope, 'fast', 60_000);
     expect(again?.claims).toBe(1);
-    const card = await store.turns.finish(again!, {
+    const finished = await store.turns.finish(again!, {
       status: 'succeeded',
       content: { result: 'ok' },
       author: 'agent:ada',
     });
+    const card = finished?.card;
     expect(card?.kind).toBe('final');
+    expect(finished?.next).toBeUndefined();
     expect(await store.tasks.get(P, taskId)).toMatchObject({
       status: 'succeeded',
       final_card_id: card!.card_id,

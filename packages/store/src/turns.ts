@@ -6,7 +6,14 @@ import { randomUUID } from 'node:crypto';
 import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
-import { applyInbox, fireDeadlines, type AppliedInbox, type TimedOutCall } from './turn-events.ts';
+import {
+  applyInbox,
+  fireDeadlines,
+  startNextOfThread,
+  type AppliedInbox,
+  type StartedTurn,
+  type TimedOutCall,
+} from './turn-events.ts';
 import { CARD_COLUMNS as CARD, insertCard } from './turn-cards.ts';
 
 export const TurnStatus = {
@@ -77,6 +84,12 @@ export interface FinishTurn {
   author: string;
 }
 
+export interface FinishedTurn {
+  card: Card;
+  /** The turn of the thread's next message, started in the same transaction. */
+  next: StartedTurn | undefined;
+}
+
 /** A claimed turn: the lease's run token fences every write of the step. */
 export interface ClaimedTurn extends TurnRecord {
   run_token: string;
@@ -104,8 +117,11 @@ export interface TurnsRepo {
   ): Promise<{ project_id: string; agent_id: string }[]>;
   /** Pending calls never published (their instance died between commit and publish). */
   unpublished(olderThanMs: number, limit: number): Promise<(TurnCallRecord & TurnScope)[]>;
-  /** Writes the final card, ends the turn and its task; undefined if fenced. */
-  finish(t: ClaimedTurn, f: FinishTurn): Promise<Card | undefined>;
+  /**
+   * Writes the final card, ends the turn and its task, and starts the turn of the next message
+   * of its thread, if one waits; undefined if fenced.
+   */
+  finish(t: ClaimedTurn, f: FinishTurn): Promise<FinishedTurn | undefined>;
   /** Pending calls past their deadline become timeout results; their turns become ready. */
   fireDeadlines(graceMs: number, author: string, limit: number): Promise<TimedOutCall[]>;
   /** The turn's cards in order, with the result card of each of its calls. */
@@ -303,7 +319,10 @@ export function createTurnsRepo(db: Db): TurnsRepo {
             f.error ? JSON.stringify(f.error) : null,
           ],
         );
-        return card;
+        // A thread's next message waits for this turn: it starts now, in this transaction, so
+        // a crash cannot leave the thread idle with messages waiting.
+        const next = await startNextOfThread(tx, t.project_id, t.agent_id, t.task_id);
+        return { card: card!, next };
       }),
 
     fireDeadlines: (graceMs, author, limit) => fireDeadlines(db, graceMs, author, limit),

@@ -9,6 +9,7 @@ import type { AgentConfig, LlmConfig } from '@toolmesh/config';
 import type { ErrorBody, ErrorCode, ToolResultContent } from '@toolmesh/protocol';
 import type { ClaimedTurn, StepCall, Store } from '@toolmesh/store';
 import { ModelError, type Llm, type ModelAnswer, type ModelCall } from './llm.ts';
+import { withThreadHistory } from './history.ts';
 import { buildMessages, systemPrompt } from './prompt.ts';
 import type { Publisher } from './publish.ts';
 import { deferredSubmit, submittedResult } from './submit.ts';
@@ -137,19 +138,22 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
     content: Record<string, unknown>,
     error?: ErrorBody,
   ) => {
-    const card = await store.turns.finish(turn, {
+    const done = await store.turns.finish(turn, {
       status,
       content: { status, ...content, ...(error ? { error } : {}) },
       error,
       author: `agent:${turn.agent_id}`,
     });
-    if (!card) return log.warn('lease lost before the turn could finish; left to its new owner');
+    if (!done) return log.warn('lease lost before the turn could finish; left to its new owner');
+    const { card, next } = done;
     log.info({ status, card_id: card.card_id, code: error?.code }, 'turn finished');
     await publish.task(turn, turn.task_id, status, {
       card_id: card.card_id,
       ...(error ? { error } : {}),
     });
     await publish.state(turn, 'idle');
+    // The thread's next message started with this turn's end; the wake loop or scan runs it.
+    if (next) await publish.task({ ...turn, channel: next.channel }, next.taskId, 'running');
   };
 
   try {
@@ -176,10 +180,15 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
       return await finish('failed', { text: message }, { code: 'step_limit', message });
     }
     const skills = tools.skills ? await store.skills.list(turn.project_id) : undefined;
-    const messages = buildMessages(
-      systemPrompt(profile?.system_prompt ?? '', skills),
-      conv,
-      deps.agent.tool_result_max_chars,
+    const messages = await withThreadHistory(
+      store,
+      turn,
+      deps.agent,
+      buildMessages(
+        systemPrompt(profile?.system_prompt ?? '', skills),
+        conv,
+        deps.agent.tool_result_max_chars,
+      ),
     );
     await publish.state(turn, 'thinking');
     let seq = step * SEQ_PER_STEP;

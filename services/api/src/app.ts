@@ -18,6 +18,7 @@ import { healthRoutes } from './routes/health.ts';
 import { projectRoutes } from './routes/projects.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { taskRoutes } from './routes/tasks.ts';
+import { threadRoutes } from './routes/threads.ts';
 import { cardRoutes } from './routes/cards.ts';
 import { toolRoutes } from './routes/tools.ts';
 import { profileRoutes } from './routes/profiles.ts';
@@ -102,6 +103,7 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(projectRoutes(routeDeps), { prefix: '/v1' });
   await app.register(executionRoutes(routeDeps), { prefix: '/v1' });
   await app.register(taskRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(threadRoutes(routeDeps), { prefix: '/v1' });
   await app.register(cardRoutes(routeDeps), { prefix: '/v1' });
   await app.register(toolRoutes(routeDeps), { prefix: '/v1' });
   await app.register(profileRoutes(routeDeps), { prefix: '/v1' });

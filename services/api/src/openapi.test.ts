@@ -45,6 +45,10 @@ it('lists every route registered under /v1, each with its error responses', asyn
     'GET /v1/projects/{project}/secrets',
     'DELETE /v1/projects/{project}/secrets/{name}',
     'POST /v1/projects/{project}/tools',
+    'POST /v1/projects/{project}/agents/{agent}/threads',
+    'GET /v1/projects/{project}/agents/{agent}/threads',
+    'GET /v1/projects/{project}/agents/{agent}/threads/{thread_id}',
+    'POST /v1/projects/{project}/agents/{agent}/threads/{thread_id}/messages',
   ]) {
     expect(documented).toContain(route);
   }

@@ -5,9 +5,8 @@
 import { Buffer } from 'node:buffer';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { jetstream } from '@nats-io/jetstream';
-import { headers as natsHeaders } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { Header, MsgId, WakeupReason, createSubjects, encodeMessage } from '@toolmesh/protocol';
+import { Header, createSubjects, encodeMessage } from '@toolmesh/protocol';
 import { TaskState, type Task } from '@toolmesh/store';
 import { SpanKind, contextFromHeaders, traceHeaders, withSpan } from '@toolmesh/telemetry';
 import { callerKeyOf, keyIdOf } from '../auth.ts';
@@ -15,6 +14,7 @@ import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams, Uuid, iso } from '../schemas.ts';
 import { CardOut, cardOut } from './cards.ts';
+import { wakeAgent } from './wakeup.ts';
 
 /** Largest task input, as JSON; a task is a prompt and its context, not a payload store. */
 export const TASK_INPUT_MAX_BYTES = 65_536;
@@ -47,14 +47,6 @@ const errors = {
   404: ErrorResponse,
   429: ErrorResponse,
 };
-
-/** The wakeup's headers, with the current span's traceparent: the agent's steps join the trace. */
-function wakeupHeaders(agent: string) {
-  const h = natsHeaders();
-  h.set(Header.agentId, agent);
-  for (const [k, v] of Object.entries(traceHeaders())) h.set(k, v);
-  return h;
-}
 
 /** A caller's own `traceparent` header makes the task a part of the caller's trace. */
 const callerTrace = (headers: Record<string, string | string[] | undefined>) =>
@@ -133,35 +125,12 @@ export const taskRoutes =
             if (!task) throw notFound('agent', agent);
             span.setAttribute('toolmesh.task_id', task.task_id);
 
-            const wakeup = encodeMessage('wakeup', {
-              v: 1,
-              agent_id: agent,
-              reason: WakeupReason.task,
-              correlation_id: task.task_id,
-            });
-            let woken = true;
-            const subject = subjects.agentWakeup({ project, channel, agent });
-            try {
-              await withSpan(
-                'cmd.agent publish',
-                {
-                  kind: SpanKind.PRODUCER,
-                  attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
-                },
-                () =>
-                  js.publish(subject, wakeup, {
-                    msgID: MsgId.wakeup(project, agent, task.task_id),
-                    headers: wakeupHeaders(agent),
-                    timeout: 5_000,
-                  }),
-              );
-            } catch (err) {
-              woken = false;
-              req.log.warn(
-                { err, task_id: task.task_id, agent_id: agent },
-                'publishing a task wakeup failed',
-              );
-            }
+            const woken = await wakeAgent(
+              js,
+              subjects,
+              { project, channel, agent, taskId: task.task_id },
+              req.log,
+            );
             return reply.status(202).send({ task_id: task.task_id, status: task.status, woken });
           },
         ),
@@ -238,6 +207,24 @@ export const taskRoutes =
           );
         } catch (err) {
           req.log.warn({ err, task_id }, 'publishing the task canceled event failed');
+        }
+        if (out.next) {
+          // The thread's next message started as this turn ended; a worker's scan runs it.
+          const { taskId, channel: nextChannel } = out.next;
+          try {
+            await js.publish(
+              subjects.agentEvent({ project, channel: nextChannel, agent, event: 'task' }),
+              encodeMessage('agent_task', {
+                v: 1,
+                agent_id: agent,
+                task_id: taskId,
+                status: 'running',
+              }),
+              { timeout: 5_000 },
+            );
+          } catch (err) {
+            req.log.warn({ err, task_id: taskId }, 'publishing the task running event failed');
+          }
         }
         const task = await store.tasks.get(project, task_id);
         return { ...taskOut(task!, cardOut(out.card)), canceled_calls: out.calls };
