@@ -227,6 +227,11 @@ export const apiSchema = section({
   // How long a 2026-07-28 task (io.modelcontextprotocol/tasks) stays readable; the revision lets
   // the server choose it. The card outlives it.
   mcp_task_ttl_ms: positiveInt().default(86_400_000),
+  // OpenAPI import (POST /v1/projects/:p/openapi): the largest request (the document inside it),
+  // and the most operations one import may turn into tools (the registry event lists at most
+  // 1000 names, so the ceiling is that).
+  openapi_max_bytes: positiveInt().default(4_194_304),
+  openapi_max_operations: positiveInt().max(1_000).default(500),
 }).superRefine((api, ctx) => {
   const {
     execution_wait_min_ms: min,

@@ -113,6 +113,8 @@ export type {
   NewMcpServer,
 } from './mcp-servers.ts';
 export type { McpTaskRecord, McpTasksRepo } from './mcp-tasks.ts';
+export { importSource } from './openapi-imports.ts';
+export type { ImportedTool, ImportOutcome, OpenApiImportsRepo } from './openapi-imports.ts';
 export { createSecretBox, SecretsKeyError } from './secrets.ts';
 export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
 export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';

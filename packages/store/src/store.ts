@@ -22,6 +22,7 @@ import type { Db } from './db.ts';
 import { createResultsRepo, type ResultsRepo } from './results.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
 import { createMcpServersRepo, type McpServersRepo } from './mcp-servers.ts';
+import { createOpenApiImportsRepo, type OpenApiImportsRepo } from './openapi-imports.ts';
 import { createMcpTasksRepo, type McpTasksRepo } from './mcp-tasks.ts';
 import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
 import { createRateBucketsRepo, type RateBucketsRepo } from './rate-buckets.ts';
@@ -52,6 +53,7 @@ export interface Store {
   readonly skillJobs: SkillJobsRepo;
   readonly turns: TurnsRepo;
   readonly mcpServers: McpServersRepo;
+  readonly openapiImports: OpenApiImportsRepo;
   readonly mcpTasks: McpTasksRepo;
   readonly secrets: SecretsRepo;
   readonly rateBuckets: RateBucketsRepo;
@@ -107,6 +109,7 @@ export function createStore(pool: pg.Pool): Store {
     skillJobs: createSkillJobsRepo(db),
     turns: createTurnsRepo(db),
     mcpServers: createMcpServersRepo(db),
+    openapiImports: createOpenApiImportsRepo(db),
     mcpTasks: createMcpTasksRepo(db),
     secrets: createSecretsRepo(db),
     rateBuckets: createRateBucketsRepo(db),

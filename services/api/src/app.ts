@@ -20,6 +20,7 @@ import { executionRoutes } from './routes/executions.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { cardRoutes } from './routes/cards.ts';
 import { toolRoutes } from './routes/tools.ts';
+import { openApiRoutes } from './routes/openapi.ts';
 import { profileRoutes } from './routes/profiles.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { skillRoutes } from './routes/skills.ts';
@@ -94,6 +95,7 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(taskRoutes(routeDeps), { prefix: '/v1' });
   await app.register(cardRoutes(routeDeps), { prefix: '/v1' });
   await app.register(toolRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(openApiRoutes(routeDeps), { prefix: '/v1' });
   await app.register(profileRoutes(routeDeps), { prefix: '/v1' });
   await app.register(agentRoutes(routeDeps), { prefix: '/v1' });
   await app.register(skillRoutes(routeDeps), { prefix: '/v1' });
