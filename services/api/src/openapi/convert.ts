@@ -57,7 +57,11 @@ const IGNORED_HEADERS = new Set(['accept', 'content-type', 'authorization']);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 const MAX_DESCRIPTION = 8_192;
 
-const token = (s: string) => s.replace(/[^A-Za-z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 64);
+const token = (s: string) =>
+  s
+    .replace(/[^A-Za-z0-9_-]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 64);
 
 const isJson = (mediaType: string) => /^application\/(?:[\w.+-]+\+)?json\b/i.test(mediaType);
 
@@ -144,10 +148,7 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
         ? op['tags'].filter((t): t is string => typeof t === 'string')
         : [];
       const keys = [label, ...opTags];
-      if (
-        (include && !keys.some((k) => include.has(k))) ||
-        keys.some((k) => exclude.has(k))
-      ) {
+      if ((include && !keys.some((k) => include.has(k))) || keys.some((k) => exclude.has(k))) {
         out.filtered++;
         continue;
       }
@@ -195,7 +196,8 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
     for (const list of [item['parameters'], op['parameters']]) {
       if (!Array.isArray(list)) continue;
       for (const p of list) {
-        if (isObj(p) && typeof p['name'] === 'string') params.set(`${String(p['in'])}:${p['name']}`, p);
+        if (isObj(p) && typeof p['name'] === 'string')
+          params.set(`${String(p['in'])}:${p['name']}`, p);
       }
     }
     const properties: Obj = {};
@@ -216,7 +218,9 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
         continue;
       }
       if (!ID_PATTERN.test(name)) {
-        throw new Skip(`parameter name ${JSON.stringify(name)} is not 1-64 characters of [A-Za-z0-9_-]`);
+        throw new Skip(
+          `parameter name ${JSON.stringify(name)} is not 1-64 characters of [A-Za-z0-9_-]`,
+        );
       }
       let raw = p['schema'];
       if (raw === undefined && isObj(p['content'])) raw = Object.values(p['content'])[0];
@@ -245,7 +249,9 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
           schema['description'] = body['description'];
         }
         add(bodyParam, schema, body['required'] === true);
-      } else if (body['required'] === true) {
+      } else if (Object.keys(content).length > 0) {
+        // Even an optional body is what such an operation is for (an upload): without it the
+        // tool would run half of the operation.
         throw new Skip(
           `request body media type ${Object.keys(content).join(', ') || '(none)'} is not supported: JSON only`,
         );
@@ -260,11 +266,7 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
     }
 
     const rootSecurity = root['security'];
-    const { auth, missing } = authFor(
-      op['security'] ?? rootSecurity,
-      schemes,
-      o.security,
-    );
+    const { auth, missing } = authFor(op['security'] ?? rootSecurity, schemes, o.security);
     for (const m of missing ?? []) unmapped.add(m);
 
     const name = uniqueName(opId ? token(opId) : token(`${method}_${path}`));
@@ -276,7 +278,10 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
       ...(bodyParam ? { body_param: bodyParam } : {}),
       ...(auth ? { auth } : {}),
     };
-    const tags = [...new Set([...o.tags, ...opTags.map(token).filter((t) => t !== '')])].slice(0, 32);
+    const tags = [...new Set([...o.tags, ...opTags.map(token).filter((t) => t !== '')])].slice(
+      0,
+      32,
+    );
     return {
       name,
       description: describe(op, method, path),

@@ -17,7 +17,7 @@ const MAX_LISTED = 20;
 const MAX_MESSAGE = 2_000;
 
 const invalid = (message: string, details?: Record<string, unknown>) =>
-  new ApiError({ code: 'invalid_openapi', status: 400 }, message, details);
+  new ApiError('invalid_openapi', message, details);
 
 function parseText(text: string): unknown {
   try {
@@ -25,7 +25,9 @@ function parseText(text: string): unknown {
     // library (maxAliasCount), so a "billion laughs" document fails instead of expanding.
     return parseYaml(text, { maxAliasCount: 100, uniqueKeys: true });
   } catch (err) {
-    throw invalid(`the document is neither JSON nor YAML: ${(err as Error).message}`.slice(0, MAX_MESSAGE));
+    throw invalid(
+      `the document is neither JSON nor YAML: ${(err as Error).message}`.slice(0, MAX_MESSAGE),
+    );
   }
 }
 

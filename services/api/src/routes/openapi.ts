@@ -132,11 +132,10 @@ export const openApiRoutes =
           );
         }
         if (tools.length === 0) {
-          throw new ApiError(
-            { code: 'invalid_openapi', status: 400 },
-            'no operation of the document can be imported',
-            { skipped, filtered: converted.filtered },
-          );
+          throw new ApiError('invalid_openapi', 'no operation of the document can be imported', {
+            skipped,
+            filtered: converted.filtered,
+          });
         }
         const outcome = await store.openapiImports.apply(project, b.prefix, tools);
         if (outcome.conflicts.length > 0) {
