@@ -12,6 +12,7 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '@toolmesh/client';
 import { expectError } from '../services/api/src/test/support.ts';
+import { runToolmesh } from './support/cli.ts';
 import { REPO_ROOT } from './support/mesh.ts';
 import { newSecretsKey, startToolsMesh, type ToolsMesh } from './support/tools-mesh.ts';
 
@@ -41,6 +42,11 @@ async function startPetstore() {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(v));
       };
+      // Published beside the API, as the real Petstore publishes it; the CLI fetches it from here.
+      if (url.pathname === '/api/v3/openapi.yaml') {
+        res.writeHead(200, { 'content-type': 'application/yaml' });
+        return res.end(PETSTORE);
+      }
       if (req.headers['authorization'] !== `Bearer ${TOKEN}`) return json(401, { code: 401 });
       const byId = /^\/api\/v3\/pet\/(\d+)$/.exec(url.pathname);
       if (req.method === 'POST' && url.pathname === '/api/v3/pet') {
@@ -261,6 +267,52 @@ describe('importing Swagger Petstore v3', () => {
       'shop.placeOrder',
     ]);
   });
+});
+
+describe('toolmesh tools import-openapi', () => {
+  it('imports from a URL, resolving the relative server against it, and reports the outcome', async () => {
+    const address = await mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
+    const env = { TOOLMESH_API_URL: address, TOOLMESH_API_KEY: a.key, TOOLMESH_PROJECT: a.id };
+    const args = [
+      'tools',
+      'import-openapi',
+      `${store.url}/api/v3/openapi.yaml`,
+      '--prefix',
+      'cli',
+      '--security',
+      'petstore_auth=petstore_token',
+      '--include',
+      'pet',
+    ];
+    const first = await runToolmesh(args, env);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain(
+      'cli: 7 added, 0 changed, 0 removed (disabled), 0 unchanged, 1 skipped',
+    );
+    expect(first.stdout).toContain(
+      'skipped uploadFile: request body media type application/octet-stream',
+    );
+    expect((await tool('cli.findPetsByStatus'))['http']).toMatchObject({
+      url: `${store.url}/api/v3/pet/findByStatus`,
+    });
+    const r = await call('cli.findPetsByStatus', { status: 'sold' });
+    expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
+
+    // A file, and a key of another project: refused, nothing imported there.
+    const file = join(REPO_ROOT, 'tests/fixtures/openapi/petstore-v3.yaml');
+    const other = await runToolmesh(
+      ['tools', 'import-openapi', file, '--prefix', 'cli', '--base-url', store.url],
+      { ...env, TOOLMESH_API_KEY: b.key },
+    );
+    expect(other.code).toBe(4);
+    expect(other.stderr).toMatch(/404 project "[^"]+" not found/);
+    const again = await runToolmesh(
+      [...args.slice(0, 2), file, ...args.slice(3), '--base-url', `${store.url}/api/v3`, '--json'],
+      env,
+    );
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ added: [], changed: [], removed: [] });
+  }, 120_000);
 });
 
 describe('refusals', () => {
