@@ -21,6 +21,7 @@ import {
   type McpAddFlags,
 } from './commands/mcp.ts';
 import { toolsImportOpenApi, type ImportOpenApiFlags } from './commands/openapi.ts';
+import { toolsApprove, type ApproveFlags } from './commands/definitions.ts';
 import { mcpServe, type McpServeFlags } from './commands/mcp-serve.ts';
 import {
   secretsDelete,
@@ -241,6 +242,15 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .action(
       run((ctx, source: string, f: ImportOpenApiFlags) => toolsImportOpenApi(ctx, source, f)),
     );
+
+  tools
+    .command('approve')
+    .description(
+      "approve the changed definition an MCP tool's server lists (`tools list --json` shows pending_definition); the tool is held until then",
+    )
+    .argument('<name>', '<server>.<tool>')
+    .option('--hash <sha256>', 'the pending definition you reviewed; refused if another is pending')
+    .action(run((ctx, name: string, f: ApproveFlags) => toolsApprove(ctx, name, f)));
 
   const secrets = program
     .command('secrets')

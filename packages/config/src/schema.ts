@@ -149,6 +149,9 @@ export const toolsSchema = section({
   mcp_connect_timeout_ms: positiveInt().default(30_000),
   mcp_discovery_timeout_ms: positiveInt().default(50_000),
   mcp_idle_close_ms: positiveInt().default(600_000),
+  // Pin MCP tool definitions: a refresh that changes a tool's name, description, input schema
+  // or annotations holds the tool (definition_changed) until someone approves the change.
+  pin_definitions: z.boolean().default(true),
   // Project-wide policy defaults; a tool's own `options` win. 0 per minute: no rate limit.
   rate_limit_per_minute: intAtLeast(0).default(0),
   rate_limit_burst: positiveInt().default(10),

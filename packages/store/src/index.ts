@@ -114,6 +114,8 @@ export type {
 } from './mcp-servers.ts';
 export type { McpTaskRecord, McpTasksRepo } from './mcp-tasks.ts';
 export { importSource } from './openapi-imports.ts';
+export { definitionHash } from './tool-definitions.ts';
+export type { PendingDefinition, ToolDefinition } from './tool-definitions.ts';
 export type { ImportedTool, ImportOutcome, OpenApiImportsRepo } from './openapi-imports.ts';
 export { createSecretBox, SecretsKeyError } from './secrets.ts';
 export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
