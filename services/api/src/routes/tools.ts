@@ -342,13 +342,14 @@ export const toolRoutes =
                   'the pending definition seen (pending_definition.hash); refused if another one is pending now',
                 ),
             })
-            .default({}),
+            .nullish()
+            .describe('optional: the body may be left out'),
           response: { 200: ToolOut, 409: ErrorResponse, ...errors },
         },
       },
       async (req) => {
         const { project, name } = req.params;
-        const approved = await store.tools.approveDefinition(project, name, req.body.hash);
+        const approved = await store.tools.approveDefinition(project, name, req.body?.hash);
         if (approved === undefined) throw notFound('tool', name);
         if (approved === 'none') {
           throw new ApiError('conflict', `tool ${JSON.stringify(name)} has no pending definition`);
