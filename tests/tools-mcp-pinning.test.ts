@@ -3,13 +3,14 @@
 // description between refreshes (the "rug pull"); the tool is held with the old definition in
 // force and the new one shown beside it, a registry event records the change, a call fails
 // definition_changed; another project can neither see nor approve it; after approval the new
-// definition is the tool's and calls run again.
+// definition is the tool's and calls run again; `toolmesh tools approve` does the same.
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSubjects, decodeMessage, type RegistryChangedEvent } from '@toolmesh/protocol';
 import { startMcpHttpServer, type McpHttpFixture } from '@toolmesh/testing';
 import { expectError } from '../services/api/src/test/support.ts';
 import { startToolsMesh, type ToolsMesh } from './support/tools-mesh.ts';
+import { runToolmesh } from './support/cli.ts';
 import { until } from './support/procs.ts';
 
 const ORIGINAL = 'Returns its text';
@@ -138,4 +139,27 @@ describe('a changed MCP tool definition', () => {
     const settled = await req('POST', '/mcp-servers/web/refresh');
     expect(settled.body.refresh).toMatchObject({ updated: [], held: [] });
   }, 180_000);
+
+  it('toolmesh tools approve approves it from the command line, for its own project only', async () => {
+    server.setDescription('echo', 'Returns its text, version three');
+    expect((await req('POST', '/mcp-servers/web/refresh')).body.refresh.held).toEqual(['web.echo']);
+    const address = await mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
+    const env = { TOOLMESH_API_URL: address, TOOLMESH_PROJECT: a.id };
+    const other = await runToolmesh(['tools', 'approve', 'web.echo'], {
+      ...env,
+      TOOLMESH_API_KEY: b.key,
+    });
+    expect(other.code).toBe(4);
+    expect((await call('web.echo', { text: 'x' })).content.error?.code).toBe('definition_changed');
+    const own = await runToolmesh(['tools', 'approve', 'web.echo'], {
+      ...env,
+      TOOLMESH_API_KEY: a.key,
+    });
+    expect(own.code, own.stderr).toBe(0);
+    expect(own.stdout).toContain('web.echo: new definition approved');
+    expect((await req('GET', '/tools/web.echo')).body.description).toBe(
+      'Returns its text, version three',
+    );
+    expect((await call('web.echo', { text: 'x' })).status).toBe('succeeded');
+  }, 120_000);
 });
