@@ -20,6 +20,8 @@ import {
   mcpRemove,
   type McpAddFlags,
 } from './commands/mcp.ts';
+import { toolsImportOpenApi, type ImportOpenApiFlags } from './commands/openapi.ts';
+import { toolsApprove, type ApproveFlags } from './commands/definitions.ts';
 import { mcpServe, type McpServeFlags } from './commands/mcp-serve.ts';
 import {
   secretsDelete,
@@ -218,6 +220,40 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .option('--auth <spec>', 'bearer:<secret>, basic:<secret> or header:<Header-Name>:<secret>')
     .option('--options <json>', 'policies: timeout_ms, rate_limit, retries, cost')
     .action(run((ctx, name: string | undefined, f: AddHttpFlags) => toolsAddHttp(ctx, name, f)));
+
+  tools
+    .command('import-openapi')
+    .description(
+      'import an OpenAPI 3.0/3.1 document (JSON or YAML): each operation becomes an http tool <prefix>.<operationId>; again to update (dropped operations are disabled)',
+    )
+    .argument('<file|url>', 'a file, or an http(s) URL fetched from this machine')
+    .requiredOption('--prefix <target>', 'the tools are named <prefix>.<operationId>')
+    .option('--base-url <url>', "replaces the document's servers")
+    .option(
+      '--security <scheme=secret>',
+      'send this project secret for a security scheme (repeatable)',
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .option('--include <ids>', 'comma-separated operation ids or tags to import')
+    .option('--exclude <ids>', 'comma-separated operation ids or tags to leave out')
+    .option('--category <name>', 'category of the tools (default openapi)')
+    .option(
+      '--tag <tag>',
+      'a tag for every tool (repeatable)',
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .action(
+      run((ctx, source: string, f: ImportOpenApiFlags) => toolsImportOpenApi(ctx, source, f)),
+    );
+
+  tools
+    .command('approve')
+    .description(
+      "approve the changed definition an MCP tool's server lists (`tools list --json` shows pending_definition); the tool is held until then",
+    )
+    .argument('<name>', '<server>.<tool>')
+    .option('--hash <sha256>', 'the pending definition you reviewed; refused if another is pending')
+    .action(run((ctx, name: string, f: ApproveFlags) => toolsApprove(ctx, name, f)));
 
   const secrets = program
     .command('secrets')

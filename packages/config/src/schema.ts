@@ -149,6 +149,9 @@ export const toolsSchema = section({
   mcp_connect_timeout_ms: positiveInt().default(30_000),
   mcp_discovery_timeout_ms: positiveInt().default(50_000),
   mcp_idle_close_ms: positiveInt().default(600_000),
+  // Pin MCP tool definitions: a refresh that changes a tool's name, description, input schema
+  // or annotations holds the tool (definition_changed) until someone approves the change.
+  pin_definitions: z.boolean().default(true),
   // Project-wide policy defaults; a tool's own `options` win. 0 per minute: no rate limit.
   rate_limit_per_minute: intAtLeast(0).default(0),
   rate_limit_burst: positiveInt().default(10),
@@ -232,6 +235,11 @@ export const apiSchema = section({
   // How long a 2026-07-28 task (io.modelcontextprotocol/tasks) stays readable; the revision lets
   // the server choose it. The card outlives it.
   mcp_task_ttl_ms: positiveInt().default(86_400_000),
+  // OpenAPI import (POST /v1/projects/:p/openapi): the largest request (the document inside it),
+  // and the most operations one import may turn into tools (the registry event lists at most
+  // 1000 names, so the ceiling is that).
+  openapi_max_bytes: positiveInt().default(4_194_304),
+  openapi_max_operations: positiveInt().max(1_000).default(500),
 }).superRefine((api, ctx) => {
   const {
     execution_wait_min_ms: min,

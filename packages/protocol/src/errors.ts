@@ -55,6 +55,12 @@ export const ERROR_CODES = {
     summary: 'the tool is registered but disabled in the project',
   },
   tool_error: { retryable: false, status: 'failed', summary: 'the tool reported a failure' },
+  definition_changed: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      "the MCP server changed the tool's definition since it was approved: held until POST .../tools/:name/approve-definition",
+  },
   tool_call_id_taken: {
     retryable: false,
     status: 'failed',

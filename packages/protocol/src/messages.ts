@@ -199,6 +199,8 @@ export const McpRefreshReply = z.strictObject({
   disabled: z.array(z.string()),
   /** Tools that could not be registered, with the reason (name not an id, name taken). */
   refused: z.array(z.strictObject({ tool: z.string(), reason: z.string() })),
+  /** Tools whose definition changed: held (definition_changed) until approved. */
+  held: z.array(z.string()).optional(),
   error: z.strictObject({ code: z.string(), message: z.string() }).optional(),
 });
 export type McpRefreshReply = z.infer<typeof McpRefreshReply>;
@@ -207,12 +209,14 @@ export const RegistryChange = {
   created: 'created',
   updated: 'updated',
   deleted: 'deleted',
+  /** An MCP tool's definition changed on its server: the tool is held until approved. */
+  definition_changed: 'definition_changed',
 } as const;
 export type RegistryChange = (typeof RegistryChange)[keyof typeof RegistryChange];
 
 /**
  * `evt.sys.registry.changed`: tools of a project were created, updated (incl. enabled or
- * disabled) or deleted. Tool services drop their cached copies of those tools. The project is
+ * disabled), deleted, or held because their MCP server changed their definition. Tool services drop their cached copies of those tools. The project is
  * the subject's; `tools` are full names (`<target>.<tool>`), empty for "any tool of the project".
  */
 export const RegistryChangedEvent = z.strictObject({

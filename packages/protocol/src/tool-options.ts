@@ -126,6 +126,17 @@ export const HttpSpec = z.strictObject({
     .describe(
       'arguments sent in the JSON body; default every argument not in the URL or query (none for GET and DELETE)',
     ),
+  header_params: z
+    .record(z.string().regex(ID_PATTERN), headerName)
+    .optional()
+    .describe('arguments sent as request headers: argument name -> header name'),
+  body_param: z
+    .string()
+    .regex(ID_PATTERN)
+    .optional()
+    .describe(
+      'the argument whose value is the whole JSON body (an OpenAPI request body); excludes `body`',
+    ),
   auth: HttpAuth.optional(),
 });
 export type HttpSpec = z.infer<typeof HttpSpec>;

@@ -122,6 +122,10 @@ export type {
   NewMcpServer,
 } from './mcp-servers.ts';
 export type { McpTaskRecord, McpTasksRepo } from './mcp-tasks.ts';
+export { importSource } from './openapi-imports.ts';
+export { definitionHash } from './tool-definitions.ts';
+export type { PendingDefinition, ToolDefinition } from './tool-definitions.ts';
+export type { ImportedTool, ImportOutcome, OpenApiImportsRepo } from './openapi-imports.ts';
 export { createSecretBox, SecretsKeyError } from './secrets.ts';
 export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
 export { apiBucket } from './rate-buckets.ts';

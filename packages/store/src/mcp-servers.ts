@@ -2,8 +2,12 @@
 // discovery is one transaction: new tools are inserted as `<server>.<tool>` with origin `mcp`,
 // changed ones updated, vanished ones disabled (never deleted: agents and history keep their
 // names) and re-enabled if they come back; names already held by another tool are refused.
+// With pinning on, a tool whose definition (name, description, input schema, annotations) no
+// longer matches the approved one keeps its approved definition; the new one is held in
+// `pending_definition` until someone approves it (see tools.approveDefinition).
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from './db.ts';
+import { definitionHash, type PendingDefinition } from './tool-definitions.ts';
 
 export const McpTransport = { http: 'http', stdio: 'stdio' } as const;
 export type McpTransport = (typeof McpTransport)[keyof typeof McpTransport];
@@ -81,6 +85,8 @@ export interface McpSyncOutcome {
   disabled: string[];
   /** Taken by a tool that is not this server's (another origin or server). */
   refused: string[];
+  /** Their definition changed: held (calls fail definition_changed) until approved. */
+  held: string[];
   toolCount: number;
 }
 
@@ -105,6 +111,7 @@ export interface McpServersRepo {
     projectId: string,
     name: string,
     tools: DiscoveredTool[],
+    opts?: { pin?: boolean },
   ): Promise<McpSyncOutcome | undefined>;
   /** A discovery failed: state error with the message; the tools are left as they were. */
   recordError(
@@ -184,7 +191,7 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
         );
         return tools.map((t) => t.name);
       }),
-    sync: (projectId, name, tools) =>
+    sync: (projectId, name, tools, opts = {}) =>
       db.tx(async (tx) => {
         // The row lock orders two refreshes of one server: the second sees the first's rows.
         const server = await tx.query(
@@ -200,9 +207,12 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
           parameters: Record<string, unknown>;
           spec: McpToolSpec;
           enabled: boolean;
+          definition_hash: string | null;
+          pending_definition: PendingDefinition | null;
         }>(
           'mcp_servers_tools',
-          `SELECT name, description, parameters, spec, enabled FROM resource.tools
+          `SELECT name, description, parameters, spec, enabled, definition_hash,
+                  pending_definition FROM resource.tools
            WHERE project_id = $1 AND origin = 'mcp' AND spec->>'server' = $2`,
           [projectId, name],
         );
@@ -212,6 +222,7 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
           updated: [],
           disabled: [],
           refused: [],
+          held: [],
           toolCount: 0,
         };
         const seen = new Set<string>();
@@ -224,13 +235,45 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
             ...(t.schemaDialect ? { schema: t.schemaDialect } : {}),
           };
           const old = mine.get(full);
+          const hash = definitionHash({
+            name: t.mcpName,
+            description: t.description,
+            parameters: t.parameters,
+            schemaDialect: t.schemaDialect,
+            annotations: t.annotations ?? {},
+          });
+          if (old && opts.pin && old.definition_hash !== null && old.definition_hash !== hash) {
+            // Held: the approved definition stays in force; the new one waits for approval. A
+            // tool that had vanished and comes back changed is switched on again, still held.
+            if (old.pending_definition?.hash !== hash || old.spec.vanished) {
+              const pending: PendingDefinition = {
+                hash,
+                description: t.description,
+                parameters: t.parameters,
+                annotations: t.annotations ?? {},
+                output_schema: t.outputSchema ?? null,
+                spec: { ...spec },
+                detected_at: new Date().toISOString(),
+              };
+              await tx.query(
+                'mcp_tools_hold',
+                `UPDATE resource.tools SET pending_definition = $3,
+                   enabled = CASE WHEN (spec->>'vanished')::boolean THEN true ELSE enabled END,
+                   spec = spec - 'vanished', updated_at = now()
+                 WHERE project_id = $1 AND name = $2`,
+                [projectId, full, pending],
+              );
+              out.held.push(full);
+            }
+            continue;
+          }
           if (!old) {
             const inserted = await tx.query(
               'mcp_tools_insert',
               `INSERT INTO resource.tools
                  (tool_id, project_id, name, target, description, category, tags, parameters,
-                  origin, options, spec, annotations, output_schema)
-               VALUES ($1, $2, $3, $4, $5, 'mcp', '{}', $6, 'mcp', '{}', $7, $8, $9)
+                  origin, options, spec, annotations, output_schema, definition_hash)
+               VALUES ($1, $2, $3, $4, $5, 'mcp', '{}', $6, 'mcp', '{}', $7, $8, $9, $10)
                ON CONFLICT (project_id, name) DO NOTHING RETURNING tool_id`,
               [
                 uuidv7(),
@@ -242,6 +285,7 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
                 spec,
                 t.annotations ?? {},
                 t.outputSchema ?? null,
+                hash,
               ],
             );
             if (inserted.length === 1) out.added.push(full);
@@ -255,11 +299,13 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
                description = $3, parameters = $4, spec = $5, annotations = $6,
                output_schema = $7,
                enabled = CASE WHEN (spec->>'vanished')::boolean THEN true ELSE enabled END,
+               definition_hash = $8, pending_definition = NULL,
                updated_at = now()
              WHERE project_id = $1 AND name = $2
                AND (description IS DISTINCT FROM $3 OR parameters IS DISTINCT FROM $4::jsonb
                     OR spec IS DISTINCT FROM $5::jsonb OR annotations IS DISTINCT FROM $6::jsonb
-                    OR output_schema IS DISTINCT FROM $7::jsonb)
+                    OR output_schema IS DISTINCT FROM $7::jsonb
+                    OR definition_hash IS DISTINCT FROM $8 OR pending_definition IS NOT NULL)
              RETURNING tool_id`,
             [
               projectId,
@@ -269,6 +315,7 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
               spec,
               t.annotations ?? {},
               t.outputSchema ?? null,
+              hash,
             ],
           );
           if (changed.length === 1) out.updated.push(full);

@@ -23,6 +23,7 @@ import { createResultsRepo, type ResultsRepo } from './results.ts';
 import { createTurnsRepo, type TurnsRepo } from './turns.ts';
 import { createThreadsRepo, type ThreadsRepo } from './threads.ts';
 import { createMcpServersRepo, type McpServersRepo } from './mcp-servers.ts';
+import { createOpenApiImportsRepo, type OpenApiImportsRepo } from './openapi-imports.ts';
 import { createMcpTasksRepo, type McpTasksRepo } from './mcp-tasks.ts';
 import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
 import { createRateBucketsRepo, type RateBucketsRepo } from './rate-buckets.ts';
@@ -54,6 +55,7 @@ export interface Store {
   readonly turns: TurnsRepo;
   readonly threads: ThreadsRepo;
   readonly mcpServers: McpServersRepo;
+  readonly openapiImports: OpenApiImportsRepo;
   readonly mcpTasks: McpTasksRepo;
   readonly secrets: SecretsRepo;
   readonly rateBuckets: RateBucketsRepo;
@@ -111,6 +113,7 @@ export function createStore(pool: pg.Pool): Store {
     skillJobs: createSkillJobsRepo(db),
     turns: createTurnsRepo(db),
     mcpServers: createMcpServersRepo(db),
+    openapiImports: createOpenApiImportsRepo(db),
     mcpTasks: createMcpTasksRepo(db),
     secrets: createSecretsRepo(db),
     rateBuckets: createRateBucketsRepo(db),

@@ -4,6 +4,7 @@
 // tool's `spec` (http, mcp), or a process of the tool's own (external).
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from './db.ts';
+import type { PendingDefinition } from './tool-definitions.ts';
 
 export const ToolOrigin = {
   skills: 'skills',
@@ -32,6 +33,10 @@ export interface ToolRecord {
   /** The JSON Schema of the tool's structured result, when one is known. */
   output_schema: Record<string, unknown> | null;
   enabled: boolean;
+  /** MCP tools: the sha256 of the approved definition (pinned when first registered). */
+  definition_hash: string | null;
+  /** MCP tools: a changed definition a refresh found, held until approved. */
+  pending_definition: PendingDefinition | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -111,11 +116,22 @@ export interface ToolsRepo {
   list(projectId: string, f: ToolFilter): Promise<ToolRecord[]>;
   update(projectId: string, name: string, p: ToolPatch): Promise<ToolRecord | undefined>;
   delete(projectId: string, name: string): Promise<boolean>;
+  /**
+   * Makes the held definition of a tool the approved one. `expectHash`, when given, must be the
+   * pending definition's hash (so an approval cannot take a newer change it never saw).
+   * Undefined: no such tool; 'none': nothing pending; 'stale': another definition is pending.
+   */
+  approveDefinition(
+    projectId: string,
+    name: string,
+    expectHash?: string,
+  ): Promise<ToolRecord | 'none' | 'stale' | undefined>;
   usage(projectId: string, name: string): Promise<ToolUsage>;
 }
 
 const COLUMNS = `tool_id, project_id, name, target, description, category, tags, parameters, origin,
-  options, spec, annotations, output_schema, enabled, created_at, updated_at`;
+  options, spec, annotations, output_schema, enabled, definition_hash, pending_definition,
+  created_at, updated_at`;
 
 export function createToolsRepo(db: Db): ToolsRepo {
   const insert = (projectId: string, t: NewTool) => [
@@ -265,6 +281,39 @@ export function createToolsRepo(db: Db): ToolsRepo {
           [projectId, name],
         )
       ).length === 1,
+    approveDefinition: (projectId, name, expectHash) =>
+      db.tx(async (tx) => {
+        const row = (
+          await tx.query<ToolRecord>(
+            'tools_get_for_approval',
+            `SELECT ${COLUMNS} FROM resource.tools WHERE project_id = $1 AND name = $2 FOR UPDATE`,
+            [projectId, name],
+          )
+        )[0];
+        if (!row) return undefined;
+        const p = row.pending_definition;
+        if (!p) return 'none';
+        if (expectHash !== undefined && p.hash !== expectHash) return 'stale';
+        return (
+          await tx.query<ToolRecord>(
+            'tools_approve_definition',
+            `UPDATE resource.tools SET description = $3, parameters = $4, annotations = $5,
+               output_schema = $6, spec = $7, definition_hash = $8, pending_definition = NULL,
+               updated_at = now()
+             WHERE project_id = $1 AND name = $2 RETURNING ${COLUMNS}`,
+            [
+              projectId,
+              name,
+              p.description,
+              p.parameters,
+              p.annotations,
+              p.output_schema,
+              p.spec,
+              p.hash,
+            ],
+          )
+        )[0];
+      }),
     usage: async (projectId, name) => {
       const row = (
         await db.query<Record<keyof ToolUsage, string | number | Date | null>>(

@@ -20,6 +20,8 @@ export interface McpHttpFixture {
   readonly methods: string[];
   /** Serves exactly these tools from now on, in every open session too. */
   setTools(names: readonly string[]): void;
+  /** Lists a tool with this description from now on, in every open session too (a "rug pull"). */
+  setDescription(name: string, description: string): void;
   /** Ends every open connection and forgets every session (a crash and restart). */
   dropConnections(): Promise<void>;
   stop(): Promise<void>;
@@ -48,11 +50,16 @@ export async function startMcpHttpServer(
   const sessions = new Map<string, Session>();
   const requestHeaders: McpHttpFixture['requestHeaders'] = [];
   const methods: string[] = [];
+  const descriptions = new Map<string, string>();
+  const describeAll = (tools: Map<string, RegisteredTool>) => {
+    for (const [name, description] of descriptions) tools.get(name)?.update({ description });
+  };
 
   async function newSession(): Promise<Session> {
     const server = new McpServer({ name: 'toolmesh-fixture-http', version: '1.0.0' });
     if (options.announce === false) server.sendToolListChanged = () => undefined;
     const tools = registerFixtureTools(server, state, names);
+    describeAll(tools);
     if (options.pageSize !== undefined) paginate(server, options.pageSize);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
@@ -148,6 +155,10 @@ export async function startMcpHttpServer(
         );
         for (const [name, tool] of added) s.tools.set(name, tool);
       }
+    },
+    setDescription(name, description) {
+      descriptions.set(name, description);
+      for (const s of sessions.values()) describeAll(s.tools);
     },
     async dropConnections() {
       const all = [...sessions.values()];

@@ -17,6 +17,8 @@ export interface RegistryTool {
   readonly version: string;
   readonly origin: ToolOrigin;
   readonly enabled: boolean;
+  /** A changed definition waits for approval: calls fail definition_changed. */
+  readonly held: boolean;
   readonly parameters: Record<string, unknown>;
   readonly spec: Record<string, unknown>;
   readonly options: Record<string, unknown>;
@@ -45,6 +47,7 @@ const toTool = (r: ToolRecord): RegistryTool => ({
   version: r.updated_at.toISOString(),
   origin: r.origin,
   enabled: r.enabled,
+  held: r.pending_definition !== null,
   parameters: r.parameters,
   spec: r.spec,
   options: r.options,

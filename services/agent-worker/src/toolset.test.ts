@@ -17,6 +17,8 @@ const tool = (name: string, over: Partial<ToolRecord> = {}): ToolRecord => ({
   annotations: {},
   output_schema: null,
   enabled: true,
+  definition_hash: null,
+  pending_definition: null,
   created_at: new Date(),
   updated_at: new Date(),
   ...over,

@@ -21,6 +21,7 @@ import { taskRoutes } from './routes/tasks.ts';
 import { threadRoutes } from './routes/threads.ts';
 import { cardRoutes } from './routes/cards.ts';
 import { toolRoutes } from './routes/tools.ts';
+import { openApiRoutes } from './routes/openapi.ts';
 import { profileRoutes } from './routes/profiles.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { skillRoutes } from './routes/skills.ts';
@@ -106,6 +107,7 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(threadRoutes(routeDeps), { prefix: '/v1' });
   await app.register(cardRoutes(routeDeps), { prefix: '/v1' });
   await app.register(toolRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(openApiRoutes(routeDeps), { prefix: '/v1' });
   await app.register(profileRoutes(routeDeps), { prefix: '/v1' });
   await app.register(agentRoutes(routeDeps), { prefix: '/v1' });
   await app.register(skillRoutes(routeDeps), { prefix: '/v1' });

@@ -16,6 +16,7 @@ export const ApiErrorCode = {
   invalid_schema: 400,
   reserved_name: 400,
   invalid_upload: 400,
+  invalid_openapi: 400,
   conflict: 409,
   payload_too_large: 413,
   rate_limited: 429,

@@ -57,6 +57,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     store,
     pool: mcpPool,
     timeoutMs: config.tools.mcp_discovery_timeout_ms,
+    pinDefinitions: config.tools.pin_definitions,
     logger: log,
   });
   const autoRefresh = createAutoRefresh(discoveryDeps);

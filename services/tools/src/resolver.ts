@@ -1,7 +1,8 @@
 // What the tools service answers for each tool call on the bus: the targets of other services
 // (skills, builtin: exact subject tokens) are not its business; every other call is looked up in
-// the registry. Unknown or deleted: unknown_tool. Disabled: tool_disabled. External (served by
-// a process of its own): skipped. http/mcp: the arguments are checked against the stored JSON
+// the registry. Unknown or deleted: unknown_tool. Disabled: tool_disabled. Held (its MCP
+// definition changed and is not approved yet): definition_changed. External (served by a
+// process of its own): skipped. http/mcp: the arguments are checked against the stored JSON
 // Schema (ajv, draft 2020-12, compiled once per tool version, one ajv instance per project,
 // regexes on RE2 so a tenant's pattern cannot stall the service) and the call runs through its
 // kind's executor under the tool's policies.
@@ -66,7 +67,12 @@ export function createResolver(o: ResolverOptions): ToolResolver {
   };
 
   const reject = (
-    code: 'unknown_tool' | 'tool_disabled' | 'invalid_arguments' | 'internal_error',
+    code:
+      | 'unknown_tool'
+      | 'tool_disabled'
+      | 'definition_changed'
+      | 'invalid_arguments'
+      | 'internal_error',
     message: string,
     details?: Record<string, unknown>,
   ): Resolution => ({ kind: 'reject', code, message, ...(details ? { details } : {}) });
@@ -79,6 +85,12 @@ export function createResolver(o: ResolverOptions): ToolResolver {
       if (!tool)
         return reject('unknown_tool', `no tool ${name} is registered in project ${project}`);
       if (!tool.enabled) return reject('tool_disabled', `tool ${name} is disabled`);
+      if (tool.held) {
+        return reject(
+          'definition_changed',
+          `the MCP server changed the definition of ${name} since it was approved; it is held until someone approves the new one (POST /v1/projects/${project}/tools/${name}/approve-definition)`,
+        );
+      }
       if (tool.origin === ToolOrigin.external) {
         return { kind: 'skip', reason: 'an external tool: its own service runs it' };
       }

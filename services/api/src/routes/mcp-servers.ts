@@ -71,6 +71,11 @@ const RefreshOut = z
     updated: z.array(z.string()),
     disabled: z.array(z.string()).describe('tools the server no longer lists: disabled, kept'),
     refused: z.array(z.object({ tool: z.string(), reason: z.string() })),
+    held: z
+      .array(z.string())
+      .describe(
+        'tools whose definition changed: held (calls fail definition_changed) until approved',
+      ),
   })
   .meta({ id: 'McpRefresh' });
 
@@ -156,6 +161,7 @@ export const mcpServerRoutes =
                 updated: reply.updated,
                 disabled: reply.disabled,
                 refused: reply.refused,
+                held: reply.held ?? [],
               },
             }
           : {}),

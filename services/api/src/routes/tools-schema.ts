@@ -88,6 +88,26 @@ export function checkHttpSpec(spec: HttpSpec, parameters: Record<string, unknown
       issues.push({ path: '/http/headers', message: `header ${h} is set by the tools service` });
     }
   }
+  for (const [name, header] of Object.entries(spec.header_params ?? {})) {
+    if (!known.has(name)) {
+      issues.push({ path: '/http/header_params', message: `${name} is not a parameter` });
+    }
+    const lower = header.toLowerCase();
+    if (RESERVED_HEADERS.has(lower) || (lower === 'authorization' && spec.auth)) {
+      issues.push({
+        path: '/http/header_params',
+        message: `header ${header} is set by the tools service`,
+      });
+    }
+  }
+  if (spec.body_param !== undefined) {
+    if (!known.has(spec.body_param)) {
+      issues.push({ path: '/http/body_param', message: `${spec.body_param} is not a parameter` });
+    }
+    if (spec.body !== undefined) {
+      issues.push({ path: '/http/body_param', message: 'body_param and body exclude each other' });
+    }
+  }
   if ((spec.method === 'GET' || spec.method === 'DELETE') && spec.body !== undefined) {
     issues.push({ path: '/http/body', message: `${spec.method} requests carry no body` });
   }

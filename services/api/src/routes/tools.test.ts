@@ -37,6 +37,7 @@ describe('register', () => {
       output_schema: null,
       reserved: false,
       enabled: true,
+      pending_definition: null,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

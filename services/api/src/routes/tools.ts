@@ -33,6 +33,21 @@ const Tags = z
   .describe('up to 32 tags of [A-Za-z0-9_-]; duplicates are dropped');
 const Description = z.string().min(1).max(8192).describe('what the tool does, for the model');
 
+const DefinitionText = z.object({
+  description: z.string(),
+  parameters: z.record(z.string(), z.unknown()),
+  annotations: z.record(z.string(), z.boolean()),
+  output_schema: z.record(z.string(), z.unknown()).nullable(),
+});
+const PendingDefinitionOut = z
+  .object({
+    current: DefinitionText.describe('the approved definition, in force'),
+    proposed: DefinitionText.describe('what the server lists now'),
+    hash: z.string().describe('sha256 of the proposed definition; approve-definition may name it'),
+    detected_at: z.string(),
+  })
+  .meta({ id: 'PendingDefinition' });
+
 const ToolOut = z
   .object({
     name: z.string(),
@@ -71,6 +86,9 @@ const ToolOut = z
       .describe('JSON Schema of the structured result, when one is known'),
     reserved: z.boolean().describe('a seeded skills.* or builtin.* tool'),
     enabled: z.boolean(),
+    pending_definition: PendingDefinitionOut.nullable().describe(
+      'MCP tools: a changed definition their server lists, held until approved (calls fail definition_changed meanwhile); null when none',
+    ),
     created_at: z.string(),
     updated_at: z.string(),
   })
@@ -107,6 +125,24 @@ const toolOut = (t: ToolRecord) => ({
   output_schema: t.output_schema,
   reserved: isReserved(t),
   enabled: t.enabled,
+  pending_definition: t.pending_definition
+    ? {
+        current: {
+          description: t.description,
+          parameters: t.parameters,
+          annotations: t.annotations as Record<string, boolean>,
+          output_schema: t.output_schema,
+        },
+        proposed: {
+          description: t.pending_definition.description,
+          parameters: t.pending_definition.parameters,
+          annotations: t.pending_definition.annotations,
+          output_schema: t.pending_definition.output_schema,
+        },
+        hash: t.pending_definition.hash,
+        detected_at: t.pending_definition.detected_at,
+      }
+    : null,
   created_at: t.created_at.toISOString(),
   updated_at: t.updated_at.toISOString(),
 });
@@ -284,6 +320,52 @@ export const toolRoutes =
         if (!updated) throw notFound('tool', name);
         await registryEvents.changed(project, 'updated', [name]);
         return toolOut(updated);
+      },
+    );
+
+    app.post(
+      '/projects/:project/tools/:name/approve-definition',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['tools'],
+          summary:
+            "Approve the changed definition an MCP tool's server lists: it replaces the approved one, and calls run again",
+          params: ToolParams,
+          body: z
+            .strictObject({
+              hash: z
+                .string()
+                .regex(/^[0-9a-f]{64}$/)
+                .optional()
+                .describe(
+                  'the pending definition seen (pending_definition.hash); refused if another one is pending now',
+                ),
+            })
+            .nullish()
+            .describe('optional: the body may be left out'),
+          response: { 200: ToolOut, 409: ErrorResponse, ...errors },
+        },
+      },
+      async (req) => {
+        const { project, name } = req.params;
+        const approved = await store.tools.approveDefinition(project, name, req.body?.hash);
+        if (approved === undefined) throw notFound('tool', name);
+        if (approved === 'none') {
+          throw new ApiError('conflict', `tool ${JSON.stringify(name)} has no pending definition`);
+        }
+        if (approved === 'stale') {
+          throw new ApiError(
+            'conflict',
+            `the pending definition of ${JSON.stringify(name)} is not the one named by hash: read the tool again`,
+          );
+        }
+        req.log.info(
+          { project, tool: name, definition_hash: approved.definition_hash },
+          'tool definition approved',
+        );
+        await registryEvents.changed(project, 'updated', [name]);
+        return toolOut(approved);
       },
     );
 

@@ -1,7 +1,8 @@
 // The `http` kind: one HTTP request per attempt, built from the tool's template. `{param}`
 // placeholders of the URL take percent-encoded arguments, the arguments named in `query` become
 // query parameters, the rest (or those named in `body`) a JSON body (none for GET and DELETE);
-// auth comes from a project secret. Requests go through the egress dispatcher (private
+// `header_params` become headers and `body_param` names an argument sent as the whole JSON body
+// (what an OpenAPI import produces); auth comes from a project secret. Requests go through the egress dispatcher (private
 // addresses refused after DNS) with the call's AbortSignal, so a deadline or a cancel aborts
 // them. A 2xx body is the result (JSON when it says so, text otherwise) up to max_result_bytes:
 // a larger one fails with payload_too_large rather than being cut (a cut JSON document is not
@@ -137,10 +138,32 @@ export function createHttpExecutor(o: HttpExecutorOptions): KindExecutor {
       }
       // The current span's traceparent first: an upstream that traces continues the call's trace.
       const headers: Record<string, string> = { ...traceHeaders(), ...spec.headers };
+      for (const [name, header] of Object.entries(spec.header_params ?? {})) {
+        const v = args[name];
+        if (v === undefined || v === null) continue;
+        const text = asParam(v);
+        // A header value with a line break would split the request.
+        if (/[\r\n]/.test(text)) {
+          throw new ToolError(`argument ${name} is a header and may not contain line breaks`, {
+            code: 'invalid_arguments',
+            details: { issues: [{ path: `/${name}`, message: 'a line break' }] },
+          });
+        }
+        headers[header.toLowerCase()] = text;
+      }
       let body: string | undefined;
-      if (spec.method !== 'GET' && spec.method !== 'DELETE') {
+      if (spec.body_param !== undefined) {
+        const v = args[spec.body_param];
+        if (v !== undefined) {
+          body = JSON.stringify(v);
+          headers['content-type'] = 'application/json';
+        }
+      } else if (spec.method !== 'GET' && spec.method !== 'DELETE') {
         const names =
-          spec.body ?? Object.keys(args).filter((k) => !placeholders.has(k) && !query.has(k));
+          spec.body ??
+          Object.keys(args).filter(
+            (k) => !placeholders.has(k) && !query.has(k) && !(k in (spec.header_params ?? {})),
+          );
         const payload = Object.fromEntries(
           names.filter((k) => args[k] !== undefined).map((k) => [k, args[k]]),
         );

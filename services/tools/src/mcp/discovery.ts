@@ -2,7 +2,8 @@
 // NATS request answered by one instance of the queue group). It lists the server's tools over
 // the pooled connection (opening one when there is none, so the refresh also re-opens a dead
 // server), maps their names to registry ids, applies the listing to resource.tools in one
-// transaction (added, updated, vanished ones disabled), tells every tool service to drop its
+// transaction (added, updated, vanished ones disabled, changed definitions held for approval
+// when [tools] pin_definitions is on), tells every tool service to drop its
 // cached copies, and answers with what it did. A failure is recorded on the server (state error,
 // last_error) and answered too: the api never waits for nothing.
 import type { Msg, Subscription } from '@nats-io/transport-node';
@@ -25,6 +26,8 @@ export interface DiscoveryDeps {
   pool: McpPool;
   /** Bounds one discovery: connect and list every page ([tools] mcp_discovery_timeout_ms). */
   timeoutMs: number;
+  /** [tools] pin_definitions: hold tools whose definition changed until approved. */
+  pinDefinitions: boolean;
   logger: Logger;
 }
 
@@ -96,7 +99,9 @@ export async function refreshServer(
       ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}),
     });
   });
-  const outcome = await deps.store.mcpServers.sync(project, server, tools);
+  const outcome = await deps.store.mcpServers.sync(project, server, tools, {
+    pin: deps.pinDefinitions,
+  });
   if (!outcome) return failed('unknown_tool', `MCP server ${server} was deleted meanwhile`);
   for (const name of outcome.refused) {
     refused.push({ tool: name, reason: `${name} is already the name of another tool` });
@@ -111,12 +116,27 @@ export async function refreshServer(
     );
     await deps.bus.nc.flush();
   }
+  if (outcome.held.length > 0) {
+    // The record of the change: its own registry event (tool services drop their copies, so
+    // calls fail definition_changed at once), and a warning in the log for operators.
+    deps.bus.publishCore(
+      deps.bus.subjects.registryChanged(project),
+      encodeMessage('registry_changed', {
+        v: 1,
+        change: 'definition_changed',
+        tools: outcome.held,
+      }),
+    );
+    await deps.bus.nc.flush();
+    log.warn({ held: outcome.held }, 'MCP tool definitions changed: held until approved');
+  }
   log.info(
     {
       added: outcome.added.length,
       updated: outcome.updated.length,
       disabled: outcome.disabled.length,
       refused: refused.length,
+      held: outcome.held.length,
     },
     'MCP server refreshed',
   );
@@ -129,6 +149,7 @@ export async function refreshServer(
     updated: outcome.updated,
     disabled: outcome.disabled,
     refused,
+    held: outcome.held,
   };
 }
 

@@ -1,0 +1,409 @@
+// OpenAPI import against real servers: the published Swagger Petstore v3 document (a fixture
+// file, YAML) imported under a prefix; imported tools called through the mesh (api, tools
+// service, NATS, Postgres) against a local HTTP server implementing those Petstore operations;
+// a re-import with one operation changed and one removed (disabled, not deleted); another
+// project's key refused; bad documents and limits refused with clear 4xx answers.
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ToolResult } from '@toolmesh/client';
+import { expectError } from '../services/api/src/test/support.ts';
+import { runToolmesh } from './support/cli.ts';
+import { REPO_ROOT } from './support/mesh.ts';
+import { newSecretsKey, startToolsMesh, type ToolsMesh } from './support/tools-mesh.ts';
+
+const PETSTORE = readFileSync(join(REPO_ROOT, 'tests/fixtures/openapi/petstore-v3.yaml'), 'utf8');
+const TOKEN = `pet-token-${randomUUID()}`;
+const MAX_OPERATIONS = 25;
+
+interface Pet {
+  id: number;
+  name: string;
+  photoUrls: string[];
+  status?: string;
+}
+
+/** The Petstore operations the test calls, as the published API answers them. */
+async function startPetstore() {
+  const pets = new Map<number, Pet>();
+  const seen: { method: string; path: string; headers: IncomingHttpHeaders }[] = [];
+  let nextId = 1;
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const url = new URL(req.url ?? '/', 'http://petstore');
+      seen.push({ method: req.method ?? '', path: url.pathname, headers: req.headers });
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const json = (status: number, v: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(v));
+      };
+      // Published beside the API, as the real Petstore publishes it; the CLI fetches it from here.
+      if (url.pathname === '/api/v3/openapi.yaml') {
+        res.writeHead(200, { 'content-type': 'application/yaml' });
+        return res.end(PETSTORE);
+      }
+      if (req.headers['authorization'] !== `Bearer ${TOKEN}`) return json(401, { code: 401 });
+      const byId = /^\/api\/v3\/pet\/(\d+)$/.exec(url.pathname);
+      if (req.method === 'POST' && url.pathname === '/api/v3/pet') {
+        const pet = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Pet;
+        const stored = { ...pet, id: nextId++ };
+        pets.set(stored.id, stored);
+        return json(200, stored);
+      }
+      if (req.method === 'GET' && url.pathname === '/api/v3/pet/findByStatus') {
+        const status = url.searchParams.get('status');
+        return json(
+          200,
+          [...pets.values()].filter((p) => p.status === status),
+        );
+      }
+      if (req.method === 'GET' && byId) {
+        const pet = pets.get(Number(byId[1]));
+        return pet ? json(200, pet) : json(404, { message: 'Pet not found' });
+      }
+      if (req.method === 'DELETE' && byId) {
+        return pets.delete(Number(byId[1])) ? json(200, 'Pet deleted') : json(404, {});
+      }
+      json(404, { message: 'no such operation here' });
+    })();
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pets,
+    seen,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+let mesh: ToolsMesh;
+let store: Awaited<ReturnType<typeof startPetstore>>;
+let a: { id: string; key: string };
+let b: { id: string; key: string };
+
+beforeAll(async () => {
+  store = await startPetstore();
+  mesh = await startToolsMesh({
+    CG__SECRETS__KEY: newSecretsKey(),
+    CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
+    CG__API__OPENAPI_MAX_BYTES: '200000',
+    CG__API__OPENAPI_MAX_OPERATIONS: String(MAX_OPERATIONS),
+  });
+  a = await mesh.api.createProject();
+  b = await mesh.api.createProject();
+  const res = await mesh.request('PUT', `/v1/projects/${a.id}/secrets/petstore_token`, {
+    key: a.key,
+    body: { value: TOKEN },
+  });
+  expect(res.status, res.raw).toBe(201);
+}, 120_000);
+afterAll(async () => {
+  await mesh?.close();
+  await store?.close();
+});
+
+const importDoc = (document: unknown, extra: Record<string, unknown> = {}, project = a) =>
+  mesh.request('POST', `/v1/projects/${project.id}/openapi`, {
+    key: project.key,
+    body: {
+      prefix: 'petstore',
+      document,
+      base_url: `${store.url}/api/v3`,
+      security: { petstore_auth: 'petstore_token', api_key: 'petstore_token' },
+      ...extra,
+    },
+  });
+
+const call = (tool: string, args: Record<string, unknown>, project = a): Promise<ToolResult> =>
+  mesh.client.callTool(
+    { project: project.id, channel: 'test', tool, arguments: args },
+    { waitMs: 60_000 },
+  );
+
+async function tool(name: string) {
+  const res = await mesh.request('GET', `/v1/projects/${a.id}/tools/${name}`, { key: a.key });
+  expect(res.status, res.raw).toBe(200);
+  return res.body as Record<string, unknown> & { http: Record<string, unknown> };
+}
+
+describe('importing Swagger Petstore v3', () => {
+  it('turns every operation the http kind can run into a tool, and says why the others were skipped', async () => {
+    const res = await importDoc(PETSTORE);
+    expect(res.status, res.raw).toBe(200);
+    const report = res.body as Record<string, unknown[]>;
+    // 19 operations: uploadFile sends application/octet-stream, which an http tool cannot.
+    expect(report['added']).toHaveLength(18);
+    expect(report['added']).toEqual(
+      expect.arrayContaining([
+        'petstore.addPet',
+        'petstore.getPetById',
+        'petstore.findPetsByStatus',
+        'petstore.deletePet',
+        'petstore.loginUser',
+      ]),
+    );
+    expect(report['skipped']).toEqual([
+      {
+        operation: 'uploadFile',
+        reason: expect.stringContaining('application/octet-stream') as unknown,
+      },
+    ]);
+    expect(report['changed']).toEqual([]);
+    expect(report['removed']).toEqual([]);
+
+    const get = await tool('petstore.getPetById');
+    expect(get['description']).toBe('Find pet by ID.\n\nReturns a single pet.');
+    expect(get['origin']).toBe('http');
+    expect(get['tags']).toEqual(['pet']);
+    expect(get['parameters']).toMatchObject({
+      type: 'object',
+      required: ['petId'],
+      properties: { petId: { type: 'integer', format: 'int64' } },
+    });
+    expect(get['http']).toEqual({
+      method: 'GET',
+      url: `${store.url}/api/v3/pet/{petId}`,
+      auth: { type: 'header', header: 'api_key', secret: 'petstore_token' },
+    });
+    const add = await tool('petstore.addPet');
+    // The request body, dereferenced from #/components/schemas/Pet, is one argument.
+    expect(add['parameters']).toMatchObject({
+      required: ['body'],
+      properties: {
+        body: {
+          required: ['name', 'photoUrls'],
+          properties: { category: { properties: { name: { type: 'string' } } } },
+        },
+      },
+    });
+    expect(add['http']).toMatchObject({
+      method: 'POST',
+      body_param: 'body',
+      auth: { type: 'bearer' },
+    });
+    expect((await tool('petstore.deletePet'))['http']).toMatchObject({
+      header_params: { api_key: 'api_key' },
+    });
+  });
+
+  it('runs imported tools through the tools service against the real server', async () => {
+    const added = await call('petstore.addPet', {
+      body: { name: 'doggie', photoUrls: ['https://example.test/d.png'], status: 'available' },
+    });
+    expect(added.status, JSON.stringify(added.content)).toBe('succeeded');
+    const pet = added.content.result as Pet;
+    expect(pet).toMatchObject({ name: 'doggie', status: 'available' });
+    expect(store.pets.get(pet.id)?.name).toBe('doggie');
+
+    const found = await call('petstore.findPetsByStatus', { status: 'available' });
+    expect(found.status).toBe('succeeded');
+    expect(found.content.result).toEqual([pet]);
+
+    const deleted = await call('petstore.deletePet', { petId: pet.id, api_key: 'delete-key' });
+    expect(deleted.status, JSON.stringify(deleted.content)).toBe('succeeded');
+    expect(store.pets.has(pet.id)).toBe(false);
+    const del = store.seen.findLast((s) => s.method === 'DELETE')!;
+    expect(del.path).toBe(`/api/v3/pet/${pet.id}`);
+    expect(del.headers['api_key']).toBe('delete-key');
+
+    // The document's schema checks the arguments before anything is sent.
+    const before = store.seen.length;
+    const bad = await call('petstore.getPetById', { petId: 'seven' });
+    expect(bad.content.error?.code).toBe('invalid_arguments');
+    expect(store.seen.length).toBe(before);
+    // No secret reaches a card or an answer of the api.
+    expect(JSON.stringify([added, found, deleted, bad])).not.toContain(TOKEN);
+    expect(mesh.responses.join('\n')).not.toContain(TOKEN);
+  });
+
+  it('a re-import reports the changed and the removed operation, and disables the removed tool', async () => {
+    const doc = parseYaml(PETSTORE) as {
+      paths: Record<string, Record<string, Record<string, unknown>>>;
+    };
+    doc.paths['/pet/{petId}']!['get']!['summary'] = 'Find one pet by its numeric ID.';
+    delete doc.paths['/store/order/{orderId}']!['delete'];
+    const res = await importDoc(toYaml(doc));
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body).toMatchObject({
+      added: [],
+      changed: ['petstore.getPetById'],
+      removed: ['petstore.deleteOrder'],
+    });
+    expect((res.body as { unchanged: string[] }).unchanged).toHaveLength(16);
+    expect((await tool('petstore.getPetById'))['description']).toMatch(/^Find one pet by its/);
+    const removed = await tool('petstore.deleteOrder');
+    expect(removed['enabled']).toBe(false);
+    const r = await call('petstore.deleteOrder', { orderId: 1 });
+    expect(r.content.error?.code).toBe('tool_disabled');
+
+    // The original again: the removed tool comes back, enabled, and the description too.
+    const again = await importDoc(PETSTORE);
+    expect(again.body).toMatchObject({
+      added: [],
+      changed: expect.arrayContaining(['petstore.getPetById', 'petstore.deleteOrder']) as unknown,
+      removed: [],
+    });
+    expect((await tool('petstore.deleteOrder'))['enabled']).toBe(true);
+  });
+
+  it('include and exclude select operations by tag or operation id', async () => {
+    const res = await importDoc(PETSTORE, {
+      prefix: 'shop',
+      include: ['store', 'getUserByName'],
+      exclude: ['deleteOrder'],
+    });
+    expect(res.status, res.raw).toBe(200);
+    expect((res.body as { added: string[] }).added.sort()).toEqual([
+      'shop.getInventory',
+      'shop.getOrderById',
+      'shop.getUserByName',
+      'shop.placeOrder',
+    ]);
+  });
+});
+
+describe('toolmesh tools import-openapi', () => {
+  it('imports from a URL, resolving the relative server against it, and reports the outcome', async () => {
+    const address = await mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
+    const env = { TOOLMESH_API_URL: address, TOOLMESH_API_KEY: a.key, TOOLMESH_PROJECT: a.id };
+    const args = [
+      'tools',
+      'import-openapi',
+      `${store.url}/api/v3/openapi.yaml`,
+      '--prefix',
+      'cli',
+      '--security',
+      'petstore_auth=petstore_token',
+      '--include',
+      'pet',
+    ];
+    const first = await runToolmesh(args, env);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain(
+      'cli: 7 added, 0 changed, 0 removed (disabled), 0 unchanged, 1 skipped',
+    );
+    expect(first.stdout).toContain(
+      'skipped uploadFile: request body media type application/octet-stream',
+    );
+    expect((await tool('cli.findPetsByStatus'))['http']).toMatchObject({
+      url: `${store.url}/api/v3/pet/findByStatus`,
+    });
+    const r = await call('cli.findPetsByStatus', { status: 'sold' });
+    expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
+
+    // A file, and a key of another project: refused, nothing imported there.
+    const file = join(REPO_ROOT, 'tests/fixtures/openapi/petstore-v3.yaml');
+    const other = await runToolmesh(
+      ['tools', 'import-openapi', file, '--prefix', 'cli', '--base-url', store.url],
+      { ...env, TOOLMESH_API_KEY: b.key },
+    );
+    expect(other.code).toBe(4);
+    expect(other.stderr).toMatch(/404 project "[^"]+" not found/);
+    const again = await runToolmesh(
+      [...args.slice(0, 2), file, ...args.slice(3), '--base-url', `${store.url}/api/v3`, '--json'],
+      env,
+    );
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ added: [], changed: [], removed: [] });
+  }, 120_000);
+});
+
+describe('refusals', () => {
+  it("another project's key cannot import into the project", async () => {
+    expectError(await importDoc(PETSTORE, {}, { id: a.id, key: b.key }), 404, 'not_found');
+    expectError(
+      await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+        body: { prefix: 'x', document: PETSTORE },
+      }),
+      401,
+      'unauthorized',
+    );
+  });
+
+  it('refuses documents that are not OpenAPI 3.0/3.1, or that reach outside themselves', async () => {
+    const cases: [unknown, RegExp][] = [
+      ['{ not: json: nor [yaml', /neither JSON nor YAML/],
+      [{ swagger: '2.0', info: { title: 't', version: '1' }, paths: {} }, /Swagger 2.0/],
+      [{ openapi: '3.0.3', paths: {} }, /not valid OpenAPI/],
+      [
+        {
+          openapi: '3.1.0',
+          info: { title: 't', version: '1' },
+          paths: {
+            '/a': {
+              get: {
+                operationId: 'a',
+                parameters: [{ $ref: `${store.url}/params.json#/p` }],
+                responses: { 200: { description: 'ok' } },
+              },
+            },
+          },
+        },
+        /refers to other files or URLs/,
+      ],
+    ];
+    const before = store.seen.length;
+    for (const [document, message] of cases) {
+      const res = await importDoc(document, { prefix: 'bad' });
+      expectError(res, 400, 'invalid_openapi');
+      expect(res.body.error.message).toMatch(message);
+    }
+    // The external $ref was never fetched.
+    expect(store.seen.length).toBe(before);
+  });
+
+  it('refuses a document whose servers are relative when no base_url is given', async () => {
+    const res = await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+      key: a.key,
+      body: { prefix: 'rel', document: PETSTORE },
+    });
+    expectError(res, 400, 'invalid_openapi');
+    expect(JSON.stringify(res.body.error.details)).toContain('give base_url');
+  });
+
+  it('enforces the size and operation limits', async () => {
+    const paths = Object.fromEntries(
+      Array.from({ length: MAX_OPERATIONS + 1 }, (_, i) => [
+        `/op${i}`,
+        { get: { operationId: `op${i}`, responses: { 200: { description: 'ok' } } } },
+      ]),
+    );
+    const many = { openapi: '3.1.0', info: { title: 't', version: '1' }, paths };
+    const res = await importDoc(many, { prefix: 'many' });
+    expectError(res, 413, 'payload_too_large');
+    expect(res.body.error.details).toEqual({
+      operations: MAX_OPERATIONS + 1,
+      limit: MAX_OPERATIONS,
+    });
+    // Narrowed by exclude, the same document fits.
+    expect((await importDoc(many, { prefix: 'many', exclude: ['op0'] })).status).toBe(200);
+
+    const big = await importDoc(PETSTORE + `\n# ${'x'.repeat(250_000)}\n`, { prefix: 'big' });
+    expectError(big, 413, 'payload_too_large');
+  });
+
+  it("refuses names held by tools that are not the import's", async () => {
+    const own = await mesh.request('POST', `/v1/projects/${a.id}/tools`, {
+      key: a.key,
+      body: {
+        name: 'mine.getInventory',
+        description: 'registered by hand',
+        parameters: { type: 'object' },
+      },
+    });
+    expect(own.status, own.raw).toBe(201);
+    const res = await importDoc(PETSTORE, { prefix: 'mine' });
+    expectError(res, 409, 'conflict');
+    expect(res.body.error.details).toEqual({ conflicts: ['mine.getInventory'] });
+    // Nothing of the import was written.
+    const list = await mesh.request('GET', `/v1/projects/${a.id}/tools?q=mine.`, { key: a.key });
+    expect((list.body as { tools: unknown[] }).tools).toHaveLength(1);
+  });
+});
