@@ -5,7 +5,6 @@
 // here. The last test fails when a reserved tool was not run, so a new one cannot skip this.
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ToolCallCard } from '@toolmesh/client';
 import { TOOL_CATALOG, catalogTool } from '@toolmesh/skills';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
 
@@ -38,7 +37,7 @@ async function ok<R = Record<string, unknown>>(
   tool: string,
   args: Record<string, unknown>,
 ): Promise<R> {
-  const card: ToolCallCard = await call(tool, args);
+  const card = await call(tool, args);
   expect(card.status, `${tool}: ${JSON.stringify(card.content.error)}`).toBe('succeeded');
   const result = card.content.result;
   const schema = catalogTool(tool)!.result;
@@ -57,12 +56,14 @@ it('skills.load, activate and run_cmd file the results their schemas describe', 
   });
   expect(loaded).toMatchObject({ placed: false, environment: null });
   expect(loaded.files).toContain('SKILL.md');
+  expect(await ok('skills.load', { skill: 'http-hello', session_id: 'res-load' })).toMatchObject({
+    placed: true,
+    session_id: 'res-load',
+    location: 'skills/http-hello',
+  });
   expect(
-    await ok('skills.load', { skill: 'http-hello', session_id: 'res-load' }),
-  ).toMatchObject({ placed: true, session_id: 'res-load', location: 'skills/http-hello' });
-  expect(await ok('skills.activate', { skill: 'http-hello', session_id: 'res-load' })).toMatchObject(
-    { name: 'http-hello', location: 'skills/http-hello', environment: null },
-  );
+    await ok('skills.activate', { skill: 'http-hello', session_id: 'res-load' }),
+  ).toMatchObject({ name: 'http-hello', location: 'skills/http-hello', environment: null });
   // With a skill, an artifact and an output that was never written: every field is filled.
   const ran = await ok<{ artifacts: unknown[]; output_errors: unknown[] }>('skills.run_cmd', {
     skill: 'http-hello',
@@ -107,15 +108,12 @@ it('run_cmd_async and the task tools file the results their schemas describe', a
 }, 120_000);
 
 it('run_service files its endpoints with a token, task_status without', async () => {
-  const svc = await ok<{ task_id: string; endpoints: { token?: string }[] }>(
-    'skills.run_service',
-    {
-      skill: 'http-hello',
-      command: 'python3 server.py --port 8000 --greeting hi',
-      session_id: 'res-svc',
-      expose_ports: [8000],
-    },
-  );
+  const svc = await ok<{ task_id: string; endpoints: { token?: string }[] }>('skills.run_service', {
+    skill: 'http-hello',
+    command: 'python3 server.py --port 8000 --greeting hi',
+    session_id: 'res-svc',
+    expose_ports: [8000],
+  });
   expect(svc.endpoints).toHaveLength(1);
   expect(svc.endpoints[0]!.token).toMatch(/^[\w-]{43}$/);
   const status = await ok<{ endpoints: Record<string, unknown>[] }>('skills.task_status', {
@@ -186,8 +184,12 @@ it('the builtin tools file the results their schemas describe', async () => {
     {
       key: mesh.project.key,
       payload:
-        JSON.stringify({ id: 'm1', title: 'Invoice', body: 'The invoice for May', metadata: { n: 1 } }) +
-        '\n',
+        JSON.stringify({
+          id: 'm1',
+          title: 'Invoice',
+          body: 'The invoice for May',
+          metadata: { n: 1 },
+        }) + '\n',
       headers: { 'content-type': 'application/x-ndjson' },
     },
   );
