@@ -60,12 +60,15 @@ const STARTING = [
   ...PLACING,
   c('quota_exceeded', 'the project already runs as many tasks and jobs as its quota allows'),
 ];
+/** Codes that only a call with `session_id` can meet (load places the skill only then). */
+const withSession = (cases: readonly ToolErrorCase[]) =>
+  cases.map((e) => c(e.code, `with \`session_id\`: ${e.when}`));
 const NO_TASK = c('tool_error', 'no task of that id in this project (details.reason `not_found`)');
 const NO_JOB = c('tool_error', 'no job of that id in this project (details.reason `not_found`)');
 
 /** Tool-specific error codes, by full tool name. */
 export const TOOL_ERRORS: Readonly<Record<string, readonly ToolErrorCase[]>> = Object.freeze({
-  'skills.load': [SKILL_MISSING, ...SANDBOX, ...PLACING],
+  'skills.load': [SKILL_MISSING, ...withSession([...SANDBOX, ...PLACING])],
   'skills.activate': [SKILL_MISSING, ...SANDBOX, ...PLACING],
   'skills.run_cmd': [
     c('invalid_arguments', "`timeout_ms` is above the deployment's limit"),
@@ -105,7 +108,7 @@ export const TOOL_ERRORS: Readonly<Record<string, readonly ToolErrorCase[]>> = O
   'builtin.sleep': [],
   'builtin.execute_python': [
     c('invalid_arguments', "`timeout_ms` is above the deployment's limit"),
-    ...SANDBOX,
+    c('quota_exceeded', "its fresh sandbox would pass the project's sandbox quota"),
     c('timeout', 'the program ran past `timeout_ms` and was killed (details keep its output)'),
     c('oom', 'the program went past its memory limit (a MemoryError, or killed)'),
     c('cpu_limit', 'the program used more CPU time than its limit and was killed'),
