@@ -137,6 +137,9 @@ const errorLine = (e: ToolErrorCase) => `- \`${e.code}\`: ${e.when}.`;
 function errorList(t: CatalogTool): string[] {
   const common = [...COMMON_ERRORS, ...(t.idempotent ? [] : [INTERRUPTED])];
   const also = common.map((e) => `\`${e.code}\``).join(', ');
+  if (t.errors.length === 0) {
+    return [`Error codes: only those of any call, ${also} (see [Every call](#every-call)).`];
+  }
   return [
     'Error codes:',
     '',
