@@ -170,7 +170,7 @@ describe('tool catalog', () => {
       const n = node as Record<string, unknown>;
       if (n['properties']) {
         if (n['additionalProperties'] !== false) open.push(path);
-        for (const [k, v] of Object.entries(n['properties'] as object)) {
+        for (const [k, v] of Object.entries(n['properties'])) {
           if (!(v as { description?: string }).description && !(v as { anyOf?: unknown }).anyOf)
             open.push(`${path}.${k} (no description)`);
           walk(v, `${path}.${k}`);
