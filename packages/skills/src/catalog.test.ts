@@ -8,6 +8,7 @@ import {
   TOOL_CATALOG,
 } from './catalog.ts';
 import { RunCmdArgs, RunServiceArgs, StartJobArgs } from './catalog-args.ts';
+import { isErrorCode } from '@toolmesh/protocol';
 
 const SKILLS = [
   'load',
@@ -159,6 +160,37 @@ describe('tool catalog', () => {
     }
     for (const name of ['weather.get', 'skillsx.run', 'my_skills.run', 'builtins.echo']) {
       expect(isReservedToolName(name), name).toBe(false);
+    }
+  });
+
+  it('describes every result field, with every object of a result closed to other fields', () => {
+    const open: string[] = [];
+    const walk = (node: unknown, path: string) => {
+      if (typeof node !== 'object' || node === null) return;
+      const n = node as Record<string, unknown>;
+      if (n['properties']) {
+        if (n['additionalProperties'] !== false) open.push(path);
+        for (const [k, v] of Object.entries(n['properties'])) {
+          if (!(v as { description?: string }).description && !(v as { anyOf?: unknown }).anyOf)
+            open.push(`${path}.${k} (no description)`);
+          walk(v, `${path}.${k}`);
+        }
+      }
+      for (const key of ['items', 'anyOf', 'oneOf']) {
+        const sub = n[key];
+        for (const s of Array.isArray(sub) ? sub : [sub]) walk(s, `${path}[${key}]`);
+      }
+    };
+    for (const t of TOOL_CATALOG) walk(t.resultSchema, t.name);
+    expect(open).toEqual([]);
+  });
+
+  it("files only codes of the protocol's catalog, each with when", () => {
+    for (const t of TOOL_CATALOG) {
+      for (const e of t.errors) {
+        expect(isErrorCode(e.code), `${t.name}: ${e.code}`).toBe(true);
+        expect(e.when.length, `${t.name}: ${e.code}`).toBeGreaterThan(10);
+      }
     }
   });
 });

@@ -25,6 +25,8 @@ import {
   SearchDocumentsArgs,
   WriteFileArgs,
 } from './catalog-builtin.ts';
+import { TOOL_ERRORS, type ToolErrorCase } from './catalog-errors.ts';
+import { RESULTS } from './catalog-results.ts';
 
 export const ReservedTarget = { skills: 'skills', builtin: 'builtin' } as const;
 export type ReservedTarget = (typeof ReservedTarget)[keyof typeof ReservedTarget];
@@ -50,6 +52,15 @@ export interface CatalogTool {
   readonly args: z.ZodType;
   /** The arguments' JSON Schema, generated from `args`. */
   readonly parameters: JsonSchema;
+  /**
+   * The `result` object a successful call files (strict: no field beyond these). Documentation
+   * and a test contract; not given to the registry or to MCP clients as an outputSchema.
+   */
+  readonly result: z.ZodType;
+  /** The result's JSON Schema, generated from `result`. */
+  readonly resultSchema: JsonSchema;
+  /** The error codes this tool files beyond the common ones, with when. */
+  readonly errors: readonly ToolErrorCase[];
   /** MCP tool annotations: hints for clients about what a call does. */
   readonly annotations: ToolAnnotations;
   /**
@@ -157,7 +168,16 @@ function define(
   args: z.ZodType,
   description: string,
 ): CatalogTool {
+  const name = `${target}.${tool}`;
   const parameters = z.toJSONSchema(args, { target: 'draft-2020-12', io: 'input' }) as JsonSchema;
+  const result = RESULTS[name];
+  const errors = TOOL_ERRORS[name];
+  // A reserved tool without a documented result or error list is a mistake caught at load.
+  if (!result || !errors) throw new Error(`reserved tool ${name} has no result schema or errors`);
+  const resultSchema = z.toJSONSchema(result, {
+    target: 'draft-2020-12',
+    io: 'output',
+  }) as JsonSchema;
   return Object.freeze({
     name: `${target}.${tool}`,
     target,
@@ -166,6 +186,9 @@ function define(
     category,
     args,
     parameters,
+    result,
+    resultSchema,
+    errors,
     annotations: ANNOTATIONS[`${target}.${tool}`] ?? {},
     idempotent: !NOT_IDEMPOTENT.has(`${target}.${tool}`),
   });

@@ -64,3 +64,5 @@ export {
 export type { SkillDependencies } from './dependencies.ts';
 export { skillLocation } from './layout.ts';
 export { renderToolReference } from './catalog-docs.ts';
+export { COMMON_ERRORS, INTERRUPTED, TOOL_ERRORS, type ToolErrorCase } from './catalog-errors.ts';
+export { RESULTS } from './catalog-results.ts';
