@@ -1,7 +1,6 @@
 // What moves a suspended turn: inbox rows (a new task starts a turn, a tool result answers one
 // of its calls) and deadlines (a call nobody answered in time becomes a timeout result). Both
 // lock the turn before touching its calls, the same order every other turn write uses.
-import { v7 as uuidv7 } from 'uuid';
 import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Db } from './db.ts';
 import { insertCard } from './turn-cards.ts';
@@ -26,75 +25,6 @@ export interface TimedOutCall {
   deadline_ms: number;
 }
 
-interface InboxRow {
-  inbox_id: string;
-  message_type: 'tool_result' | 'task';
-  correlation_id: string;
-  payload: { card_id?: string; turn_epoch?: number | null; channel?: string };
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function userText(input: unknown): string {
-  return typeof input === 'string' ? input : JSON.stringify(input);
-}
-
-async function startTurn(tx: Db, projectId: string, agentId: string, row: InboxRow) {
-  if (!UUID.test(row.correlation_id)) return undefined;
-  const [task] = await tx.query<{ task_id: string; channel: string; input: unknown }>(
-    'turns_task_for_start',
-    `UPDATE state.tasks SET status = 'running', updated_at = now()
-     WHERE project_id = $1 AND agent_id = $2 AND task_id = $3 AND status = 'pending'
-     RETURNING task_id, channel, input`,
-    [projectId, agentId, row.correlation_id],
-  );
-  if (!task) return undefined;
-  const turnId = uuidv7();
-  await tx.query(
-    'turns_start',
-    `INSERT INTO state.turns (turn_id, project_id, agent_id, channel, task_id)
-     VALUES ($1, $2, $3, $4, $5)`,
-    [turnId, projectId, agentId, task.channel, task.task_id],
-  );
-  await insertCard(tx, {
-    projectId,
-    kind: 'message',
-    author: 'user',
-    content: { role: 'user', content: userText(task.input) },
-    metadata: { turn_id: turnId, task_id: task.task_id, step: 0 },
-  });
-  return { taskId: task.task_id, turnId, channel: task.channel };
-}
-
-/** Marks the answered call done; the turn becomes ready once none of its epoch is pending. */
-async function answerCall(tx: Db, projectId: string, row: InboxRow): Promise<string | undefined> {
-  const [call] = await tx.query<{ turn_id: string; epoch: number }>(
-    'turns_call_of_result',
-    `SELECT turn_id, epoch FROM state.turn_calls WHERE project_id = $1 AND tool_call_id = $2`,
-    [projectId, row.correlation_id],
-  );
-  if (!call) return 'no turn made this call';
-  const [turn] = await tx.query<{ status: string; epoch: number }>(
-    'turns_lock',
-    `SELECT status, epoch FROM state.turns WHERE turn_id = $1 FOR UPDATE`,
-    [call.turn_id],
-  );
-  const epoch = row.payload.turn_epoch;
-  if (!turn || turn.status !== 'waiting' || call.epoch !== turn.epoch)
-    return `turn is at epoch ${turn?.epoch} (${turn?.status}), call was of epoch ${call.epoch}`;
-  if (epoch !== undefined && epoch !== null && epoch !== turn.epoch)
-    return `result carries epoch ${epoch}, turn is at ${turn.epoch}`;
-  const done = await tx.query(
-    'turns_answer_call',
-    `UPDATE state.turn_calls SET status = 'done', result_card_id = $3
-     WHERE project_id = $1 AND tool_call_id = $2 AND status = 'pending' RETURNING 1`,
-    [projectId, row.correlation_id, row.payload.card_id ?? null],
-  );
-  if (done.length === 0) return 'call already answered';
-  await readyIfAnswered(tx, call.turn_id, turn.epoch);
-  return undefined;
-}
-
 async function readyIfAnswered(tx: Db, turnId: string, epoch: number): Promise<boolean> {
   const rows = await tx.query(
     'turns_ready_if_answered',
@@ -108,46 +38,19 @@ async function readyIfAnswered(tx: Db, turnId: string, epoch: number): Promise<b
   return rows.length === 1;
 }
 
+/** Applies the agent's pending inbox rows in one round trip (see migration 0027). */
 export async function applyInbox(
-  tx: Db,
+  db: Db,
   projectId: string,
   agentId: string,
   instanceId: string,
 ): Promise<AppliedInbox> {
-  // SKIP LOCKED: rows another instance is applying right now are its to apply.
-  const rows = await tx.query<InboxRow>(
-    'turns_claim_inbox',
-    `SELECT inbox_id, message_type, correlation_id, payload FROM state.agent_inbox
-     WHERE project_id = $1 AND agent_id = $2 AND status = 'pending'
-     ORDER BY created_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
-    [projectId, agentId],
+  const [row] = await db.query<{ applied: AppliedInbox }>(
+    'turns_apply_inbox',
+    'SELECT state.apply_inbox($1, $2, $3) AS applied',
+    [projectId, agentId, instanceId],
   );
-  const out: AppliedInbox = { started: [], resumed: [], ignored: [], applied: rows.length };
-  for (const row of rows) {
-    if (row.message_type === 'task') {
-      const started = await startTurn(tx, projectId, agentId, row);
-      if (started) out.started.push(started);
-      else out.ignored.push({ correlationId: row.correlation_id, reason: 'task not pending' });
-      continue;
-    }
-    const why = await answerCall(tx, projectId, row);
-    if (why) out.ignored.push({ correlationId: row.correlation_id, reason: why });
-  }
-  if (rows.length > 0) {
-    await tx.query(
-      'turns_inbox_done',
-      `UPDATE state.agent_inbox SET status = 'done', claimed_by = $2, claimed_at = now()
-       WHERE inbox_id = ANY($1::uuid[])`,
-      [rows.map((r) => r.inbox_id), instanceId],
-    );
-    const ready = await tx.query<{ turn_id: string }>(
-      'turns_ready_of_agent',
-      `SELECT turn_id FROM state.turns WHERE project_id = $1 AND agent_id = $2 AND status = 'ready'`,
-      [projectId, agentId],
-    );
-    out.resumed = ready.map((r) => r.turn_id);
-  }
-  return out;
+  return row!.applied;
 }
 
 export async function fireDeadlines(

@@ -152,8 +152,7 @@ interface ResultColumns {
 
 export function createTurnsRepo(db: Db): TurnsRepo {
   return {
-    applyInbox: (projectId, agentId, instanceId) =>
-      db.tx((tx) => applyInbox(tx, projectId, agentId, instanceId)),
+    applyInbox: (projectId, agentId, instanceId) => applyInbox(db, projectId, agentId, instanceId),
 
     claim: async (scope, instanceId, leaseMs) =>
       (
