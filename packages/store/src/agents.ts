@@ -75,7 +75,7 @@ export interface AgentsRepo {
 }
 
 const AGENT = `a.project_id, a.agent_id, a.name, p.name AS profile, a.created_at, a.updated_at`;
-const AGENT_TOOL = `t.name, t.target, t.description, t.category, t.parameters, t.enabled,
+export const AGENT_TOOL = `t.name, t.target, t.description, t.category, t.parameters, t.enabled,
   at.config, at.created_at AS attached_at`;
 
 const sqlState = (err: unknown): unknown =>

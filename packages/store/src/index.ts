@@ -102,6 +102,7 @@ export type {
   TurnsRepo,
 } from './turns.ts';
 export type { AppliedInbox, TimedOutCall } from './turn-events.ts';
+export type { StepContext } from './step-context.ts';
 export { McpServerState, McpTransport } from './mcp-servers.ts';
 export type {
   DiscoveredTool,

@@ -56,8 +56,6 @@ export interface ProfilesRepo {
   /** Undefined when the name is taken in the project. */
   create(projectId: string, p: NewProfile): Promise<ProfileRecord | undefined>;
   get(projectId: string, name: string): Promise<ProfileRecord | undefined>;
-  /** The profile an agent points at; undefined when it has none (or there is no such agent). */
-  ofAgent(projectId: string, agentId: string): Promise<ProfileRecord | undefined>;
   /** Ordered by name; `after` is the last name of the previous page. */
   list(projectId: string, limit: number, after?: string): Promise<ProfileRecord[]>;
   update(projectId: string, name: string, p: ProfilePatch): Promise<ProfileUpdate>;
@@ -66,7 +64,8 @@ export interface ProfilesRepo {
 
 const COLUMNS = `profile_id, project_id, name, allowed_tools, allowed_internal_tools, model,
   system_prompt, created_at, updated_at`;
-const OF_AGENT_COLUMNS = `p.profile_id, p.project_id, p.name, p.allowed_tools,
+/** The columns of a ProfileRecord, of a profile aliased `p`. */
+export const PROFILE_OF_P = `p.profile_id, p.project_id, p.name, p.allowed_tools,
   p.allowed_internal_tools, p.model, p.system_prompt, p.created_at, p.updated_at`;
 
 const sqlState = (err: unknown): unknown =>
@@ -112,16 +111,6 @@ export function createProfilesRepo(db: Db): ProfilesRepo {
           'profiles_get',
           `SELECT ${COLUMNS} FROM resource.profiles WHERE project_id = $1 AND name = $2`,
           [projectId, name],
-        )
-      )[0],
-    ofAgent: async (projectId, agentId) =>
-      (
-        await db.query<ProfileRecord>(
-          'profiles_of_agent',
-          `SELECT ${OF_AGENT_COLUMNS} FROM resource.agents a
-             JOIN resource.profiles p ON p.profile_id = a.profile_id
-           WHERE a.project_id = $1 AND a.agent_id = $2`,
-          [projectId, agentId],
         )
       )[0],
     list: (projectId, limit, after) =>

@@ -132,6 +132,14 @@ describe('turns', () => {
     expect(calls).toMatchObject([{ tool_call_id: 'call-e1', status: 'done', epoch: 1 }]);
     const conv = await store.turns.conversation(owner!);
     expect(conv.results.get('call-e1')?.content).toMatchObject({ result: { epoch: 0 } });
+    // The step's one read gives what the separate reads give.
+    expect(await store.turns.stepContext(owner!)).toEqual({
+      profile: undefined,
+      registry: await store.tools.list(P, {}),
+      attached: await store.agents.listTools(P, A),
+      conversation: conv,
+    });
+    expect(conv.cards.map((c) => c.kind)).toEqual(['message', 'message', 'tool.call']);
 
     const again = await store.turns.claim(scope, 'fast', 60_000);
     expect(again?.claims).toBe(1);

@@ -7,6 +7,7 @@ import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
 import { applyInbox, fireDeadlines, type AppliedInbox, type TimedOutCall } from './turn-events.ts';
+import { readStepContext, type StepContext } from './step-context.ts';
 import { commitStep, finishTurn } from './turn-commits.ts';
 import { CARD_COLUMNS as CARD } from './turn-cards.ts';
 
@@ -111,6 +112,8 @@ export interface TurnsRepo {
   fireDeadlines(graceMs: number, author: string, limit: number): Promise<TimedOutCall[]>;
   /** The turn's cards in order, with the result card of each of its calls. */
   conversation(t: TurnRecord): Promise<Conversation>;
+  /** What a step reads before asking the model (step-context.ts), in one statement. */
+  stepContext(t: TurnRecord): Promise<StepContext>;
   get(projectId: string, turnId: string): Promise<TurnRecord | undefined>;
   byTask(projectId: string, taskId: string): Promise<TurnRecord | undefined>;
   calls(turnId: string): Promise<TurnCallRecord[]>;
@@ -133,7 +136,7 @@ export interface TurnScope {
 
 const TURN = `turn_id, project_id, agent_id, channel, task_id, status, epoch, step, claims,
   run_token, run_owner, lease_until, created_at, updated_at`;
-const CALL = `tool_call_id, turn_id, epoch, seq, tool_name, arguments, status, deadline_ms,
+export const CALL = `tool_call_id, turn_id, epoch, seq, tool_name, arguments, status, deadline_ms,
   published_at, result_card_id`;
 const CALL_OF_C = CALL.replace(/\w+/g, 'c.$&');
 /** A call's result card, joined in beside the call (null columns when it has none yet). */
@@ -265,6 +268,8 @@ export function createTurnsRepo(db: Db): TurnsRepo {
       });
       return { cards, calls, results };
     },
+
+    stepContext: (t) => readStepContext(db, t),
 
     get: async (projectId, turnId) =>
       (

@@ -161,14 +161,9 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<boolea
       const message = `step ${step} failed or was abandoned ${turn.claims - 1} times in a row; see the agent worker logs`;
       return await finish('failed', { text: message }, { code: 'internal_error', message });
     }
-    // What the step reads, side by side. The project's tools are read before knowing whether
-    // the agent has a profile: one that has none (rare) reads them for nothing.
-    const [profile, registry, attached, conv] = await Promise.all([
-      store.profiles.ofAgent(turn.project_id, turn.agent_id),
-      store.tools.list(turn.project_id, {}),
-      store.agents.listTools(turn.project_id, turn.agent_id),
-      store.turns.conversation(turn),
-    ]);
+    // What the step reads, in one statement (the project's tools too: an agent without a
+    // profile, which needs none of them, is rare).
+    const { profile, registry, attached, conversation: conv } = await store.turns.stepContext(turn);
     const tools = buildToolset(
       profile,
       profile ? registry : [],
