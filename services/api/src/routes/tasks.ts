@@ -1,4 +1,4 @@
-// Tasks for agents. Starting one writes the task and its inbox row in one transaction, then
+// Tasks for agents. Starting one writes the task and its inbox row in one statement, then
 // publishes the agent's wakeup: the row comes first so that an agent woken for any reason finds
 // the task, and a wakeup that cannot be published loses nothing (the task waits in the inbox
 // for the agent's next wakeup; the answer says it was not woken).
@@ -103,24 +103,18 @@ export const taskRoutes =
           async (span) => {
             const { project, agent } = req.params;
             const { input, channel } = req.body;
-            const task = await store.tx(async (tx) => {
-              const t = await tx.tasks.create({
+            // The task and its inbox row in one statement.
+            const task = await store.tasks.createInInbox(
+              {
                 projectId: project,
                 agentId: agent,
                 channel,
                 input,
                 // Steps the worker's scan starts (no wakeup to carry it) join the task's trace.
                 traceparent: traceHeaders()[Header.traceparent],
-              });
-              if (t)
-                await tx.inbox.addTask({
-                  projectId: project,
-                  agentId: agent,
-                  taskId: t.task_id,
-                  payload: { channel },
-                });
-              return t;
-            });
+              },
+              { channel },
+            );
             if (!task) throw notFound('agent', agent);
             span.setAttribute('toolmesh.task_id', task.task_id);
 
