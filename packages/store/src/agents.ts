@@ -75,7 +75,7 @@ export interface AgentsRepo {
 }
 
 const AGENT = `a.project_id, a.agent_id, a.name, p.name AS profile, a.created_at, a.updated_at`;
-const AGENT_TOOL = `t.name, t.target, t.description, t.category, t.parameters, t.enabled,
+export const AGENT_TOOL = `t.name, t.target, t.description, t.category, t.parameters, t.enabled,
   at.config, at.created_at AS attached_at`;
 
 const sqlState = (err: unknown): unknown =>
@@ -181,15 +181,18 @@ export function createAgentsRepo(db: Db): AgentsRepo {
         )
       ).length === 1,
     listTools: async (projectId, agentId) => {
-      const rows = await db.query<AgentToolRecord>(
+      // One statement: the agent's row is joined in, so an agent without tools gives one row
+      // of nulls and a missing agent none.
+      const rows = await db.query<AgentToolRecord | { [K in keyof AgentToolRecord]: null }>(
         'agents_list_tools',
-        `SELECT ${AGENT_TOOL} FROM resource.agent_tools at
-           JOIN resource.tools t ON t.tool_id = at.tool_id
-         WHERE at.project_id = $1 AND at.agent_id = $2 ORDER BY t.name`,
+        `SELECT ${AGENT_TOOL} FROM resource.agents a
+           LEFT JOIN (resource.agent_tools at JOIN resource.tools t ON t.tool_id = at.tool_id)
+             ON at.project_id = a.project_id AND at.agent_id = a.agent_id
+         WHERE a.project_id = $1 AND a.agent_id = $2 ORDER BY t.name`,
         [projectId, agentId],
       );
-      if (rows.length > 0 || (await exists(projectId, agentId))) return rows;
-      return undefined;
+      if (rows.length === 0) return undefined;
+      return rows.filter((r): r is AgentToolRecord => r.name !== null);
     },
     attachTool: async (projectId, agentId, tool, config) => {
       const rows = await db

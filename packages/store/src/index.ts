@@ -103,6 +103,7 @@ export type {
   TurnsRepo,
 } from './turns.ts';
 export type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-events.ts';
+export type { StepContext } from './step-context.ts';
 export type {
   NewThread,
   NextMessage,

@@ -64,6 +64,9 @@ export interface ProfilesRepo {
 
 const COLUMNS = `profile_id, project_id, name, allowed_tools, allowed_internal_tools, model,
   system_prompt, created_at, updated_at`;
+/** The columns of a ProfileRecord, of a profile aliased `p`. */
+export const PROFILE_OF_P = `p.profile_id, p.project_id, p.name, p.allowed_tools,
+  p.allowed_internal_tools, p.model, p.system_prompt, p.created_at, p.updated_at`;
 
 const sqlState = (err: unknown): unknown =>
   typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;

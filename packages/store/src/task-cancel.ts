@@ -6,6 +6,7 @@
 import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
 import type { Task } from './tasks.ts';
+import { lockThreadOf } from './thread-queue.ts';
 import { startNextOfThread, type StartedTurn } from './turn-events.ts';
 import { insertCard } from './turn-cards.ts';
 
@@ -35,6 +36,8 @@ export async function cancelTask(
   author: string,
 ): Promise<CancelTaskOutcome> {
   return db.tx(async (tx) => {
+    // The thread (if any) before the turn: the order every path that ends a thread's turn uses.
+    await lockThreadOf(tx, projectId, taskId);
     const [turn] = await tx.query<{ turn_id: string; step: number }>(
       'task_cancel_lock_turn',
       `SELECT turn_id, step FROM state.turns WHERE project_id = $1 AND task_id = $2 FOR UPDATE`,

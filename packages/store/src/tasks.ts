@@ -51,6 +51,11 @@ export interface NewTask {
 export interface TasksRepo {
   /** Undefined when the agent does not exist in the project. */
   create(t: NewTask): Promise<Task | undefined>;
+  /**
+   * Creates the task and files it in its agent's inbox (payload as inbox.addTask), in one
+   * statement; undefined when the agent does not exist in the project.
+   */
+  createInInbox(t: NewTask, payload: Record<string, unknown>): Promise<Task | undefined>;
   get(projectId: string, taskId: string): Promise<Task | undefined>;
   /** Ends a pending or running task `canceled` (see task-cancel.ts). */
   cancel(
@@ -88,6 +93,37 @@ export function createTasksRepo(db: Db): TasksRepo {
             t.channel,
             JSON.stringify(t.input),
             t.traceparent ?? null,
+            t.keyId ?? null,
+            t.thread?.threadId ?? null,
+            t.thread?.seq ?? null,
+          ],
+        )
+      )[0],
+    createInInbox: async (t, payload) =>
+      (
+        await db.query<Task>(
+          'tasks_create_in_inbox',
+          `WITH task AS (
+             INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input, traceparent,
+                                      key_id, thread_id, thread_seq)
+             SELECT $1, project_id, agent_id, $4, $5::jsonb, $6, $9, $10, $11 FROM resource.agents
+             WHERE project_id = $2 AND agent_id = $3
+             RETURNING ${COLUMNS}),
+           inbox AS (
+             INSERT INTO state.agent_inbox
+               (inbox_id, project_id, agent_id, message_type, correlation_id, payload)
+             SELECT $7, project_id, agent_id, 'task', task_id::text, $8::jsonb FROM task
+             ON CONFLICT (project_id, message_type, md5(correlation_id)) DO NOTHING)
+           SELECT ${COLUMNS} FROM task`,
+          [
+            t.taskId ?? uuidv7(),
+            t.projectId,
+            t.agentId,
+            t.channel,
+            JSON.stringify(t.input),
+            t.traceparent ?? null,
+            uuidv7(),
+            JSON.stringify(payload),
             t.keyId ?? null,
             t.thread?.threadId ?? null,
             t.thread?.seq ?? null,

@@ -3,7 +3,9 @@
 // then always the thread's oldest pending message (which may not be the one whose inbox row is
 // being applied). Every path that starts or ends a thread's turn (applying the inbox, finishing
 // a turn, canceling a task) locks the thread row first, so two of them cannot both see the
-// thread idle and start two turns.
+// thread idle and start two turns. The choosing and starting live in SQL (migration 0027:
+// state.apply_inbox, state.finish_turn, state.start_next_of_thread), one round trip each; this
+// is the lock the cancel path takes from TypeScript.
 import type { Db } from './db.ts';
 
 /** Locks the thread of a task; undefined when the task belongs to none. */
@@ -22,41 +24,4 @@ export async function lockThreadOf(
       [projectId, taskId],
     )
   )[0];
-}
-
-/** Locks the threads of these tasks, in thread id order (the order every batch uses). */
-export async function lockThreadsOf(tx: Db, projectId: string, taskIds: string[]): Promise<void> {
-  await tx.query(
-    'thread_lock_of_tasks',
-    `SELECT th.thread_id FROM state.threads th
-     WHERE th.project_id = $1 AND th.thread_id IN (
-       SELECT thread_id FROM state.tasks
-       WHERE project_id = $1 AND task_id = ANY($2::uuid[]) AND thread_id IS NOT NULL)
-     ORDER BY th.thread_id
-     FOR UPDATE`,
-    [projectId, taskIds],
-  );
-}
-
-/**
- * The task whose turn may start now in a locked thread: its oldest pending message, or none
- * while a turn of the thread is unfinished (that message waits for it).
- */
-export async function nextOfThread(
-  tx: Db,
-  projectId: string,
-  threadId: string,
-): Promise<string | undefined> {
-  const [row] = await tx.query<{ task_id: string }>(
-    'thread_next_task',
-    `SELECT t.task_id FROM state.tasks t
-     WHERE t.project_id = $1 AND t.thread_id = $2 AND t.status = 'pending'
-       AND NOT EXISTS (
-         SELECT 1 FROM state.tasks r JOIN state.turns u ON u.task_id = r.task_id
-         WHERE r.project_id = $1 AND r.thread_id = $2
-           AND u.status IN ('ready', 'running', 'waiting'))
-     ORDER BY t.thread_seq LIMIT 1`,
-    [projectId, threadId],
-  );
-  return row?.task_id;
 }

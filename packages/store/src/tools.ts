@@ -129,7 +129,7 @@ export interface ToolsRepo {
   usage(projectId: string, name: string): Promise<ToolUsage>;
 }
 
-const COLUMNS = `tool_id, project_id, name, target, description, category, tags, parameters, origin,
+export const TOOL_COLUMNS = `tool_id, project_id, name, target, description, category, tags, parameters, origin,
   options, spec, annotations, output_schema, enabled, definition_hash, pending_definition,
   created_at, updated_at`;
 
@@ -153,7 +153,7 @@ export function createToolsRepo(db: Db): ToolsRepo {
       (tool_id, project_id, name, target, description, category, tags, parameters, origin, options,
        spec, annotations, output_schema)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-    ON CONFLICT (project_id, name) DO NOTHING RETURNING ${COLUMNS}`;
+    ON CONFLICT (project_id, name) DO NOTHING RETURNING ${TOOL_COLUMNS}`;
   return {
     create: async (projectId, t) =>
       (await db.query<ToolRecord>('tools_create', INSERT, insert(projectId, t)))[0],
@@ -214,14 +214,14 @@ export function createToolsRepo(db: Db): ToolsRepo {
       (
         await db.query<ToolRecord>(
           'tools_get',
-          `SELECT ${COLUMNS} FROM resource.tools WHERE project_id = $1 AND name = $2`,
+          `SELECT ${TOOL_COLUMNS} FROM resource.tools WHERE project_id = $1 AND name = $2`,
           [projectId, name],
         )
       )[0],
     list: (projectId, f) =>
       db.query<ToolRecord>(
         'tools_list',
-        `SELECT ${COLUMNS} FROM resource.tools
+        `SELECT ${TOOL_COLUMNS} FROM resource.tools
          WHERE project_id = $1
            AND ($2::text IS NULL OR category = $2)
            AND ($3::text IS NULL OR $3 = ANY (tags))
@@ -256,7 +256,7 @@ export function createToolsRepo(db: Db): ToolsRepo {
              annotations = coalesce($10, annotations),
              output_schema = CASE WHEN $11::boolean THEN $12::jsonb ELSE output_schema END,
              updated_at = now()
-           WHERE project_id = $1 AND name = $2 RETURNING ${COLUMNS}`,
+           WHERE project_id = $1 AND name = $2 RETURNING ${TOOL_COLUMNS}`,
           [
             projectId,
             name,
@@ -286,7 +286,7 @@ export function createToolsRepo(db: Db): ToolsRepo {
         const row = (
           await tx.query<ToolRecord>(
             'tools_get_for_approval',
-            `SELECT ${COLUMNS} FROM resource.tools WHERE project_id = $1 AND name = $2 FOR UPDATE`,
+            `SELECT ${TOOL_COLUMNS} FROM resource.tools WHERE project_id = $1 AND name = $2 FOR UPDATE`,
             [projectId, name],
           )
         )[0];
@@ -300,7 +300,7 @@ export function createToolsRepo(db: Db): ToolsRepo {
             `UPDATE resource.tools SET description = $3, parameters = $4, annotations = $5,
                output_schema = $6, spec = $7, definition_hash = $8, pending_definition = NULL,
                updated_at = now()
-             WHERE project_id = $1 AND name = $2 RETURNING ${COLUMNS}`,
+             WHERE project_id = $1 AND name = $2 RETURNING ${TOOL_COLUMNS}`,
             [
               projectId,
               name,

@@ -1,10 +1,9 @@
 // What moves a suspended turn: inbox rows (a new task starts a turn, a tool result answers one
 // of its calls) and deadlines (a call nobody answered in time becomes a timeout result). Both
 // lock the turn before touching its calls, the same order every other turn write uses.
-import { v7 as uuidv7 } from 'uuid';
 import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Db } from './db.ts';
-import { lockThreadOf, lockThreadsOf, nextOfThread } from './thread-queue.ts';
+import { lockThreadOf } from './thread-queue.ts';
 import { insertCard } from './turn-cards.ts';
 
 export interface StartedTurn {
@@ -33,92 +32,10 @@ export interface TimedOutCall {
   deadline_ms: number;
 }
 
-interface InboxRow {
-  inbox_id: string;
-  message_type: 'tool_result' | 'task';
-  correlation_id: string;
-  payload: { card_id?: string; turn_epoch?: number | null; channel?: string };
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function userText(input: unknown): string {
-  return typeof input === 'string' ? input : JSON.stringify(input);
-}
-
 /**
- * Starts the turn of a pending task: the task runs, and its input becomes the turn's first
- * (user) card. Undefined when the task is not pending (started already, canceled, unknown).
+ * After a turn of a thread ended (in the same transaction): the thread's next message starts
+ * (migration 0027, state.start_next_of_thread), under the thread's lock.
  */
-export async function startTaskTurn(
-  tx: Db,
-  projectId: string,
-  agentId: string,
-  taskId: string,
-): Promise<StartedTurn | undefined> {
-  const [task] = await tx.query<{ task_id: string; channel: string; input: unknown }>(
-    'turns_task_for_start',
-    `UPDATE state.tasks SET status = 'running', updated_at = now()
-     WHERE project_id = $1 AND agent_id = $2 AND task_id = $3 AND status = 'pending'
-     RETURNING task_id, channel, input`,
-    [projectId, agentId, taskId],
-  );
-  if (!task) return undefined;
-  const turnId = uuidv7();
-  await tx.query(
-    'turns_start',
-    `INSERT INTO state.turns (turn_id, project_id, agent_id, channel, task_id)
-     VALUES ($1, $2, $3, $4, $5)`,
-    [turnId, projectId, agentId, task.channel, task.task_id],
-  );
-  await insertCard(tx, {
-    projectId,
-    kind: 'message',
-    author: 'user',
-    content: { role: 'user', content: userText(task.input) },
-    metadata: { turn_id: turnId, task_id: task.task_id, step: 0 },
-  });
-  return { taskId: task.task_id, turnId, channel: task.channel };
-}
-
-/**
- * A task row of the inbox: its turn starts, unless its thread has a turn running (the message
- * waits; the end of that turn starts the next) or an older message waiting (that one starts).
- */
-async function startTurn(
-  tx: Db,
-  projectId: string,
-  agentId: string,
-  row: InboxRow,
-): Promise<StartedTurn | 'queued' | undefined> {
-  if (!UUID.test(row.correlation_id)) return undefined;
-  const thread = await lockThreadOf(tx, projectId, row.correlation_id);
-  if (!thread) return startTaskTurn(tx, projectId, agentId, row.correlation_id);
-  return (await startOldest(tx, projectId, agentId, thread.thread_id)) ?? 'queued';
-}
-
-/**
- * Starts the turn of a locked thread's oldest waiting message, if no turn of it is unfinished.
- * A message canceled between choosing it and starting it (its cancel does not take the thread
- * lock) gives its place to the next one, so the thread is never left idle with messages waiting.
- */
-async function startOldest(
-  tx: Db,
-  projectId: string,
-  agentId: string,
-  threadId: string,
-): Promise<StartedTurn | undefined> {
-  // Bounded: each pass sees one pending message leave that state for good.
-  for (let pass = 0; pass < 100; pass++) {
-    const next = await nextOfThread(tx, projectId, threadId);
-    if (!next) return undefined;
-    const started = await startTaskTurn(tx, projectId, agentId, next);
-    if (started) return started;
-  }
-  return undefined;
-}
-
-/** After a turn of a thread ended (in the same transaction): the thread's next message starts. */
 export async function startNextOfThread(
   tx: Db,
   projectId: string,
@@ -126,36 +43,13 @@ export async function startNextOfThread(
   endedTaskId: string,
 ): Promise<StartedTurn | undefined> {
   const thread = await lockThreadOf(tx, projectId, endedTaskId);
-  return thread ? startOldest(tx, projectId, agentId, thread.thread_id) : undefined;
-}
-
-/** Marks the answered call done; the turn becomes ready once none of its epoch is pending. */
-async function answerCall(tx: Db, projectId: string, row: InboxRow): Promise<string | undefined> {
-  const [call] = await tx.query<{ turn_id: string; epoch: number }>(
-    'turns_call_of_result',
-    `SELECT turn_id, epoch FROM state.turn_calls WHERE project_id = $1 AND tool_call_id = $2`,
-    [projectId, row.correlation_id],
+  if (!thread) return undefined;
+  const [next] = await tx.query<{ task_id: string; turn_id: string; channel: string }>(
+    'thread_start_next',
+    'SELECT task_id, turn_id, channel FROM state.start_next_of_thread($1, $2, $3)',
+    [projectId, agentId, thread.thread_id],
   );
-  if (!call) return 'no turn made this call';
-  const [turn] = await tx.query<{ status: string; epoch: number }>(
-    'turns_lock',
-    `SELECT status, epoch FROM state.turns WHERE turn_id = $1 FOR UPDATE`,
-    [call.turn_id],
-  );
-  const epoch = row.payload.turn_epoch;
-  if (!turn || turn.status !== 'waiting' || call.epoch !== turn.epoch)
-    return `turn is at epoch ${turn?.epoch} (${turn?.status}), call was of epoch ${call.epoch}`;
-  if (epoch !== undefined && epoch !== null && epoch !== turn.epoch)
-    return `result carries epoch ${epoch}, turn is at ${turn.epoch}`;
-  const done = await tx.query(
-    'turns_answer_call',
-    `UPDATE state.turn_calls SET status = 'done', result_card_id = $3
-     WHERE project_id = $1 AND tool_call_id = $2 AND status = 'pending' RETURNING 1`,
-    [projectId, row.correlation_id, row.payload.card_id ?? null],
-  );
-  if (done.length === 0) return 'call already answered';
-  await readyIfAnswered(tx, call.turn_id, turn.epoch);
-  return undefined;
+  return next && { taskId: next.task_id, turnId: next.turn_id, channel: next.channel };
 }
 
 async function readyIfAnswered(tx: Db, turnId: string, epoch: number): Promise<boolean> {
@@ -171,57 +65,19 @@ async function readyIfAnswered(tx: Db, turnId: string, epoch: number): Promise<b
   return rows.length === 1;
 }
 
+/** Applies the agent's pending inbox rows in one round trip (see migration 0027). */
 export async function applyInbox(
-  tx: Db,
+  db: Db,
   projectId: string,
   agentId: string,
   instanceId: string,
 ): Promise<AppliedInbox> {
-  // SKIP LOCKED: rows another instance is applying right now are its to apply.
-  const rows = await tx.query<InboxRow>(
-    'turns_claim_inbox',
-    `SELECT inbox_id, message_type, correlation_id, payload FROM state.agent_inbox
-     WHERE project_id = $1 AND agent_id = $2 AND status = 'pending'
-     ORDER BY created_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
-    [projectId, agentId],
+  const [row] = await db.query<{ applied: AppliedInbox }>(
+    'turns_apply_inbox',
+    'SELECT state.apply_inbox($1, $2, $3) AS applied',
+    [projectId, agentId, instanceId],
   );
-  // The threads of the batch's messages are locked up front, in one order: two instances
-  // applying batches that name the same threads in another order would otherwise deadlock.
-  const taskIds = rows.flatMap((r) =>
-    r.message_type === 'task' && UUID.test(r.correlation_id) ? [r.correlation_id] : [],
-  );
-  if (taskIds.length) await lockThreadsOf(tx, projectId, taskIds);
-  const out: AppliedInbox = { started: [], resumed: [], ignored: [], applied: rows.length };
-  for (const row of rows) {
-    if (row.message_type === 'task') {
-      const started = await startTurn(tx, projectId, agentId, row);
-      if (started === 'queued')
-        out.ignored.push({
-          correlationId: row.correlation_id,
-          reason: 'its thread has a turn running; it starts its next message when that ends',
-        });
-      else if (started) out.started.push(started);
-      else out.ignored.push({ correlationId: row.correlation_id, reason: 'task not pending' });
-      continue;
-    }
-    const why = await answerCall(tx, projectId, row);
-    if (why) out.ignored.push({ correlationId: row.correlation_id, reason: why });
-  }
-  if (rows.length > 0) {
-    await tx.query(
-      'turns_inbox_done',
-      `UPDATE state.agent_inbox SET status = 'done', claimed_by = $2, claimed_at = now()
-       WHERE inbox_id = ANY($1::uuid[])`,
-      [rows.map((r) => r.inbox_id), instanceId],
-    );
-    const ready = await tx.query<{ turn_id: string }>(
-      'turns_ready_of_agent',
-      `SELECT turn_id FROM state.turns WHERE project_id = $1 AND agent_id = $2 AND status = 'ready'`,
-      [projectId, agentId],
-    );
-    out.resumed = ready.map((r) => r.turn_id);
-  }
-  return out;
+  return row!.applied;
 }
 
 export async function fireDeadlines(

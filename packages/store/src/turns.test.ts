@@ -63,6 +63,34 @@ describe('turns', () => {
     expect((await store.tasks.get(P, taskId))?.final_card_id).toBe(card.card_id);
   });
 
+  it('shows a structured input to the model as JSON.stringify writes it, under version 7 ids', async () => {
+    const input = {
+      zeta: { 10: 'ten', b: [1.5, -2, true, null, 'x'], 2: 'two' },
+      say: 'tab\there "quoted" \\ back, ünïcødé ✓, \u0001',
+      '': {},
+      list: [],
+      '007': 'not an index',
+    };
+    const taskId = await newTask(input);
+    const applied = await store.turns.applyInbox(P, A, 'i1');
+    expect(applied.started).toEqual([{ taskId, turnId: expect.any(String), channel: 'main' }]);
+    const turn = await store.turns.byTask(P, taskId);
+    const [card] = (await store.turns.conversation(turn!)).cards;
+    // What the worker read back from the task and stringified before (jsonb orders the keys).
+    const stored = (await store.tasks.get(P, taskId))!.input;
+    expect(card!.content).toEqual({ role: 'user', content: JSON.stringify(stored) });
+    expect(JSON.parse((card!.content as { content: string }).content)).toEqual(input);
+    const v7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    for (const id of [turn!.turn_id, card!.card_id]) {
+      expect(id).toMatch(v7);
+      // The first 48 bits are the Unix time in milliseconds.
+      const ms = parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+      expect(Math.abs(ms - Date.now())).toBeLessThan(60_000);
+    }
+    const claimed = await store.turns.claim({ projectId: P, agentId: A }, 'i1', 60_000);
+    await store.turns.finish(claimed!, { status: 'succeeded', content: {}, author: 'x' });
+  });
+
   it('fences the writes of an owner whose lease lapsed; results of an older epoch change nothing', async () => {
     const taskId = await newTask('go');
     await store.turns.applyInbox(P, A, 'i1');
@@ -108,6 +136,14 @@ describe('turns', () => {
     expect(calls).toMatchObject([{ tool_call_id: 'call-e1', status: 'done', epoch: 1 }]);
     const conv = await store.turns.conversation(owner!);
     expect(conv.results.get('call-e1')?.content).toMatchObject({ result: { epoch: 0 } });
+    // The step's one read gives what the separate reads give.
+    expect(await store.turns.stepContext(owner!)).toEqual({
+      profile: undefined,
+      registry: await store.tools.list(P, {}),
+      attached: await store.agents.listTools(P, A),
+      conversation: conv,
+    });
+    expect(conv.cards.map((c) => c.kind)).toEqual(['message', 'message', 'tool.call']);
 
     const again = await store.turns.claim(scope, 'fast', 60_000);
     expect(again?.claims).toBe(1);

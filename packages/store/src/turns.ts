@@ -9,12 +9,13 @@ import type { Db } from './db.ts';
 import {
   applyInbox,
   fireDeadlines,
-  startNextOfThread,
   type AppliedInbox,
   type StartedTurn,
   type TimedOutCall,
 } from './turn-events.ts';
-import { CARD_COLUMNS as CARD, insertCard } from './turn-cards.ts';
+import { readStepContext, type StepContext } from './step-context.ts';
+import { commitStep, finishTurn } from './turn-commits.ts';
+import { CARD_COLUMNS as CARD } from './turn-cards.ts';
 
 export const TurnStatus = {
   ready: 'ready',
@@ -126,6 +127,8 @@ export interface TurnsRepo {
   fireDeadlines(graceMs: number, author: string, limit: number): Promise<TimedOutCall[]>;
   /** The turn's cards in order, with the result card of each of its calls. */
   conversation(t: TurnRecord): Promise<Conversation>;
+  /** What a step reads before asking the model (step-context.ts), in one statement. */
+  stepContext(t: TurnRecord): Promise<StepContext>;
   get(projectId: string, turnId: string): Promise<TurnRecord | undefined>;
   byTask(projectId: string, taskId: string): Promise<TurnRecord | undefined>;
   calls(turnId: string): Promise<TurnCallRecord[]>;
@@ -148,25 +151,26 @@ export interface TurnScope {
 
 const TURN = `turn_id, project_id, agent_id, channel, task_id, status, epoch, step, claims,
   run_token, run_owner, lease_until, created_at, updated_at`;
-const CALL = `tool_call_id, turn_id, epoch, seq, tool_name, arguments, status, deadline_ms,
+export const CALL = `tool_call_id, turn_id, epoch, seq, tool_name, arguments, status, deadline_ms,
   published_at, result_card_id`;
-
-/** Locks the turn if this lease still holds it. */
-async function lockFenced(db: Db, t: ClaimedTurn): Promise<TurnRecord | undefined> {
-  return (
-    await db.query<TurnRecord>(
-      'turns_lock_fenced',
-      `SELECT ${TURN} FROM state.turns
-       WHERE turn_id = $1 AND run_token = $2 AND status = 'running' FOR UPDATE`,
-      [t.turn_id, t.run_token],
-    )
-  )[0];
+const CALL_OF_C = CALL.replace(/\w+/g, 'c.$&');
+/** A call's result card, joined in beside the call (null columns when it has none yet). */
+const RESULT_OF_R = `r.card_id AS r_card_id, r.kind AS r_kind, r.tool_call_id AS r_tool_call_id,
+  r.author AS r_author, r.content AS r_content, r.metadata AS r_metadata,
+  r.created_at AS r_created_at`;
+interface ResultColumns {
+  r_card_id: string | null;
+  r_kind: Card['kind'] | null;
+  r_tool_call_id: string | null;
+  r_author: string | null;
+  r_content: unknown;
+  r_metadata: Record<string, unknown> | null;
+  r_created_at: Date | null;
 }
 
 export function createTurnsRepo(db: Db): TurnsRepo {
   return {
-    applyInbox: (projectId, agentId, instanceId) =>
-      db.tx((tx) => applyInbox(tx, projectId, agentId, instanceId)),
+    applyInbox: (projectId, agentId, instanceId) => applyInbox(db, projectId, agentId, instanceId),
 
     claim: async (scope, instanceId, leaseMs) =>
       (
@@ -194,69 +198,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
         )
       ).length === 1,
 
-    commitStep: (t, s) =>
-      db.tx(async (tx) => {
-        const turn = await lockFenced(tx, t);
-        if (!turn) return undefined;
-        const epoch = turn.epoch + 1;
-        const meta = { turn_id: t.turn_id, task_id: t.task_id, epoch, step: turn.step + 1 };
-        await insertCard(tx, {
-          projectId: t.project_id,
-          kind: 'message',
-          author: s.author,
-          content: s.assistant,
-          metadata: meta,
-        });
-        let pending = 0;
-        for (const [seq, c] of s.calls.entries()) {
-          await insertCard(tx, {
-            projectId: t.project_id,
-            kind: 'tool.call',
-            toolCallId: c.toolCallId,
-            author: s.author,
-            content: { tool_call_id: c.toolCallId, tool_name: c.toolName, arguments: c.arguments },
-            metadata: meta,
-          });
-          let resultCard: string | null = null;
-          if (c.answer) {
-            const [card] = await insertCard(tx, {
-              projectId: t.project_id,
-              kind: 'tool.result',
-              toolCallId: c.toolCallId,
-              author: s.author,
-              content: c.answer,
-              metadata: meta,
-            });
-            resultCard = card!.card_id;
-          } else pending++;
-          await tx.query(
-            'turns_insert_call',
-            `INSERT INTO state.turn_calls (project_id, tool_call_id, turn_id, epoch, seq, tool_name,
-               arguments, status, deadline_ms, result_card_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-            [
-              t.project_id,
-              c.toolCallId,
-              t.turn_id,
-              epoch,
-              seq,
-              c.toolName,
-              JSON.stringify(c.arguments),
-              c.answer ? 'done' : 'pending',
-              c.deadlineMs,
-              resultCard,
-            ],
-          );
-        }
-        await tx.query(
-          'turns_suspend',
-          `UPDATE state.turns SET epoch = $2, step = step + 1, status = $3, claims = 0, run_token = NULL,
-             run_owner = NULL, lease_until = NULL, updated_at = now()
-           WHERE turn_id = $1`,
-          [t.turn_id, epoch, pending > 0 ? 'waiting' : 'ready'],
-        );
-        return { epoch, step: turn.step + 1 };
-      }),
+    commitStep: (t, s) => commitStep(db, t, s),
 
     markPublished: async (projectId, ids) => {
       await db.query(
@@ -290,72 +232,59 @@ export function createTurnsRepo(db: Db): TurnsRepo {
         [olderThanMs, limit],
       ),
 
-    finish: (t, f) =>
-      db.tx(async (tx) => {
-        const turn = await lockFenced(tx, t);
-        if (!turn) return undefined;
-        const [card] = await insertCard(tx, {
-          projectId: t.project_id,
-          kind: 'final',
-          author: f.author,
-          content: f.content,
-          metadata: { turn_id: t.turn_id, task_id: t.task_id, step: turn.step },
-        });
-        await tx.query(
-          'turns_finish',
-          `UPDATE state.turns SET status = $2, run_token = NULL, run_owner = NULL,
-             lease_until = NULL, updated_at = now() WHERE turn_id = $1`,
-          [t.turn_id, f.status],
-        );
-        await tx.query(
-          'turns_finish_task',
-          `UPDATE state.tasks SET status = $3, final_card_id = $4, error = $5, updated_at = now()
-           WHERE project_id = $1 AND task_id = $2`,
-          [
-            t.project_id,
-            t.task_id,
-            f.status,
-            card!.card_id,
-            f.error ? JSON.stringify(f.error) : null,
-          ],
-        );
-        // A thread's next message waits for this turn: it starts now, in this transaction, so
-        // a crash cannot leave the thread idle with messages waiting.
-        const next = await startNextOfThread(tx, t.project_id, t.agent_id, t.task_id);
-        return { card: card!, next };
-      }),
+    finish: (t, f) => finishTurn(db, t, f),
 
     fireDeadlines: (graceMs, author, limit) => fireDeadlines(db, graceMs, author, limit),
 
     conversation: async (t) => {
-      const cards = await db.query<Card>(
-        'turns_cards',
-        `SELECT ${CARD} FROM cards
-         WHERE metadata ? 'turn_id' AND metadata->>'turn_id' = $2 AND project_id = $1
-         ORDER BY created_at, card_id`,
-        [t.project_id, t.turn_id],
-      );
-      const calls = await db.query<TurnCallRecord>(
-        'turns_calls_all',
-        `SELECT ${CALL} FROM state.turn_calls WHERE turn_id = $1 ORDER BY epoch, seq`,
-        [t.turn_id],
-      );
-      const ids = calls.flatMap((c) => (c.result_card_id ? [c.result_card_id] : []));
-      const found = ids.length
-        ? await db.query<Card>(
-            'turns_result_cards',
-            `SELECT ${CARD} FROM cards WHERE project_id = $1 AND card_id = ANY($2::uuid[])`,
-            [t.project_id, ids],
-          )
-        : [];
-      const byCard = new Map(found.map((c) => [c.card_id, c]));
+      // Two reads side by side: the turn's cards, and its calls each with its result card.
+      const [cards, rows] = await Promise.all([
+        db.query<Card>(
+          'turns_cards',
+          `SELECT ${CARD} FROM cards
+           WHERE metadata ? 'turn_id' AND metadata->>'turn_id' = $2 AND project_id = $1
+           ORDER BY created_at, card_id`,
+          [t.project_id, t.turn_id],
+        ),
+        db.query<TurnCallRecord & ResultColumns>(
+          'turns_calls_with_results',
+          `SELECT ${CALL_OF_C}, ${RESULT_OF_R}
+           FROM state.turn_calls c
+           LEFT JOIN cards r ON r.project_id = c.project_id AND r.card_id = c.result_card_id
+           WHERE c.turn_id = $1 ORDER BY c.epoch, c.seq`,
+          [t.turn_id],
+        ),
+      ]);
       const results = new Map<string, Card>();
-      for (const c of calls) {
-        const card = c.result_card_id ? byCard.get(c.result_card_id) : undefined;
-        if (card) results.set(c.tool_call_id, card);
-      }
+      const calls = rows.map((row) => {
+        const {
+          r_card_id,
+          r_kind,
+          r_tool_call_id,
+          r_author,
+          r_content,
+          r_metadata,
+          r_created_at,
+          ...call
+        } = row;
+        if (r_card_id !== null) {
+          results.set(call.tool_call_id, {
+            card_id: r_card_id,
+            project_id: t.project_id,
+            kind: r_kind!,
+            tool_call_id: r_tool_call_id,
+            author: r_author!,
+            content: r_content,
+            metadata: r_metadata!,
+            created_at: r_created_at!,
+          });
+        }
+        return call;
+      });
       return { cards, calls, results };
     },
+
+    stepContext: (t) => readStepContext(db, t),
 
     get: async (projectId, turnId) =>
       (

@@ -34,7 +34,7 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
   const log: Logger = deps.logger.child({ component: 'runner' });
   let active = 0;
   const waiters: (() => void)[] = [];
-  const background = new Set<Promise<void>>();
+  const background = new Set<Promise<unknown>>();
   let timer: NodeJS.Timeout | undefined;
   let scanning: Promise<void> | undefined;
   let stopped = false;
@@ -58,9 +58,10 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
     return task?.traceparent ? { parent: contextFromTraceparent(task.traceparent) } : {};
   }
 
-  async function step(turn: Parameters<typeof runStep>[1]): Promise<void> {
+  /** Runs a step; true when the turn is due again at once (see runStep). */
+  async function step(turn: Parameters<typeof runStep>[1]): Promise<boolean> {
     try {
-      await withSpan(
+      const again = await withSpan(
         'agent step',
         {
           ...(await traceOf(turn)),
@@ -74,38 +75,55 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
         () => runStep(deps, turn),
       );
       metrics.agentSteps.inc({ outcome: 'ok' });
+      return again;
     } catch (err) {
       metrics.agentSteps.inc({ outcome: 'error' });
       // The lease lapses and the scan retries the step; nothing is lost.
       log.error({ err, turn_id: turn.turn_id }, 'step failed; the turn is retried after its lease');
+      return false;
     }
   }
 
-  /** Applies the agent's inbox and announces the tasks it started. */
-  async function apply(projectId: string, agentId: string): Promise<void> {
+  /**
+   * Applies the agent's inbox. Returns how many of the agent's turns are due now, and the
+   * announcements of the tasks it started, still on their way (the caller awaits them; the
+   * connection keeps them ahead of anything the steps publish later).
+   */
+  async function apply(
+    projectId: string,
+    agentId: string,
+  ): Promise<{ due: number; announced: Promise<unknown> }> {
     const applied = await store.turns.applyInbox(projectId, agentId, instanceId);
     if (applied.ignored.length)
       log.info(
         { project_id: projectId, agent_id: agentId, ignored: applied.ignored },
         'inbox rows ignored',
       );
-    for (const s of applied.started) {
-      log.info(
-        { project_id: projectId, agent_id: agentId, task_id: s.taskId, turn_id: s.turnId },
-        'turn started',
-      );
-      await deps.publish.task(
-        { project_id: projectId, channel: s.channel, agent_id: agentId },
-        s.taskId,
-        'running',
-      );
-    }
+    const announced = Promise.all(
+      applied.started.map((s) => {
+        log.info(
+          { project_id: projectId, agent_id: agentId, task_id: s.taskId, turn_id: s.turnId },
+          'turn started',
+        );
+        return deps.publish.task(
+          { project_id: projectId, channel: s.channel, agent_id: agentId },
+          s.taskId,
+          'running',
+        );
+      }),
+    );
+    announced.catch(() => undefined);
+    return { due: applied.resumed.length, announced };
   }
 
   async function wake(projectId: string, agentId: string): Promise<void> {
-    await apply(projectId, agentId);
+    const { due, announced } = await apply(projectId, agentId);
     const scope = { projectId, agentId };
-    for (;;) {
+    // As many claims as turns came due, and one more for each step that left its turn due
+    // again; at least one, for a turn whose inbox an instance applied before it died. A turn
+    // that comes due later has a wakeup of its own, or the scan finds it.
+    let claims = Math.max(1, due);
+    while (claims-- > 0) {
       await acquire();
       let turn;
       try {
@@ -114,13 +132,17 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
         release();
         throw err;
       }
-      if (!turn) return release();
+      if (!turn) {
+        release();
+        break;
+      }
       try {
-        await step(turn);
+        if (await step(turn)) claims++;
       } finally {
         release();
       }
     }
+    await announced;
   }
 
   async function scanOnce(): Promise<void> {
@@ -154,7 +176,8 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
     const stalledMs = cfg.scan_interval_ms * 5;
     for (const a of await store.turns.stalledInboxes(stalledMs, SCAN_BATCH)) {
       log.info({ project_id: a.project_id, agent_id: a.agent_id }, 'applying a stalled inbox');
-      await apply(a.project_id, a.agent_id);
+      const { announced } = await apply(a.project_id, a.agent_id);
+      await announced;
     }
     // Due turns nobody runs: a lost wakeup, a ready turn after refused calls, a dead instance.
     while (!stopped && active < cfg.concurrency) {

@@ -110,7 +110,8 @@ function planCalls(calls: ModelCall[], tools: Toolset, deps: StepDeps, profile: 
   });
 }
 
-export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> {
+/** Runs one step; true when it left the turn due again (every call answered by the worker). */
+export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<boolean> {
   const { store, publish } = deps;
   const step = turn.step + 1;
   const log = deps.logger.child({
@@ -137,23 +138,30 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
     status: 'succeeded' | 'failed',
     content: Record<string, unknown>,
     error?: ErrorBody,
-  ) => {
+  ): Promise<false> => {
     const done = await store.turns.finish(turn, {
       status,
       content: { status, ...content, ...(error ? { error } : {}) },
       error,
       author: `agent:${turn.agent_id}`,
     });
-    if (!done) return log.warn('lease lost before the turn could finish; left to its new owner');
+    if (!done) {
+      log.warn('lease lost before the turn could finish; left to its new owner');
+      return false;
+    }
     const { card, next } = done;
     log.info({ status, card_id: card.card_id, code: error?.code }, 'turn finished');
-    await publish.task(turn, turn.task_id, status, {
-      card_id: card.card_id,
-      ...(error ? { error } : {}),
-    });
-    await publish.state(turn, 'idle');
-    // The thread's next message started with this turn's end; the wake loop or scan runs it.
+    await Promise.all([
+      publish.task(turn, turn.task_id, status, {
+        card_id: card.card_id,
+        ...(error ? { error } : {}),
+      }),
+      publish.state(turn, 'idle'),
+    ]);
+    // The thread's next message started with this turn's end (announced after it, so a watcher
+    // sees the order the thread ran in); the wake loop or scan runs it.
     if (next) await publish.task({ ...turn, channel: next.channel }, next.taskId, 'running');
+    return false;
   };
 
   try {
@@ -161,17 +169,15 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
       const message = `step ${step} failed or was abandoned ${turn.claims - 1} times in a row; see the agent worker logs`;
       return await finish('failed', { text: message }, { code: 'internal_error', message });
     }
-    const agent = await store.agents.get(turn.project_id, turn.agent_id);
-    const profile = agent?.profile
-      ? await store.profiles.get(turn.project_id, agent.profile)
-      : undefined;
+    // What the step reads, in one statement (the project's tools too: an agent without a
+    // profile, which needs none of them, is rare).
+    const { profile, registry, attached, conversation: conv } = await store.turns.stepContext(turn);
     const tools = buildToolset(
       profile,
-      profile ? await store.tools.list(turn.project_id, {}) : [],
-      (await store.agents.listTools(turn.project_id, turn.agent_id)) ?? [],
+      profile ? registry : [],
+      attached ?? [],
       deps.agent.prompt_tools_max,
     );
-    const conv = await store.turns.conversation(turn);
     // The last answer submitted its result beside other calls: those have their results now.
     const deferred = deferredSubmit(conv);
     if (deferred) return await finish('succeeded', { ...deferred });
@@ -190,7 +196,9 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
         deps.agent.tool_result_max_chars,
       ),
     );
-    await publish.state(turn, 'thinking');
+    // Sent while the model is asked; a failure to publish it still fails the step, after.
+    const thinking = publish.state(turn, 'thinking');
+    thinking.catch(() => undefined);
     let seq = step * SEQ_PER_STEP;
     let answer: ModelAnswer;
     try {
@@ -205,8 +213,10 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
         log,
       );
     } catch (err) {
-      if (abort.signal.aborted)
-        return log.warn('lease lost while the model was asked; step dropped');
+      if (abort.signal.aborted) {
+        log.warn('lease lost while the model was asked; step dropped');
+        return false;
+      }
       if (!(err instanceof ModelError)) throw err;
       log.warn({ err: err.message, status: err.status }, 'model failed; the turn ends');
       return await finish(
@@ -215,6 +225,7 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
         { code: 'model_error', message: err.message },
       );
     }
+    await thinking;
 
     const submit = answer.calls.find((c) => c.name === SUBMIT_RESULT && tools.internal.has(c.name));
     const others = answer.calls.filter((c) => c !== submit);
@@ -231,7 +242,7 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
 
     // A submit_result beside other calls waits for them (submit.ts): it is kept in the answer's
     // record, and the step after their results finishes the turn with it.
-    const calls = planCalls(others, tools, deps, agent?.profile ?? null);
+    const calls = planCalls(others, tools, deps, profile?.name ?? null);
     const committed = await store.turns.commitStep(turn, {
       assistant: {
         role: 'assistant',
@@ -244,7 +255,10 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
       calls,
       author: `agent:${turn.agent_id}`,
     });
-    if (!committed) return log.warn('lease lost before the step was recorded; step dropped');
+    if (!committed) {
+      log.warn('lease lost before the step was recorded; step dropped');
+      return false;
+    }
     const outgoing = calls.filter((c) => !c.answer);
     await Promise.all(
       outgoing.map((c) =>
@@ -256,10 +270,6 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
         }),
       ),
     );
-    await store.turns.markPublished(
-      turn.project_id,
-      outgoing.map((c) => c.toolCallId),
-    );
     log.info(
       {
         epoch: committed.epoch,
@@ -268,13 +278,24 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<void> 
       },
       outgoing.length ? 'turn suspended on tool calls' : 'every call answered here; next step due',
     );
-    await publish.step(
-      turn,
-      committed.epoch,
-      committed.step,
-      calls.map((c) => c.toolCallId),
-    );
-    if (outgoing.length) await publish.state(turn, 'waiting');
+    // The calls' deadlines start and the events go out together: none waits for another.
+    await Promise.all([
+      outgoing.length
+        ? store.turns.markPublished(
+            turn.project_id,
+            outgoing.map((c) => c.toolCallId),
+          )
+        : undefined,
+      publish.step(
+        turn,
+        committed.epoch,
+        committed.step,
+        calls.map((c) => c.toolCallId),
+      ),
+      outgoing.length ? publish.state(turn, 'waiting') : undefined,
+    ]);
+    // Every call was answered here: the turn is ready again and this runner takes it next.
+    return outgoing.length === 0;
   } finally {
     clearInterval(heartbeat);
   }

@@ -1,4 +1,4 @@
-// Tasks for agents. Starting one writes the task and its inbox row in one transaction, then
+// Tasks for agents. Starting one writes the task and its inbox row in one statement, then
 // publishes the agent's wakeup: the row comes first so that an agent woken for any reason finds
 // the task, and a wakeup that cannot be published loses nothing (the task waits in the inbox
 // for the agent's next wakeup; the answer says it was not woken).
@@ -102,8 +102,9 @@ export const taskRoutes =
           async (span) => {
             const { project, agent } = req.params;
             const { input, channel } = req.body;
-            const task = await store.tx(async (tx) => {
-              const t = await tx.tasks.create({
+            // The task and its inbox row in one statement.
+            const task = await store.tasks.createInInbox(
+              {
                 projectId: project,
                 agentId: agent,
                 channel,
@@ -112,16 +113,9 @@ export const taskRoutes =
                 traceparent: traceHeaders()[Header.traceparent],
                 // A caller key sees this task and the executions of its calls.
                 keyId: keyIdOf(req),
-              });
-              if (t)
-                await tx.inbox.addTask({
-                  projectId: project,
-                  agentId: agent,
-                  taskId: t.task_id,
-                  payload: { channel },
-                });
-              return t;
-            });
+              },
+              { channel },
+            );
             if (!task) throw notFound('agent', agent);
             span.setAttribute('toolmesh.task_id', task.task_id);
 

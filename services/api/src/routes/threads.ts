@@ -237,22 +237,20 @@ export const threadRoutes =
         const sent = await store.tx(async (tx) => {
           const next = await tx.threads.nextMessage(project, agent, thread_id, max);
           if (next.kind !== 'numbered') return next;
-          const task = await tx.tasks.create({
-            projectId: project,
-            agentId: agent,
-            channel: next.channel,
-            input: req.body.input,
-            thread: { threadId: thread_id, seq: next.seq },
-            traceparent: traceHeaders()[Header.traceparent],
-            keyId: keyIdOf(req),
-          });
+          // The message's task and its inbox row in one statement.
+          const task = await tx.tasks.createInInbox(
+            {
+              projectId: project,
+              agentId: agent,
+              channel: next.channel,
+              input: req.body.input,
+              thread: { threadId: thread_id, seq: next.seq },
+              traceparent: traceHeaders()[Header.traceparent],
+              keyId: keyIdOf(req),
+            },
+            { channel: next.channel, thread_id },
+          );
           if (!task) return { kind: 'not_found' as const };
-          await tx.inbox.addTask({
-            projectId: project,
-            agentId: agent,
-            taskId: task.task_id,
-            payload: { channel: next.channel, thread_id },
-          });
           return { kind: 'filed' as const, task, seq: next.seq, channel: next.channel };
         });
         if (sent.kind === 'not_found') throw notFound('thread', thread_id);
