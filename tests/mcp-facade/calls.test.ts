@@ -1,6 +1,7 @@
 // tools/call over the facade: builtin.echo answered from its card (text and structuredContent,
 // an execution row on the `mcp` channel), a failed card as isError with its code and message,
-// arguments the schema refuses, and a name the client was never shown.
+// arguments the schema refuses, a name the client was never shown, and a tool disabled after the
+// facade last resolved it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { startFacadeMesh, type FacadeMesh } from './support.ts';
@@ -57,5 +58,24 @@ describe('tools/call', () => {
       expect(err).toBeInstanceOf(McpError);
       expect((err as McpError).message).toContain('unknown tool');
     }
+  });
+
+  // The facade keeps the rows it resolves (tool-cache.ts): the registry change event must drop
+  // them, or a disabled tool would still run until the cache's TTL.
+  it('refuses a tool at once once it is disabled, though it was just called', async () => {
+    const client = await mesh.connect();
+    const before = await client.callTool({ name: 'builtin__sleep', arguments: { ms: 1 } });
+    expect(before.isError).toBeFalsy();
+    const res = await mesh.api.request(
+      'PATCH',
+      `/v1/projects/${mesh.project.id}/tools/builtin.sleep`,
+      { key: mesh.project.key, body: { enabled: false } },
+    );
+    expect(res.status, res.raw).toBe(200);
+    const err = await client
+      .callTool({ name: 'builtin__sleep', arguments: { ms: 1 } })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(McpError);
+    expect((err as McpError).message).toContain('unknown tool');
   });
 });
