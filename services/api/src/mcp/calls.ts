@@ -1,5 +1,5 @@
 // A `tools/call` of the MCP facade as a tool call on the mesh: the execution row is written
-// `queued` first (as POST /executions does), the call is published and its result awaited;
+// `queued` (as POST /executions does), the call is published and its result awaited;
 // progress events of the call become `notifications/progress`, a cancelled request cancels the
 // call on the mesh. With an idempotency key in `_meta`, the tool_call_id is a hash of the project
 // and the key: a re-sent request finds the same row and answers from the same card, never a
@@ -178,11 +178,18 @@ export function createMeshCalls(deps: CallDeps) {
   /**
    * Writes the queued row (or finds the row of a re-sent keyed call) and builds the bus request.
    * A re-send whose call finished comes back with its answer; one for another tool is refused.
+   * With `overlap`, a call without a key does not wait for its row: `recording` settles once it
+   * is written (see run).
    */
-  async function prepare(call: Omit<MeshCall, 'signal' | 'onProgress'>): Promise<{
+  async function prepare(
+    call: Omit<MeshCall, 'signal' | 'onProgress'>,
+    overlap = false,
+  ): Promise<{
     id: string;
     queued: boolean;
     req: ToolCallRequest;
+    /** Settles (never rejects) once the queued row is written or found to exist. */
+    recording: Promise<void>;
     answer?: CallToolResult;
     conflict?: CallToolResult;
   }> {
@@ -202,15 +209,30 @@ export function createMeshCalls(deps: CallDeps) {
       ...(deadline !== undefined ? { timeoutMs: deadline } : {}),
       ...(call.traceparent ? { traceparent: call.traceparent } : {}),
     };
-    const queued = await store.executions.enqueue({
-      projectId: project,
-      toolCallId: id,
-      channel: MCP_CHANNEL,
-      toolName: tool.name,
-      target: splitToolName(tool.name).target,
-      instanceId: QUEUED_BY,
-    });
-    if (queued) return { id, queued: true, req };
+    const enqueue = () =>
+      store.executions.enqueue({
+        projectId: project,
+        toolCallId: id,
+        channel: MCP_CHANNEL,
+        toolName: tool.name,
+        target: splitToolName(tool.name).target,
+        instanceId: QUEUED_BY,
+      });
+    if (overlap && !call.idempotencyKey) {
+      // A fresh random id has no row to find, so nothing waits on this write: it goes to the
+      // database while the call travels, and the answer waits for both. Whichever comes first,
+      // the rows agree: the tool service's writes update a queued row, and a queued row written
+      // after them is a no-op (ON CONFLICT DO NOTHING). A keyed call and a task wait for the row:
+      // it is how a re-send is found, and a task's record must precede its publish.
+      const recording = enqueue().then(
+        () => undefined,
+        (err: unknown) => log.warn({ err, tool_call_id: id }, 'could not record the queued call'),
+      );
+      return { id, queued: true, req, recording };
+    }
+    const settled = Promise.resolve();
+    const queued = await enqueue();
+    if (queued) return { id, queued: true, req, recording: settled };
     // A re-send of a keyed call: answer from its card when it has one, else wait for it (the
     // publish is deduplicated; the tool service never runs a known id twice).
     const e = await store.executions.get(project, id);
@@ -219,10 +241,10 @@ export function createMeshCalls(deps: CallDeps) {
         'idempotency_conflict',
         `idempotency key already used for a call of ${e.tool_name}`,
       );
-      return { id, queued: false, req, answer: conflict, conflict };
+      return { id, queued: false, req, recording: settled, answer: conflict, conflict };
     }
     const done = await answered(project, id);
-    return { id, queued: false, req, ...(done ? { answer: done } : {}) };
+    return { id, queued: false, req, recording: settled, ...(done ? { answer: done } : {}) };
   }
 
   /**
@@ -293,7 +315,7 @@ export function createMeshCalls(deps: CallDeps) {
 
   async function run(call: MeshCall): Promise<CallToolResult> {
     const { project } = call;
-    const { id, queued, req, answer } = await prepare(call);
+    const { id, queued, req, recording, answer } = await prepare(call, true);
     if (answer) return answer;
     const progress = listenProgress(call, id);
     const onAbort = () => {
@@ -314,7 +336,10 @@ export function createMeshCalls(deps: CallDeps) {
       if (err instanceof ResultWaitTimeoutError) {
         return errorResult('timeout', (err as Error).message, { tool_call_id: id });
       }
-      if (queued) await store.executions.dropQueued(project, id);
+      if (queued) {
+        await recording;
+        await store.executions.dropQueued(project, id);
+      }
       log.warn({ err, tool_call_id: id }, 'publishing an MCP tool call failed');
       return errorResult(
         'unavailable',
@@ -323,6 +348,8 @@ export function createMeshCalls(deps: CallDeps) {
     } finally {
       call.signal.removeEventListener('abort', onAbort);
       progress?.unsubscribe();
+      // The answer follows the row: a client that reads its executions next finds this one.
+      await recording;
     }
   }
 
