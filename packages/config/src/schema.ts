@@ -210,6 +210,9 @@ export const apiSchema = section({
   auth_failure_window_sec: positiveInt().default(60),
   // Client addresses whose failures are counted at once; past it, the oldest windows are dropped.
   auth_failure_max_clients: positiveInt().default(100_000),
+  // How long a verified project key is trusted without reading the database again; a revocation
+  // drops it at once on every instance (the bus event key_revoked). 0 reads it on every request.
+  auth_cache_ttl_ms: intAtLeast(0).default(5_000),
   body_limit_bytes: positiveInt().default(1_048_576),
   upload_limit_bytes: positiveInt().default(20_971_520),
   execution_wait_default_ms: positiveInt().default(30_000),

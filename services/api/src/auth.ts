@@ -2,7 +2,8 @@
 // stored). A project key reaches its own project only: anything of another project answers 404,
 // exactly as if it did not exist. Failed authentications are rate limited per client address
 // (auth-limit.ts; IPv6 by /64): the address is the peer of the TCP connection (no proxy headers
-// are trusted), so clients behind one proxy share a budget.
+// are trusted), so clients behind one proxy share a budget. A verified key is kept for a moment
+// (key-cache.ts); revoking it drops it on every instance.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ID_PATTERN } from '@toolmesh/protocol';
@@ -10,6 +11,7 @@ import type { Store } from '@toolmesh/store';
 import type { ApiConfig } from '@toolmesh/config';
 import { clientKey, createAuthLimiter, type AuthLimiter } from './auth-limit.ts';
 import { ApiError, notFound } from './errors.ts';
+import type { KeyCache } from './key-cache.ts';
 
 export type Principal = { kind: 'admin' } | { kind: 'project'; projectId: string; keyId: string };
 
@@ -33,9 +35,16 @@ const tooMany = (retryAfterSec: number) =>
     { retry_after_sec: retryAfterSec },
   );
 
+/** Without a cache: every request reads its key, and a revocation has nothing to drop. */
+const uncached = (store: Store): Pick<KeyCache, 'resolve' | 'revoked'> => ({
+  resolve: (key) => store.projects.resolveKey(key),
+  revoked: async () => {},
+});
+
 export function createAuth(
   store: Store,
   config: AuthConfig,
+  keys: Pick<KeyCache, 'resolve' | 'revoked'> = uncached(store),
   limiter: AuthLimiter = createAuthLimiter({
     limit: config.auth_failure_limit,
     windowMs: config.auth_failure_window_sec * 1000,
@@ -59,12 +68,14 @@ export function createAuth(
     const key = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
     if (!key) throw failed(req, 'missing API key: send Authorization: Bearer <key>');
     if (admin && timingSafeEqual(digest(key), admin)) return { kind: 'admin' };
-    const found = await store.projects.resolveKey(key);
+    const found = await keys.resolve(key);
     if (!found) throw failed(req, 'unknown or revoked API key');
     return { kind: 'project', ...found };
   }
 
   return {
+    /** After a key's row is revoked: no instance accepts it from now on. */
+    keyRevoked: (project: string, keyId: string) => keys.revoked(project, keyId),
     /** Any valid key. */
     requireKey: async (req: FastifyRequest) => {
       req.principal = await authenticate(req);
