@@ -16,6 +16,7 @@ const CALLS = Number(process.env['BENCH_CALLS'] ?? 1_000);
 const WARMUP = 200;
 const GOAL_P50_OVERHEAD_MS = 2;
 
+const loadAtStart = (await import('node:os')).loadavg();
 const api = await startTestApi({ CG__LOG__LEVEL: 'warn' });
 const children: ChildProcess[] = [];
 const nc = await connect({ servers: api.env['CG__NATS__URL']!, noAsyncTraces: true });
@@ -82,6 +83,9 @@ try {
     sdk_line: '@modelcontextprotocol/sdk 1.x, streamable HTTP, protocol 2025-11-25',
     node: process.version,
     cpus: (await import('node:os')).cpus().length,
+    // The machine may be shared: its load says how far these figures are from a quiet one's.
+    load_average_at_start: loadAtStart,
+    load_average_at_end: (await import('node:os')).loadavg(),
     measured_at: new Date().toISOString(),
   });
   await client.close();
