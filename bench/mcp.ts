@@ -16,6 +16,7 @@ const CALLS = Number(process.env['BENCH_CALLS'] ?? 1_000);
 const WARMUP = 200;
 const GOAL_P50_OVERHEAD_MS = 2;
 
+const loadAtStart = (await import('node:os')).loadavg();
 // The per-key request limit stays on, far above the load, so its cost (one Postgres statement
 // per request) is part of what is measured without refusing any request.
 const api = await startTestApi({
@@ -88,6 +89,9 @@ try {
     sdk_line: '@modelcontextprotocol/sdk 1.x, streamable HTTP, protocol 2025-11-25',
     node: process.version,
     cpus: (await import('node:os')).cpus().length,
+    // The machine may be shared: its load says how far these figures are from a quiet one's.
+    load_average_at_start: loadAtStart,
+    load_average_at_end: (await import('node:os')).loadavg(),
     measured_at: new Date().toISOString(),
   });
   await client.close();

@@ -1,8 +1,10 @@
 // tools/call over the facade: builtin.echo answered from its card (text and structuredContent,
 // an execution row on the `mcp` channel), a failed card as isError with its code and message,
-// arguments the schema refuses, and a name the client was never shown.
+// arguments the schema refuses, a name the client was never shown, a tool disabled after the
+// facade last resolved it, and a call no tool service has taken listed as queued meanwhile.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { until } from '../support/procs.ts';
 import { startFacadeMesh, type FacadeMesh } from './support.ts';
 
 let mesh: FacadeMesh;
@@ -57,5 +59,51 @@ describe('tools/call', () => {
       expect(err).toBeInstanceOf(McpError);
       expect((err as McpError).message).toContain('unknown tool');
     }
+  });
+
+  // The facade keeps the rows it resolves (tool-cache.ts): the registry change event must drop
+  // them, or a disabled tool would still run until the cache's TTL.
+  it('refuses a tool at once once it is disabled, though it was just called', async () => {
+    const client = await mesh.connect();
+    const before = await client.callTool({ name: 'builtin__sleep', arguments: { ms: 1 } });
+    expect(before.isError).toBeFalsy();
+    const res = await mesh.api.request(
+      'PATCH',
+      `/v1/projects/${mesh.project.id}/tools/builtin.sleep`,
+      { key: mesh.project.key, body: { enabled: false } },
+    );
+    expect(res.status, res.raw).toBe(200);
+    const err = await client
+      .callTool({ name: 'builtin__sleep', arguments: { ms: 1 } })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(McpError);
+    expect((err as McpError).message).toContain('unknown tool');
+  });
+
+  // A short call's row is written with its card; one that lasts gets its queued row from the
+  // facade (calls.ts), so it is listed while nothing has taken it.
+  it('lists a call no tool service has taken yet as queued until the client gives up', async () => {
+    const reg = await mesh.api.request('POST', `/v1/projects/${mesh.project.id}/tools`, {
+      key: mesh.project.key,
+      body: {
+        name: 'crm.report',
+        description: 'Served by nothing here',
+        parameters: { type: 'object' },
+      },
+    });
+    expect(reg.status, reg.raw).toBe(201);
+    const client = await mesh.connect();
+    const abort = new AbortController();
+    const pending = client
+      .callTool({ name: 'crm__report', arguments: {} }, undefined, { signal: abort.signal })
+      .catch((e: unknown) => e);
+    const row = await until(async () =>
+      (await mesh.api.store.executions.active(mesh.project.id, 10)).find(
+        (e) => e.tool_name === 'crm.report',
+      ),
+    );
+    expect(row).toMatchObject({ status: 'queued', channel: 'mcp', instance_id: 'api' });
+    abort.abort();
+    expect(await pending).toBeInstanceOf(Error);
   });
 });

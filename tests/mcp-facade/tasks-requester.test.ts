@@ -1,7 +1,7 @@
 // The Tasks requester of @modelcontextprotocol/ext-tasks over a 2.x client speaking the 2025-11-25
 // revision: its generation-agnostic callTool runs a facade tool as a task (the task id is the
-// call's tool_call_id) and settles it from the card. Against 2026-07-28 it is not wired (see
-// docs/protocol.md 21.8).
+// call's tool_call_id) and settles it from the card. The same requester against 2026-07-28 (the
+// io.modelcontextprotocol/tasks extension) is in modern-tasks.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import {

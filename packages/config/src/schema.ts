@@ -218,6 +218,9 @@ export const apiSchema = section({
   rate_limit_per_minute: intAtLeast(0).default(6_000),
   // The same for the deployment's admin key, which has a bucket of its own.
   admin_rate_limit_per_minute: intAtLeast(0).default(6_000),
+  // How long a verified project key is trusted without reading the database again; a revocation
+  // drops it at once on every instance (the bus event key_revoked). 0 reads it on every request.
+  auth_cache_ttl_ms: intAtLeast(0).default(5_000),
   body_limit_bytes: positiveInt().default(1_048_576),
   upload_limit_bytes: positiveInt().default(20_971_520),
   execution_wait_default_ms: positiveInt().default(30_000),

@@ -85,6 +85,7 @@ const examples: { [T in MessageType]: Message<T> } = {
     refused: [{ tool: 'a.b', reason: 'maps to a_b, which another tool of the server has' }],
   },
   registry_changed: { v: 1, change: 'updated', tools: ['web.search'] },
+  key_revoked: { v: 1, key_id: '0190a5c2-7b1e-7c3d-9f00-1234567890ab' },
 };
 const types = Object.keys(Catalog) as MessageType[];
 

@@ -58,6 +58,7 @@ export {
   McpRefreshReply,
   RegistryChange,
   RegistryChangedEvent,
+  KeyRevokedEvent,
   Catalog,
 } from './messages.ts';
 export type { ToolCallInput, MessageType, Message, MessageHandlers } from './messages.ts';

@@ -226,6 +226,13 @@ export const RegistryChangedEvent = z.strictObject({
 });
 export type RegistryChangedEvent = z.infer<typeof RegistryChangedEvent>;
 
+/** An API key was revoked: every api instance drops it from its cache of verified keys. */
+export const KeyRevokedEvent = z.strictObject({
+  v: version,
+  key_id: z.uuid(),
+});
+export type KeyRevokedEvent = z.infer<typeof KeyRevokedEvent>;
+
 /** The catalog: a map typed over it makes a missing handler a compile error. */
 export const Catalog = {
   tool_call: ToolCall,
@@ -241,6 +248,7 @@ export const Catalog = {
   mcp_refresh: McpRefreshRequest,
   mcp_refresh_reply: McpRefreshReply,
   registry_changed: RegistryChangedEvent,
+  key_revoked: KeyRevokedEvent,
 } as const;
 export type MessageType = keyof typeof Catalog;
 export type Message<T extends MessageType> = z.infer<(typeof Catalog)[T]>;

@@ -91,6 +91,17 @@ describe('subject builders', () => {
         event: 'registry_changed',
       },
     },
+    {
+      name: 'key revoked',
+      subject: subjects.keyRevoked(scope.project),
+      parsed: {
+        kind: 'evt',
+        component: 'sys',
+        project: scope.project,
+        channel: 'sys',
+        event: 'key_revoked',
+      },
+    },
   ];
 
   it('build the subjects of the v1 grammar', () => {
@@ -107,6 +118,7 @@ describe('subject builders', () => {
       'cg.v1.proj_1.main-chan.ctl.task.skills.cancel',
       'cg.v1.proj_1.main-chan.ctl.mcp.docs.refresh',
       'cg.v1.proj_1.sys.evt.sys.registry.changed',
+      'cg.v1.proj_1.sys.evt.sys.key.revoked',
     ]);
   });
 
@@ -118,6 +130,13 @@ describe('subject builders', () => {
     expect(matches(subjects.registryChangedFilter(), changed)).toBe(true);
     expect(subjects.eventStreamSubjects().some((f) => matches(f, changed))).toBe(true);
     expect(matches(subjects.toolResultFilter(scope), changed)).toBe(false);
+  });
+
+  it('give every api instance each key revocation, apart from registry changes', () => {
+    const revoked = subjects.keyRevoked('proj_1');
+    expect(matches(subjects.keyRevokedFilter(), revoked)).toBe(true);
+    expect(matches(subjects.registryChangedFilter(), revoked)).toBe(false);
+    expect(matches(subjects.keyRevokedFilter(), subjects.registryChanged('proj_1'))).toBe(false);
   });
 
   it('keep task cancels out of both streams and progress out of the result filter', () => {

@@ -33,7 +33,8 @@ export type ParsedSubject =
   | ({ kind: 'ctl'; component: 'mcp'; server: string; action: 'refresh' } & Scope)
   | ({ kind: 'evt'; component: 'agent'; agent: string; event: AgentEvent } & Scope)
   | ({ kind: 'str'; component: 'agent'; agent: string; stream: 'chunk' } & Scope)
-  | ({ kind: 'evt'; component: 'sys'; event: 'registry_changed' } & Scope);
+  | ({ kind: 'evt'; component: 'sys'; event: 'registry_changed' } & Scope)
+  | ({ kind: 'evt'; component: 'sys'; event: 'key_revoked' } & Scope);
 
 /** The channel of project-wide system events (registry changes): not a conversation. */
 export const SYSTEM_CHANNEL = 'sys';
@@ -67,6 +68,10 @@ export interface Subjects {
   registryChanged(project: string): string;
   /** Every registry change of every project (each tool-service instance subscribes). */
   registryChangedFilter(): string;
+  /** `<root>.v1.<project>.sys.evt.sys.key.revoked`: an API key of the project was revoked. */
+  keyRevoked(project: string): string;
+  /** Every key revocation of every project (each api instance drops its cached key). */
+  keyRevokedFilter(): string;
   /** Every cancel request across projects and channels (each instance subscribes). */
   cancelFilter(): string;
   /** Every agent wakeup across projects and channels (the agent workers' consumer filter). */
@@ -127,6 +132,9 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     registryChanged: (project) =>
       scoped(root, { project, channel: SYSTEM_CHANNEL }, 'evt', 'sys', 'registry', 'changed'),
     registryChangedFilter: () => `${prefix}*.${SYSTEM_CHANNEL}.evt.sys.registry.changed`,
+    keyRevoked: (project) =>
+      scoped(root, { project, channel: SYSTEM_CHANNEL }, 'evt', 'sys', 'key', 'revoked'),
+    keyRevokedFilter: () => `${prefix}*.${SYSTEM_CHANNEL}.evt.sys.key.revoked`,
     cancelFilter: () => `${prefix}*.*.cmd.sys.cancel`,
     agentWakeupFilter: () => `${prefix}*.*.cmd.agent.*.wakeup`,
     toolResultFilter: (s) => scoped(root, s, 'evt', 'tool', '*', 'result'),
@@ -202,6 +210,9 @@ function parseSubject(root: string, subject: string): ParsedSubject {
   }
   if (kind === 'evt' && component === 'sys' && target === 'registry' && one === 'changed') {
     return { kind, component, ...scope, event: 'registry_changed' };
+  }
+  if (kind === 'evt' && component === 'sys' && target === 'key' && one === 'revoked') {
+    return { kind, component, ...scope, event: 'key_revoked' };
   }
   if (kind === 'str' && component === 'agent' && one === 'chunk') {
     return { kind, component, ...scope, agent: assertId(IdKind.agent, target), stream: one };

@@ -11,6 +11,8 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { createAuth } from './auth.ts';
+import { createKeyCache } from './key-cache.ts';
+import { createSubjects } from '@toolmesh/protocol';
 import type { ApiDeps, RouteDeps } from './deps.ts';
 import { errorHandler } from './errors.ts';
 import { createHttpMetrics } from './metrics.ts';
@@ -95,9 +97,17 @@ export async function buildApp(deps: ApiDeps) {
     done();
   });
 
+  const keys = createKeyCache({
+    store: deps.store,
+    nc: deps.nc,
+    subjects: createSubjects(deps.config.nats.subject_root),
+    ttlMs: deps.config.api.auth_cache_ttl_ms,
+    logger: deps.logger,
+  });
+  app.addHook('onClose', () => keys.close());
   const routeDeps: RouteDeps = {
     ...deps,
-    auth: createAuth(deps.store, deps.config.api),
+    auth: createAuth(deps.store, deps.config.api, keys),
     registryEvents: createRegistryEvents(deps.nc, deps.config.nats.subject_root, deps.logger),
   };
   await app.register(healthRoutes(routeDeps, metrics));

@@ -5,7 +5,8 @@
 // tasks, reading and canceling what it started), and gets 403 `forbidden` elsewhere. Failed
 // authentications are rate limited per client address (auth-limit.ts; IPv6 by /64): the address
 // is the peer of the TCP connection (no proxy headers are trusted), so clients behind one proxy
-// share a budget. Authenticated requests are rate limited per key (api-rate-limit.ts).
+// share a budget. Authenticated requests are rate limited per key (api-rate-limit.ts). A verified
+// key is kept for a moment (key-cache.ts); revoking it drops it on every instance.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ID_PATTERN } from '@toolmesh/protocol';
@@ -14,6 +15,7 @@ import type { ApiConfig } from '@toolmesh/config';
 import { createApiRateLimit } from './api-rate-limit.ts';
 import { clientKey, createAuthLimiter, type AuthLimiter } from './auth-limit.ts';
 import { ApiError, notFound } from './errors.ts';
+import type { KeyCache } from './key-cache.ts';
 
 export type Principal =
   { kind: 'admin' } | { kind: 'project'; projectId: string; keyId: string; role: KeyRole };
@@ -43,9 +45,16 @@ const tooMany = (retryAfterSec: number) =>
     { retry_after_sec: retryAfterSec },
   );
 
+/** Without a cache: every request reads its key, and a revocation has nothing to drop. */
+const uncached = (store: Store): Pick<KeyCache, 'resolve' | 'revoked'> => ({
+  resolve: (key) => store.projects.resolveKey(key),
+  revoked: async () => {},
+});
+
 export function createAuth(
   store: Store,
   config: AuthConfig,
+  keys: Pick<KeyCache, 'resolve' | 'revoked'> = uncached(store),
   limiter: AuthLimiter = createAuthLimiter({
     limit: config.auth_failure_limit,
     windowMs: config.auth_failure_window_sec * 1000,
@@ -72,7 +81,7 @@ export function createAuth(
     let principal: Principal;
     if (admin && timingSafeEqual(digest(key), admin)) principal = { kind: 'admin' };
     else {
-      const found = await store.projects.resolveKey(key);
+      const found = await keys.resolve(key);
       if (!found) throw failed(req, 'unknown or revoked API key');
       principal = { kind: 'project', ...found };
     }
@@ -100,6 +109,8 @@ export function createAuth(
   }
 
   return {
+    /** After a key's row is revoked: no instance accepts it from now on. */
+    keyRevoked: (project: string, keyId: string) => keys.revoked(project, keyId),
     /** Any valid key. */
     requireKey: async (req: FastifyRequest) => {
       req.principal = await authenticate(req);

@@ -59,10 +59,18 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
     case ServiceUser.sandboxReaper:
       return { pub: [], sub: [] };
     case ServiceUser.api:
-      // Tool calls, cancels and wakeups; task-cancel and MCP-refresh requests; registry changes.
-      // It watches results, progress, agent facts and chunks.
+      // Tool calls, cancels and wakeups; task-cancel and MCP-refresh requests; registry changes
+      // and key revocations (every api instance drops a revoked key it cached). It watches
+      // results, progress, agent facts, chunks and those two system events.
       return {
-        pub: [`${v}.*.*.cmd.>`, `${v}.*.*.ctl.>`, registryChanged, inbox, ...jetStream],
+        pub: [
+          `${v}.*.*.cmd.>`,
+          `${v}.*.*.ctl.>`,
+          registryChanged,
+          `${v}.*.sys.evt.sys.key.revoked`,
+          inbox,
+          ...jetStream,
+        ],
         sub: [`${v}.*.*.evt.>`, `${v}.*.*.str.>`, inbox, leases],
       };
     case ServiceUser.agentWorker:

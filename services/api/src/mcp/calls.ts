@@ -1,5 +1,6 @@
-// A `tools/call` of the MCP facade as a tool call on the mesh: the execution row is written
-// `queued` first (as POST /executions does), the call is published and its result awaited;
+// A `tools/call` of the MCP facade as a tool call on the mesh: the call is published and its
+// result awaited, its execution row `queued` (as POST /executions does) for a keyed call or a
+// task before the publish, for any other call only if it lasts (see prepare);
 // progress events of the call become `notifications/progress`, a cancelled request cancels the
 // call on the mesh. With an idempotency key in `_meta`, the tool_call_id is a hash of the project
 // and the key: a re-sent request finds the same row and answers from the same card, never a
@@ -30,6 +31,11 @@ export const IDEMPOTENCY_META_KEY = 'io.toolmesh/idempotency-key';
 export const MCP_CHANNEL = 'mcp';
 /** Written as the instance of a queued row; the tool service overwrites it when it starts. */
 const QUEUED_BY = 'api';
+/**
+ * A call without a key still unanswered this long after its publish gets its queued row; the
+ * tool service opens its running row after as long (packages/tool-service/src/service.ts).
+ */
+const QUEUED_ROW_AFTER_MS = 50;
 
 /**
  * The tool_call_id of a keyed call: the project and the key hashed into a UUID-shaped id, so a
@@ -178,11 +184,20 @@ export function createMeshCalls(deps: CallDeps) {
   /**
    * Writes the queued row (or finds the row of a re-sent keyed call) and builds the bus request.
    * A re-send whose call finished comes back with its answer; one for another tool is refused.
+   * With `deferRow`, a call without a key does not wait for its row (see run).
    */
-  async function prepare(call: Omit<MeshCall, 'signal' | 'onProgress'>): Promise<{
+  async function prepare(
+    call: Omit<MeshCall, 'signal' | 'onProgress'>,
+    deferRow = false,
+  ): Promise<{
     id: string;
     queued: boolean;
     req: ToolCallRequest;
+    /**
+     * Settles (never rejects) once no queued row is pending: it was written, found to exist, or
+     * is no longer needed because the call was answered first.
+     */
+    settleRow: () => Promise<void>;
     answer?: CallToolResult;
     conflict?: CallToolResult;
   }> {
@@ -202,15 +217,40 @@ export function createMeshCalls(deps: CallDeps) {
       ...(deadline !== undefined ? { timeoutMs: deadline } : {}),
       ...(call.traceparent ? { traceparent: call.traceparent } : {}),
     };
-    const queued = await store.executions.enqueue({
-      projectId: project,
-      toolCallId: id,
-      channel: MCP_CHANNEL,
-      toolName: tool.name,
-      target: splitToolName(tool.name).target,
-      instanceId: QUEUED_BY,
-    });
-    if (queued) return { id, queued: true, req };
+    const enqueue = () =>
+      store.executions.enqueue({
+        projectId: project,
+        toolCallId: id,
+        channel: MCP_CHANNEL,
+        toolName: tool.name,
+        target: splitToolName(tool.name).target,
+        instanceId: QUEUED_BY,
+      });
+    if (deferRow && !call.idempotencyKey) {
+      // A fresh random id has no row to find, so nothing waits on this write. Like the tool
+      // service's running row, the queued row is written only for a call that lasts: most are
+      // answered within milliseconds, and their row is written once, with the card, before the
+      // result event. A call still unanswered after QUEUED_ROW_AFTER_MS gets its queued row then,
+      // and its answer waits for that write. The rows agree in either order: the tool service's
+      // writes update a queued row; a queued row after them is a no-op (ON CONFLICT DO NOTHING).
+      // A keyed call and a task write the row first: it is how a re-send is found, and a task's
+      // record must precede its publish.
+      let written: Promise<void> | undefined;
+      const write = () =>
+        (written ??= enqueue().then(
+          () => undefined,
+          (err: unknown) => log.warn({ err, tool_call_id: id }, 'could not record the queued call'),
+        ));
+      const timer = setTimeout(() => void write(), QUEUED_ROW_AFTER_MS);
+      const settleRow = async () => {
+        clearTimeout(timer);
+        await written;
+      };
+      return { id, queued: true, req, settleRow };
+    }
+    const settleRow = async () => {};
+    const queued = await enqueue();
+    if (queued) return { id, queued: true, req, settleRow };
     // A re-send of a keyed call: answer from its card when it has one, else wait for it (the
     // publish is deduplicated; the tool service never runs a known id twice).
     const e = await store.executions.get(project, id);
@@ -219,10 +259,10 @@ export function createMeshCalls(deps: CallDeps) {
         'idempotency_conflict',
         `idempotency key already used for a call of ${e.tool_name}`,
       );
-      return { id, queued: false, req, answer: conflict, conflict };
+      return { id, queued: false, req, settleRow, answer: conflict, conflict };
     }
     const done = await answered(project, id);
-    return { id, queued: false, req, ...(done ? { answer: done } : {}) };
+    return { id, queued: false, req, settleRow, ...(done ? { answer: done } : {}) };
   }
 
   /**
@@ -293,7 +333,7 @@ export function createMeshCalls(deps: CallDeps) {
 
   async function run(call: MeshCall): Promise<CallToolResult> {
     const { project } = call;
-    const { id, queued, req, answer } = await prepare(call);
+    const { id, queued, req, settleRow, answer } = await prepare(call, true);
     if (answer) return answer;
     const progress = listenProgress(call, id);
     const onAbort = () => {
@@ -314,7 +354,10 @@ export function createMeshCalls(deps: CallDeps) {
       if (err instanceof ResultWaitTimeoutError) {
         return errorResult('timeout', (err as Error).message, { tool_call_id: id });
       }
-      if (queued) await store.executions.dropQueued(project, id);
+      if (queued) {
+        await settleRow();
+        await store.executions.dropQueued(project, id);
+      }
       log.warn({ err, tool_call_id: id }, 'publishing an MCP tool call failed');
       return errorResult(
         'unavailable',
@@ -323,6 +366,9 @@ export function createMeshCalls(deps: CallDeps) {
     } finally {
       call.signal.removeEventListener('abort', onAbort);
       progress?.unsubscribe();
+      // The answer follows any row write under way: a client that reads its executions next
+      // finds this call's row (the tool service wrote it with the card, or this one queued it).
+      await settleRow();
     }
   }
 

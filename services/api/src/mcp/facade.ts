@@ -27,6 +27,7 @@ import { createArgumentsChecker } from '../routes/executions-args.ts';
 import { IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
 import { buildNameTable, mcpToolName, type NameTable } from './names.ts';
 import { readArtifact } from './resources.ts';
+import type { ToolCache } from './tool-cache.ts';
 import { CALL_TOOL, SEARCH_TOOLS, search, searchTools } from './search.ts';
 import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
 
@@ -80,10 +81,12 @@ export function createFacade(deps: {
   client: Client;
   artifacts: ArtifactStore;
   calls: MeshCalls;
+  /** Registry rows by name, for the direct lookup of a call's tool. */
+  tools: ToolCache;
   /** More visible tools than this: tools/list offers search_tools and call_tool only. */
   searchThreshold: number;
 }) {
-  const { store, client, artifacts, calls, searchThreshold } = deps;
+  const { store, client, artifacts, calls, tools, searchThreshold } = deps;
   const checker = createArgumentsChecker();
 
   /**
@@ -298,7 +301,8 @@ export function createFacade(deps: {
    * The tool an MCP name stands for, if the scope may see it. Without an agent, a plain name
    * (`target__tool`) is looked up directly, one row instead of the project's list, and accepted
    * only if the tool's own MCP name is that name (plain names map one to one); every other name
-   * goes through the table.
+   * goes through the table. The direct lookup is cached (tool-cache.ts): it is on the path of
+   * every call, and the registry changes rarely.
    */
   async function resolve(
     scope: FacadeScope,
@@ -308,10 +312,7 @@ export function createFacade(deps: {
     if (!table && scope.agent === undefined) {
       const sep = name.indexOf('__');
       if (sep > 0) {
-        const t = await store.tools.get(
-          scope.project,
-          `${name.slice(0, sep)}.${name.slice(sep + 2)}`,
-        );
+        const t = await tools.get(scope.project, `${name.slice(0, sep)}.${name.slice(sep + 2)}`);
         if (t?.enabled && mcpToolName(t.name) === name) return t;
       }
     }

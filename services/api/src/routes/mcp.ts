@@ -19,6 +19,7 @@ import { Id, ProjectParams } from '../schemas.ts';
 import { createMeshCalls } from '../mcp/calls.ts';
 import { createFacade } from '../mcp/facade.ts';
 import { createMcpAuth } from '../mcp/oauth.ts';
+import { createToolCache } from '../mcp/tool-cache.ts';
 import { createModernHandlers } from '../mcp/modern.ts';
 import { readArtifact } from '../mcp/resources.ts';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
@@ -64,14 +65,23 @@ export const mcpRoutes =
     const { store, auth, nc, config } = deps;
     const log = deps.logger.child({ component: 'mcp' });
     const calls = createMeshCalls(deps);
+    const subjects = createSubjects(config.nats.subject_root);
+    const tools = createToolCache({
+      store,
+      nc,
+      subjects,
+      ttlMs: config.tools.registry_cache_ttl_ms,
+      logger: log,
+    });
+    app.addHook('onClose', () => tools.close());
     const facade = createFacade({
       store,
       client: deps.client,
       artifacts: deps.artifacts,
       calls,
+      tools,
       searchThreshold: config.api.mcp_search_threshold,
     });
-    const subjects = createSubjects(config.nats.subject_root);
     const modern = createModernHandlers({
       facade,
       store,

@@ -183,6 +183,7 @@ export const projectRoutes =
         if (!(await store.projects.revokeKey(req.params.project, req.params.key_id))) {
           throw notFound('key', req.params.key_id);
         }
+        await auth.keyRevoked(req.params.project, req.params.key_id);
         return reply.status(204).send(null);
       },
     );
