@@ -18,7 +18,7 @@ const GOAL_P50_OVERHEAD_MS = 2;
 
 const loadAtStart = (await import('node:os')).loadavg();
 // The per-key request limit stays on, far above the load, so its cost (one Postgres statement
-// per request) is part of what is measured without refusing any request.
+// per batch of tokens) is part of what is measured without refusing any request.
 const api = await startTestApi({
   CG__LOG__LEVEL: 'warn',
   CG__API__RATE_LIMIT_PER_MINUTE: '100000000',

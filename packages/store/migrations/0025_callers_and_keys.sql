@@ -32,12 +32,15 @@ CREATE UNLOGGED TABLE state.api_rate_buckets (
   refilled_at timestamptz NOT NULL
 );
 
--- Takes one token as state.take_rate_token does for tools: 0 when taken, else the seconds until
--- one will be there. The row lock serializes concurrent takes from every api instance, and the
--- database's clock is the one clock.
-CREATE FUNCTION state.take_api_token(
-  p_bucket text, p_per_sec double precision, p_burst double precision
-) RETURNS double precision LANGUAGE plpgsql AS $$
+-- Takes up to p_want tokens at once (an api instance spends a batch in memory, so a busy key
+-- costs one statement per batch, not per request): the number taken, and when none could be,
+-- the seconds until one will be there. The row lock serializes concurrent takes from every api
+-- instance, and the database's clock is the one clock. Tokens are taken before they are spent,
+-- so batches never let a key past its limit; unspent ones expire in the instance that took them.
+CREATE FUNCTION state.take_api_tokens(
+  p_bucket text, p_per_sec double precision, p_burst double precision, p_want integer,
+  OUT taken integer, OUT wait double precision
+) LANGUAGE plpgsql AS $$
 DECLARE
   now_ts timestamptz := clock_timestamp();
   cur double precision;
@@ -50,8 +53,11 @@ BEGIN
         refilled_at = greatest(b.refilled_at, now_ts)
   RETURNING tokens INTO cur;
   IF cur >= 1 THEN
-    UPDATE state.api_rate_buckets SET tokens = cur - 1 WHERE bucket = p_bucket;
-    RETURN 0;
+    taken := least(p_want, floor(cur))::integer;
+    wait := 0;
+    UPDATE state.api_rate_buckets SET tokens = cur - taken WHERE bucket = p_bucket;
+  ELSE
+    taken := 0;
+    wait := (1 - cur) / p_per_sec;
   END IF;
-  RETURN (1 - cur) / p_per_sec;
 END $$;

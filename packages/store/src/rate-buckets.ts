@@ -12,8 +12,15 @@ export interface BucketSpec {
 export interface RateBucketsRepo {
   /** 0 when a token was taken; otherwise milliseconds until one is there. */
   take(projectId: string, toolName: string, spec: BucketSpec): Promise<number>;
-  /** The same for an api request bucket (see apiBucket). */
-  takeApi(bucket: string, spec: BucketSpec): Promise<number>;
+  /**
+   * Up to `want` tokens of an api request bucket (see apiBucket) at once: how many were taken,
+   * and when none could be, milliseconds until one is there.
+   */
+  takeApi(
+    bucket: string,
+    spec: BucketSpec,
+    want: number,
+  ): Promise<{ taken: number; waitMs: number }>;
 }
 
 /** The api's request bucket of an API key, or of the deployment's admin key. */
@@ -30,13 +37,13 @@ export function createRateBucketsRepo(db: Db): RateBucketsRepo {
       );
       return Math.ceil((rows[0]?.wait ?? 0) * 1000);
     },
-    takeApi: async (bucket, spec) => {
-      const rows = await db.query<{ wait: number }>(
+    takeApi: async (bucket, spec, want) => {
+      const rows = await db.query<{ taken: number; wait: number }>(
         'api_rate_buckets_take',
-        'SELECT state.take_api_token($1, $2, $3) AS wait',
-        [bucket, spec.perSecond, spec.burst],
+        'SELECT taken, wait FROM state.take_api_tokens($1, $2, $3, $4)',
+        [bucket, spec.perSecond, spec.burst, want],
       );
-      return Math.ceil((rows[0]?.wait ?? 0) * 1000);
+      return { taken: rows[0]?.taken ?? 0, waitMs: Math.ceil((rows[0]?.wait ?? 0) * 1000) };
     },
   };
 }

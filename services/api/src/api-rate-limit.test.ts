@@ -122,3 +122,40 @@ describe('api rate limit per key', () => {
     }
   });
 });
+
+describe('a busy key', () => {
+  // 60,000 a minute: a batch is a tenth of a second's worth, 100, capped at 50.
+  let fast: TestApi;
+  let p: { id: string; key: string };
+  beforeAll(async () => {
+    fast = await startTestApi({ CG__API__RATE_LIMIT_PER_MINUTE: '60000' });
+    p = await fast.createProject();
+  }, 60_000);
+  afterAll(async () => {
+    await fast?.close();
+  });
+
+  const bucketRow = async () => {
+    const keyId = (await fast.store.projects.listKeys(p.id))[0]!.key_id;
+    const { rows } = await fast.store.pool.query<{ tokens: number; refilled_at: Date }>(
+      'SELECT tokens, refilled_at FROM state.api_rate_buckets WHERE bucket = $1',
+      [`key:${keyId}`],
+    );
+    return rows[0];
+  };
+
+  it('takes its tokens in batches: one statement serves 50 requests', async () => {
+    const get = () => fast.request('GET', `/v1/projects/${p.id}`, { key: p.key });
+    expect((await get()).status).toBe(200);
+    const first = await bucketRow();
+    expect(first?.tokens).toBe(60_000 - 50);
+    // The rest of the batch is spent in the instance: the bucket's row is not touched.
+    for (let i = 0; i < 49; i++) expect((await get()).status).toBe(200);
+    expect((await bucketRow())?.refilled_at).toEqual(first?.refilled_at);
+    // The 51st request takes the next batch.
+    expect((await get()).status).toBe(200);
+    expect((await bucketRow())?.refilled_at.getTime()).toBeGreaterThan(
+      first!.refilled_at.getTime(),
+    );
+  });
+});

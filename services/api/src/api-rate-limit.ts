@@ -2,27 +2,49 @@
 // Postgres (state.api_rate_buckets) so every api instance draws on the same bucket, as the
 // tools service's rate limits do. A bucket holds a minute's worth of requests and refills at
 // the configured rate; an empty one answers 429 `rate_limited` with Retry-After. A limit of 0
-// turns the check off (and costs no query).
+// turns the check off (and costs no query). A busy key takes a batch of tokens (a tenth of a
+// second's worth, at most 50) in one statement and spends it here: the database sees one
+// statement per batch instead of one per request. Tokens are taken before they are spent, so a
+// batch never lets a key past its limit; a batch not spent within a minute is dropped.
 import { apiBucket, type Store } from '@toolmesh/store';
 import type { ApiConfig } from '@toolmesh/config';
 import { ApiError } from './errors.ts';
 
 type Who = { kind: 'admin' } | { kind: 'project'; keyId: string };
 
+const BATCH_MAX = 50;
+const BATCH_LIFE_MS = 60_000;
+/** Buckets with a batch in hand at once; the oldest go first. */
+const HELD_MAX = 10_000;
+
 export function createApiRateLimit(
   store: Store,
   config: Pick<ApiConfig, 'rate_limit_per_minute' | 'admin_rate_limit_per_minute'>,
 ): (who: Who) => Promise<void> {
+  const held = new Map<string, { tokens: number; until: number }>();
   return async (who) => {
     const perMinute =
       who.kind === 'admin' ? config.admin_rate_limit_per_minute : config.rate_limit_per_minute;
     if (perMinute === 0) return;
     const bucket = apiBucket(who.kind === 'admin' ? who : { kind: 'key', keyId: who.keyId });
-    const waitMs = await store.rateBuckets.takeApi(bucket, {
-      perSecond: perMinute / 60,
-      burst: perMinute,
-    });
-    if (waitMs === 0) return;
+    const now = Date.now();
+    const mine = held.get(bucket);
+    if (mine && mine.tokens > 0 && now < mine.until) {
+      mine.tokens--;
+      return;
+    }
+    const want = Math.max(1, Math.min(BATCH_MAX, Math.floor(perMinute / 600)));
+    const { taken, waitMs } = await store.rateBuckets.takeApi(
+      bucket,
+      { perSecond: perMinute / 60, burst: perMinute },
+      want,
+    );
+    if (taken > 0) {
+      if (taken > 1) held.set(bucket, { tokens: taken - 1, until: now + BATCH_LIFE_MS });
+      else held.delete(bucket);
+      if (held.size > HELD_MAX) held.delete(held.keys().next().value!);
+      return;
+    }
     const retryAfterSec = Math.max(1, Math.ceil(waitMs / 1000));
     throw new ApiError(
       'rate_limited',
