@@ -45,7 +45,10 @@ export async function openBrowser(): Promise<ConsoleBrowser> {
 
 /** Fills the sign-in form and waits for the executions page. */
 export async function signIn(page: Page, base: string, key: string, project: string) {
+  // Whoever an earlier test left signed in is signed out first (the key lives in sessionStorage).
   await page.goto(`${base}/console/`);
+  await page.evaluate(() => sessionStorage.clear());
+  await page.reload();
   await page.fill('input[name=key]', key);
   await page.fill('input[name=project]', project);
   await page.click('form.signin button[type=submit]');
