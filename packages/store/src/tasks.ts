@@ -69,65 +69,46 @@ export interface TasksRepo {
 const COLUMNS = `task_id, project_id, agent_id, channel, input, status, final_card_id, error,
   created_at, updated_at, traceparent, key_id, thread_id, thread_seq`;
 
+// Inserting from the agent row makes "unknown agent" an empty result rather than a foreign key
+// violation to decode.
+const INSERT_TASK = `INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input,
+                                              traceparent, key_id, thread_id, thread_seq)
+  SELECT $1, project_id, agent_id, $4, $5::jsonb, $6, $7, $8, $9 FROM resource.agents
+  WHERE project_id = $2 AND agent_id = $3
+  RETURNING ${COLUMNS}`;
+
+/** INSERT_TASK's parameters, $1-$9. */
+const taskParams = (t: NewTask) => [
+  t.taskId ?? uuidv7(),
+  t.projectId,
+  t.agentId,
+  t.channel,
+  // Always serialized: pg would send a bare string as invalid JSON and an array as a Postgres
+  // array.
+  JSON.stringify(t.input),
+  t.traceparent ?? null,
+  t.keyId ?? null,
+  t.thread?.threadId ?? null,
+  t.thread?.seq ?? null,
+];
+
 export function createTasksRepo(db: Db): TasksRepo {
   return {
     cancel: (projectId, taskId, reason, author) =>
       cancelTask(db, projectId, taskId, reason, author),
-    // Inserting from the agent row makes "unknown agent" an empty result rather than a foreign
-    // key violation to decode.
-    create: async (t) =>
-      (
-        await db.query<Task>(
-          'tasks_create',
-          `INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input, traceparent,
-                                    key_id, thread_id, thread_seq)
-           SELECT $1, project_id, agent_id, $4, $5::jsonb, $6, $7, $8, $9 FROM resource.agents
-           WHERE project_id = $2 AND agent_id = $3
-           RETURNING ${COLUMNS}`,
-          // Always serialized: pg would send a bare string as invalid JSON and an array as a
-          // Postgres array.
-          [
-            t.taskId ?? uuidv7(),
-            t.projectId,
-            t.agentId,
-            t.channel,
-            JSON.stringify(t.input),
-            t.traceparent ?? null,
-            t.keyId ?? null,
-            t.thread?.threadId ?? null,
-            t.thread?.seq ?? null,
-          ],
-        )
-      )[0],
+    create: async (t) => (await db.query<Task>('tasks_create', INSERT_TASK, taskParams(t)))[0],
     createInInbox: async (t, payload) =>
       (
         await db.query<Task>(
           'tasks_create_in_inbox',
-          `WITH task AS (
-             INSERT INTO state.tasks (task_id, project_id, agent_id, channel, input, traceparent,
-                                      key_id, thread_id, thread_seq)
-             SELECT $1, project_id, agent_id, $4, $5::jsonb, $6, $9, $10, $11 FROM resource.agents
-             WHERE project_id = $2 AND agent_id = $3
-             RETURNING ${COLUMNS}),
+          `WITH task AS (${INSERT_TASK}),
            inbox AS (
              INSERT INTO state.agent_inbox
                (inbox_id, project_id, agent_id, message_type, correlation_id, payload)
-             SELECT $7, project_id, agent_id, 'task', task_id::text, $8::jsonb FROM task
+             SELECT $10, project_id, agent_id, 'task', task_id::text, $11::jsonb FROM task
              ON CONFLICT (project_id, message_type, md5(correlation_id)) DO NOTHING)
            SELECT ${COLUMNS} FROM task`,
-          [
-            t.taskId ?? uuidv7(),
-            t.projectId,
-            t.agentId,
-            t.channel,
-            JSON.stringify(t.input),
-            t.traceparent ?? null,
-            uuidv7(),
-            JSON.stringify(payload),
-            t.keyId ?? null,
-            t.thread?.threadId ?? null,
-            t.thread?.seq ?? null,
-          ],
+          [...taskParams(t), uuidv7(), JSON.stringify(payload)],
         )
       )[0],
     get: async (projectId, taskId) =>
