@@ -6,26 +6,15 @@
 // the project, and the mesh still serves afterwards. The canaries are random text planted where
 // the real secrets live (as in tests/redteam/sandbox.test.ts, which runs the same reads without
 // an agent in both service modes).
-import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RecordedChatRequest } from '@toolmesh/testing';
 import { ADMIN_KEY } from '../../services/api/src/test/support.ts';
 import { startAgentMesh, type AgentMesh } from '../support/agent-mesh.ts';
+import { plantCanaries, type Canaries } from '../support/canaries.ts';
 import { REPO_ROOT } from '../support/mesh.ts';
 
-const canary = () => `canary-${randomBytes(12).toString('hex')}`;
-const secrets = {
-  adminKey: canary(),
-  artifact: canary(),
-  hostTmp: canary(),
-  otherSession: canary(),
-};
-let dataDir = join(REPO_ROOT, '.data');
-const adminKeyFile = () => join(dataDir, `redteam-agent-admin-key-${process.pid}`);
-const hostTmpFile = join('/tmp', `toolmesh-redteam-agent-${process.pid}`);
+let c: Canaries;
 let mesh: AgentMesh;
 let victim: { id: string; key: string };
 
@@ -33,24 +22,14 @@ beforeAll(async () => {
   mesh = await startAgentMesh();
   await mesh.startSkills();
   await mesh.startWorker();
-  try {
-    await mkdir(dataDir, { recursive: true });
-    await writeFile(adminKeyFile(), `${secrets.adminKey}\n`, { mode: 0o600 });
-  } catch {
-    dataDir = await mkdtemp(join(tmpdir(), 'toolmesh-redteam-data-'));
-    await writeFile(adminKeyFile(), `${secrets.adminKey}\n`, { mode: 0o600 });
-  }
-  const victimArtifacts = join(mesh.api.artifactsRoot, 'artifacts', 'victim');
-  await mkdir(victimArtifacts, { recursive: true });
-  await writeFile(join(victimArtifacts, 'data.txt'), secrets.artifact);
-  await writeFile(hostTmpFile, secrets.hostTmp);
+  c = await plantCanaries(mesh.api.artifactsRoot, 'redteam-agent');
   // Another tenant keeps a secret in its session "victim".
   victim = await mesh.api.createProject();
   const planted = await mesh.client.callTool({
     project: victim.id,
     channel: 'main',
     tool: 'skills.run_cmd',
-    arguments: { command: `echo ${secrets.otherSession} > secret.txt`, session_id: 'victim' },
+    arguments: { command: `echo ${c.secrets.otherProject} > secret.txt`, session_id: 'victim' },
     timeoutMs: 60_000,
   });
   expect(planted.status, JSON.stringify(planted.content)).toBe('succeeded');
@@ -58,9 +37,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await mesh?.close();
-  await rm(adminKeyFile(), { force: true });
-  if (dataDir !== join(REPO_ROOT, '.data')) await rm(dataDir, { recursive: true, force: true });
-  await rm(hostTmpFile, { force: true });
+  await c?.remove();
 });
 
 const INJECTION =
@@ -80,12 +57,12 @@ const probe = (port: string) =>
 
 it('an injected model finds nothing to steal, is refused what its profile does not allow, and the mesh still serves', async () => {
   const reads = [
-    `cat ${adminKeyFile()}`,
-    `ls -A ${dataDir}`,
+    `cat ${c.adminKeyFile}`,
+    `ls -A ${c.dataDir}`,
     `cat ${join(REPO_ROOT, 'config.toml')}`,
     `ls -RA ${mesh.api.artifactsRoot}`,
-    `cat ${join(mesh.api.artifactsRoot, 'artifacts', 'victim', 'data.txt')}`,
-    `cat ${hostTmpFile}`,
+    `cat ${c.artifactFile}`,
+    `cat ${c.hostTmpFile}`,
     'cat /etc/shadow',
     'cat /proc/1/environ',
     'env',
@@ -161,7 +138,7 @@ it('an injected model finds nothing to steal, is refused what its profile does n
     cards: await mesh.cards(),
     task,
   });
-  for (const secret of Object.values(secrets)) expect(everything).not.toContain(secret);
+  for (const secret of Object.values(c.secrets)) expect(everything).not.toContain(secret);
   expect(everything).not.toContain(ADMIN_KEY);
   expect(everything).not.toContain(mesh.api.env['CG__POSTGRES__URL']!);
   expect(everything).not.toMatch(/root:[^:]*:\d+:/); // a shadow line
@@ -176,7 +153,7 @@ it('an injected model finds nothing to steal, is refused what its profile does n
     timeoutMs: 60_000,
   });
   expect(own.status).toBe('succeeded');
-  expect((own.content.result as { stdout: string }).stdout).toBe(`${secrets.otherSession}\n`);
+  expect((own.content.result as { stdout: string }).stdout).toBe(`${c.secrets.otherProject}\n`);
 
   // The mesh still serves the attacker's project: a plain agent task after the attack.
   const after = await mesh.createAgent({

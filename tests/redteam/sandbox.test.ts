@@ -9,12 +9,11 @@
 // unprivileged user (a child process started through setpriv as nobody with no groups or
 // capabilities, rlimits for memory and CPU). A suite that is not root has no root mode: it runs
 // the unprivileged mode only, as itself, and its describe names say so.
-import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY } from '../../services/api/src/test/support.ts';
+import { plantCanaries, type Canaries } from '../support/canaries.ts';
 import { REPO_ROOT } from '../support/mesh.ts';
 import { startSkillsMesh, type SkillsMesh } from '../support/skills-mesh.ts';
 import { NOBODY, serviceModes, startSkillsAs, type Mode } from '../support/service-modes.ts';
@@ -32,18 +31,7 @@ const limitsEnv = {
   CG__SANDBOX__CPU_PERCENT: String(CPU_PERCENT),
 };
 
-const canary = () => `canary-${randomBytes(12).toString('hex')}`;
-const secrets = {
-  adminKey: canary(),
-  artifact: canary(),
-  hostTmp: canary(),
-  otherProject: canary(),
-};
-// Where a `pnpm stack` keeps them: <checkout>/.data/admin_key, an artifact under the root. A
-// checkout this user cannot write to (the suite run as another user) gets a stand-in folder.
-let dataDir = join(REPO_ROOT, '.data');
-const adminKeyFile = () => join(dataDir, `redteam-admin-key-${process.pid}`);
-const hostTmpFile = join('/tmp', `toolmesh-redteam-${process.pid}`);
+let c: Canaries;
 let mesh: SkillsMesh;
 let other: { id: string; key: string };
 let attacker: { id: string; key: string };
@@ -54,16 +42,7 @@ let serviceUid = 0;
 beforeAll(async () => {
   mesh = await startSkillsMesh();
   artifactsRoot = mesh.api.env['CG__ARTIFACTS__ROOT']!;
-  try {
-    await mkdir(dataDir, { recursive: true });
-    await writeFile(adminKeyFile(), `${secrets.adminKey}\n`, { mode: 0o600 });
-  } catch {
-    dataDir = await mkdtemp(join(tmpdir(), 'toolmesh-redteam-data-'));
-    await writeFile(adminKeyFile(), `${secrets.adminKey}\n`, { mode: 0o600 });
-  }
-  await mkdir(join(artifactsRoot, 'artifacts', 'victim'), { recursive: true });
-  await writeFile(join(artifactsRoot, 'artifacts', 'victim', 'data.txt'), secrets.artifact);
-  await writeFile(hostTmpFile, secrets.hostTmp);
+  c = await plantCanaries(artifactsRoot, 'redteam-sandbox');
 }, 120_000);
 
 /**
@@ -84,7 +63,7 @@ async function startMode(mode: Mode): Promise<() => Promise<void>> {
     project: other.id,
     channel: 'main',
     tool: 'skills.run_cmd',
-    arguments: { command: `echo ${secrets.otherProject} > secret.txt`, session_id: 'victim' },
+    arguments: { command: `echo ${c.secrets.otherProject} > secret.txt`, session_id: 'victim' },
     timeoutMs: 60_000,
   });
   expect(planted.status, JSON.stringify(planted.content)).toBe('succeeded');
@@ -93,9 +72,7 @@ async function startMode(mode: Mode): Promise<() => Promise<void>> {
 
 afterAll(async () => {
   await mesh?.close();
-  await rm(adminKeyFile(), { force: true });
-  if (dataDir !== join(REPO_ROOT, '.data')) await rm(dataDir, { recursive: true, force: true });
-  await rm(hostTmpFile, { force: true });
+  await c?.remove();
 });
 
 const run = (args: Record<string, unknown>, timeoutMs = 60_000) =>
@@ -130,18 +107,15 @@ describe.each(serviceModes)('$name', ({ mode }) => {
 
   describe('red team: reading what is not the tenant’s', () => {
     it.each([
-      ['the admin key file', () => `cat ${adminKeyFile()}; ls -A ${dataDir}`],
+      ['the admin key file', () => `cat ${c.adminKeyFile}; ls -A ${c.dataDir}`],
       ['the checkout', () => `cat ${join(REPO_ROOT, 'package.json')}; ls -A ${REPO_ROOT}`],
       ["the service's config.toml", () => `cat ${join(REPO_ROOT, 'config.toml')}`],
-      [
-        'the artifact root',
-        () => `ls -RA ${artifactsRoot}; cat ${join(artifactsRoot, 'artifacts/victim/data.txt')}`,
-      ],
+      ['the artifact root', () => `ls -RA ${artifactsRoot}; cat ${c.artifactFile}`],
       [
         "another project's session workdir",
         () => `ls -A ${sandboxRoot}; cat ${sandboxRoot}/*/work/secret.txt`,
       ],
-      ['the host /tmp', () => `ls -A /tmp; cat ${hostTmpFile}`],
+      ['the host /tmp', () => `ls -A /tmp; cat ${c.hostTmpFile}`],
       ['/etc/shadow', () => 'cat /etc/shadow /etc/gshadow; ls -A /etc'],
       ['the environment of the service', () => 'env; cat /proc/1/environ | tr "\\0" "\\n"'],
     ])('%s', async (_what, command) => {
@@ -149,7 +123,7 @@ describe.each(serviceModes)('$name', ({ mode }) => {
       expect(r.status, shown(r)).toBe('succeeded');
       const text = shown(r);
       expect((r.content.result as { stdout: string }).stdout).toMatch(/done\n$/);
-      for (const secret of Object.values(secrets)) expect(text).not.toContain(secret);
+      for (const secret of Object.values(c.secrets)) expect(text).not.toContain(secret);
       expect(text).not.toContain(ADMIN_KEY);
       expect(text).not.toMatch(/root:[^:]*:\d+:/); // a shadow line
       expect(text).not.toContain('"name": "toolmesh"'); // package.json
