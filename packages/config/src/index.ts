@@ -32,6 +32,7 @@ export type {
   BuiltinConfig,
   RetentionConfig,
   OtelConfig,
+  CatalogConfig,
 } from './schema.ts';
 export { redactConfig, redactUrls, secretsOf, createRedactor, MASK } from './redact.ts';
 export type { Redactor } from './redact.ts';

@@ -575,6 +575,12 @@ export const otelSchema = section({
     .default(1),
 });
 
+/** The operator's MCP server catalog (GET /v1/catalog): a folder of MCP Registry server.json files. */
+export const catalogSchema = section({
+  /** The folder; relative to the working directory when not absolute. "" = no catalog. */
+  dir: z.string(expected('a folder or an empty string')).default(''),
+});
+
 // prefault, not default: a missing section is parsed from `{}` so its keys get their defaults.
 export const configSchema = z
   .strictObject(
@@ -599,6 +605,7 @@ export const configSchema = z
       retention: retentionSchema.prefault({}),
       mcp_oauth: mcpOauthSchema.prefault({}),
       otel: otelSchema.prefault({}),
+      catalog: catalogSchema.prefault({}),
     },
     expected('a table'),
   )
@@ -633,6 +640,7 @@ export type SchedulesConfig = z.infer<typeof schedulesSchema>;
 export type BuiltinConfig = z.infer<typeof builtinSchema>;
 export type RetentionConfig = z.infer<typeof retentionSchema>;
 export type OtelConfig = z.infer<typeof otelSchema>;
+export type CatalogConfig = z.infer<typeof catalogSchema>;
 
 /** The configuration with nothing set; the type of each default is the type of its key. */
 export const configDefaults: Config = configSchema.parse({});

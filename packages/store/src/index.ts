@@ -116,6 +116,11 @@ export { McpServerState, McpTransport } from './mcp-servers.ts';
 export type {
   DiscoveredTool,
   McpAuth,
+  McpImportOutcome,
+  McpImportSource,
+  McpSecretHeader,
+  McpServerPackage,
+  ImportedMcpServer,
   McpServerRecord,
   McpServersRepo,
   McpSyncOutcome,

@@ -26,6 +26,27 @@ export interface McpAuth {
   header?: string;
 }
 
+/** The MCP Registry entry an imported server came from. */
+export interface McpImportSource {
+  /** The server.json `name` (reverse DNS, e.g. io.github.acme/weather): what a re-import matches. */
+  name: string;
+  version: string;
+  /** The catalog entry it was taken from, when it was. */
+  catalog?: string;
+}
+
+/** The package an imported stdio server runs, installed once per version. */
+export interface McpServerPackage {
+  registry_type: 'npm';
+  identifier: string;
+  version: string;
+}
+
+/** A header whose value comes from project secrets: whole, or filled into a template. */
+export type McpSecretHeader =
+  | { secret: string }
+  | { template: string; secrets: Record<string, string> };
+
 export interface McpServerRecord {
   server_id: string;
   project_id: string;
@@ -37,6 +58,14 @@ export interface McpServerRecord {
   command: string | null;
   args: string[];
   env: Record<string, string>;
+  import_source: McpImportSource | null;
+  package: McpServerPackage | null;
+  /** Environment variable -> project secret (stdio). */
+  secret_env: Record<string, string>;
+  /** Header -> project secret(s) (http). */
+  secret_headers: Record<string, McpSecretHeader>;
+  /** Grows with each update of an imported server: a pooled connection to an older one is stale. */
+  revision: number;
   state: McpServerState;
   last_error: string | null;
   tool_count: number;
@@ -60,6 +89,19 @@ export type NewMcpServer =
       args?: string[];
       env?: Record<string, string>;
     };
+
+/** A server as an import writes it: the same shapes, plus where it came from and its secrets. */
+export type ImportedMcpServer = NewMcpServer & {
+  import_source: McpImportSource;
+  package?: McpServerPackage;
+  secret_env?: Record<string, string>;
+  secret_headers?: Record<string, McpSecretHeader>;
+};
+
+export type McpImportOutcome =
+  | { outcome: 'created' | 'updated'; server: McpServerRecord; tools: string[] }
+  /** The name is held by a server registered by hand, or imported from another entry. */
+  | { outcome: 'conflict'; message: string };
 
 /** One tool as a discovery found it, already mapped to a registry token. */
 export interface DiscoveredTool {
@@ -104,6 +146,11 @@ export interface McpServersRepo {
   create(projectId: string, s: NewMcpServer): Promise<McpServerRecord | undefined>;
   get(projectId: string, name: string): Promise<McpServerRecord | undefined>;
   list(projectId: string): Promise<McpServerRecord[]>;
+  /**
+   * Creates an imported server, or updates the one imported earlier from the same entry (its
+   * revision grows; `tools` are its tool names, whose cached copies must be dropped).
+   */
+  importServer(projectId: string, s: ImportedMcpServer): Promise<McpImportOutcome>;
   /** Deletes the server and its tools; the deleted tool names, or undefined when unknown. */
   delete(projectId: string, name: string): Promise<string[] | undefined>;
   /** Applies a discovery; undefined when the server is gone (deleted meanwhile). */
@@ -122,10 +169,74 @@ export interface McpServersRepo {
 }
 
 const COLUMNS = `server_id, project_id, name, transport, url, headers, auth, command, args, env,
-  state, last_error, tool_count, refreshed_at, created_at, updated_at`;
+  import_source, package, secret_env, secret_headers, revision, state, last_error, tool_count, refreshed_at, created_at, updated_at`;
+
+/** The endpoint columns of a server, in the order of the insert and update below. */
+function endpointValues(s: ImportedMcpServer): unknown[] {
+  return s.transport === 'http'
+    ? ['http', s.url, s.headers ?? {}, s.auth ?? null, null, [], {}]
+    : ['stdio', null, {}, null, s.command, s.args ?? [], s.env ?? {}];
+}
 
 export function createMcpServersRepo(db: Db): McpServersRepo {
   return {
+    importServer: (projectId, s) =>
+      db.tx(async (tx) => {
+        const held = await tx.query<McpServerRecord>(
+          'mcp_servers_import_find',
+          `SELECT ${COLUMNS} FROM resource.mcp_servers
+           WHERE project_id = $1 AND (name = $2 OR import_source->>'name' = $3) FOR UPDATE`,
+          [projectId, s.name, s.import_source.name],
+        );
+        const mine = held.find((r) => r.import_source?.name === s.import_source.name);
+        const other = held.find((r) => r !== mine);
+        if (mine && mine.name !== s.name) {
+          return {
+            outcome: 'conflict',
+            message: `${s.import_source.name} is already imported as MCP server ${JSON.stringify(mine.name)}; import it under that name or delete it first`,
+          };
+        }
+        if (other) {
+          return {
+            outcome: 'conflict',
+            message: `MCP server ${JSON.stringify(s.name)} already exists and was not imported from ${s.import_source.name}; pick another name`,
+          };
+        }
+        const extra = [
+          s.import_source,
+          s.package ?? null,
+          s.secret_env ?? {},
+          s.secret_headers ?? {},
+        ];
+        if (!mine) {
+          const rows = await tx.query<McpServerRecord>(
+            'mcp_servers_import_insert',
+            `INSERT INTO resource.mcp_servers
+               (server_id, project_id, name, transport, url, headers, auth, command, args, env,
+                import_source, package, secret_env, secret_headers)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+             RETURNING ${COLUMNS}`,
+            [uuidv7(), projectId, s.name, ...endpointValues(s), ...extra],
+          );
+          return { outcome: 'created', server: rows[0]!, tools: [] };
+        }
+        const rows = await tx.query<McpServerRecord>(
+          'mcp_servers_import_update',
+          `UPDATE resource.mcp_servers SET
+             transport = $3, url = $4, headers = $5, auth = $6, command = $7, args = $8, env = $9,
+             import_source = $10, package = $11, secret_env = $12, secret_headers = $13,
+             revision = revision + 1, updated_at = now()
+           WHERE project_id = $1 AND name = $2 RETURNING ${COLUMNS}`,
+          [projectId, s.name, ...endpointValues(s), ...extra],
+        );
+        const tools = await tx.query<{ name: string }>(
+          'mcp_servers_import_tools',
+          `SELECT name FROM resource.tools
+           WHERE project_id = $1 AND origin = 'mcp' AND spec->>'server' = $2`,
+          [projectId, s.name],
+        );
+        return { outcome: 'updated', server: rows[0]!, tools: tools.map((t) => t.name) };
+      }),
     create: async (projectId, s) =>
       (
         await db.query<McpServerRecord>(

@@ -30,6 +30,7 @@ import { skillRoutes } from './routes/skills.ts';
 import { artifactRoutes } from './routes/artifacts.ts';
 import { sandboxRoutes } from './routes/sandboxes.ts';
 import { mcpServerRoutes } from './routes/mcp-servers.ts';
+import { mcpImportRoutes } from './routes/mcp-import.ts';
 import { secretRoutes } from './routes/secrets.ts';
 import { busCredentialRoutes } from './routes/bus-credentials.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
@@ -124,6 +125,7 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(artifactRoutes(routeDeps), { prefix: '/v1' });
   await app.register(sandboxRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpServerRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(mcpImportRoutes(routeDeps), { prefix: '/v1' });
   await app.register(secretRoutes(routeDeps), { prefix: '/v1' });
   await app.register(busCredentialRoutes(routeDeps), { prefix: '/v1' });
   await app.register(scheduleRoutes(routeDeps), { prefix: '/v1' });

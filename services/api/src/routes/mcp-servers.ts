@@ -7,21 +7,18 @@
 // api thus never connects to a URL a tenant chose.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import {
-  ID_PATTERN,
-  SYSTEM_CHANNEL,
-  createSubjects,
-  decodeMessage,
-  encodeMessage,
-  type McpRefreshReply,
-} from '@toolmesh/protocol';
-import type { McpServerRecord } from '@toolmesh/store';
+import { ID_PATTERN } from '@toolmesh/protocol';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
-import { Id, ProjectParams, iso } from '../schemas.ts';
+import { Id, ProjectParams } from '../schemas.ts';
+import {
+  createMcpDiscovery,
+  RESERVED_SERVER_NAMES,
+  ServerOut,
+  ServerWithRefreshOut,
+  serverOut,
+} from './mcp-server-view.ts';
 
-/** Targets no MCP server may take: their tools are served by the skills service, or reserved. */
-const RESERVED = new Set(['skills', 'builtin', 'sys']);
 
 const HeaderName = z
   .string()
@@ -65,108 +62,14 @@ const StdioServer = z.strictObject({
     .optional(),
 });
 
-const RefreshOut = z
-  .object({
-    added: z.array(z.string()),
-    updated: z.array(z.string()),
-    disabled: z.array(z.string()).describe('tools the server no longer lists: disabled, kept'),
-    refused: z.array(z.object({ tool: z.string(), reason: z.string() })),
-    held: z
-      .array(z.string())
-      .describe(
-        'tools whose definition changed: held (calls fail definition_changed) until approved',
-      ),
-  })
-  .meta({ id: 'McpRefresh' });
-
-const ServerOut = z
-  .object({
-    name: z.string(),
-    transport: z.enum(['http', 'stdio']),
-    url: z.string().optional(),
-    header_names: z.array(z.string()).optional().describe('values are not shown'),
-    auth: z
-      .object({ type: z.string(), secret: z.string(), header: z.string().optional() })
-      .optional(),
-    command: z.string().optional(),
-    args: z.array(z.string()).optional(),
-    env_names: z.array(z.string()).optional().describe('values are not shown'),
-    state: z.enum(['pending', 'connected', 'error']),
-    last_error: z.string().nullable(),
-    tool_count: z.number().int(),
-    refreshed_at: z.string().nullable(),
-    created_at: z.string(),
-    updated_at: z.string(),
-  })
-  .meta({ id: 'McpServer' });
-const ServerWithRefreshOut = ServerOut.extend({ refresh: RefreshOut.optional() }).meta({
-  id: 'McpServerRefreshed',
-});
-
-const serverOut = (s: McpServerRecord) => ({
-  name: s.name,
-  transport: s.transport,
-  ...(s.transport === 'http'
-    ? {
-        url: s.url ?? '',
-        header_names: Object.keys(s.headers),
-        ...(s.auth ? { auth: s.auth } : {}),
-      }
-    : { command: s.command ?? '', args: s.args, env_names: Object.keys(s.env) }),
-  state: s.state,
-  last_error: s.last_error,
-  tool_count: s.tool_count,
-  refreshed_at: iso(s.refreshed_at),
-  created_at: s.created_at.toISOString(),
-  updated_at: s.updated_at.toISOString(),
-});
-
 const ServerParams = ProjectParams.extend({ name: Id });
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
 export const mcpServerRoutes =
   ({ store, nc, config, logger, auth, registryEvents }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
-    const subjects = createSubjects(config.nats.subject_root);
     const log = logger.child({ component: 'mcp-servers' });
-
-    /** Asks the tools service to discover; a failure to get an answer is the server's error. */
-    async function refresh(project: string, name: string): Promise<McpRefreshReply | undefined> {
-      const subject = subjects.mcpRefresh({ project, channel: SYSTEM_CHANNEL, server: name });
-      try {
-        const msg = await nc.request(subject, encodeMessage('mcp_refresh', { v: 1 }), {
-          timeout: config.api.mcp_refresh_wait_ms,
-        });
-        return decodeMessage('mcp_refresh_reply', msg.data);
-      } catch (err) {
-        const timedOut = (err as Error).name === 'TimeoutError';
-        const message = timedOut
-          ? `the tools service did not finish the discovery within ${config.api.mcp_refresh_wait_ms} ms`
-          : 'no tools service answered the discovery request (is services/tools running?)';
-        log.warn({ err, project, server: name }, message);
-        await store.mcpServers.recordError(project, name, message);
-        return undefined;
-      }
-    }
-
-    async function answer(project: string, name: string, reply: McpRefreshReply | undefined) {
-      const row = await store.mcpServers.get(project, name);
-      if (!row) throw notFound('MCP server', name);
-      return {
-        ...serverOut(row),
-        ...(reply
-          ? {
-              refresh: {
-                added: reply.added,
-                updated: reply.updated,
-                disabled: reply.disabled,
-                refused: reply.refused,
-                held: reply.held ?? [],
-              },
-            }
-          : {}),
-      };
-    }
+    const { refresh, answer } = createMcpDiscovery({ store, nc, config, logger: log });
 
     app.post(
       '/projects/:project/mcp-servers',
@@ -183,7 +86,7 @@ export const mcpServerRoutes =
       },
       async (req, reply) => {
         const { project } = req.params;
-        if (RESERVED.has(req.body.name)) {
+        if (RESERVED_SERVER_NAMES.has(req.body.name)) {
           throw new ApiError(
             'reserved_name',
             `${JSON.stringify(req.body.name)} is reserved; pick another server name`,
