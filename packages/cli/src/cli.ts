@@ -21,6 +21,7 @@ import {
   type McpAddFlags,
 } from './commands/mcp.ts';
 import { toolsImportOpenApi, type ImportOpenApiFlags } from './commands/openapi.ts';
+import { catalogList, mcpImport, type McpImportFlags } from './commands/mcp-import.ts';
 import { toolsApprove, type ApproveFlags } from './commands/definitions.ts';
 import { mcpServe, type McpServeFlags } from './commands/mcp-serve.ts';
 import {
@@ -367,7 +368,24 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
 
   const mcp = program
     .command('mcp')
+    .alias('mcp-servers')
     .description("the project's MCP servers, and the project served as one (serve)");
+  mcp
+    .command('import')
+    .description(
+      'import an MCP server from an MCP Registry server.json (a file) or the operator catalog (an entry name): a remote becomes an http server, an npm package a stdio server in the sandbox; again to update',
+    )
+    .argument('<file|catalog-name>', 'a server.json file, or a name `toolmesh catalog list` shows')
+    .option('--name <name>', 'the server name in the project (default: from the entry name)')
+    .option(
+      '--secret <input=secret>',
+      'the project secret a declared environment variable, header or {placeholder} takes (repeatable)',
+      collect,
+    )
+    .option('--var <input=value>', 'a plain value for a declared input (repeatable)', collect)
+    .option('--use <remote|package>', 'which transport when the entry has both')
+    .option('--index <n>', 'which remote or package (0-based)')
+    .action(run((ctx, source: string, f: McpImportFlags) => mcpImport(ctx, source, f)));
   mcp
     .command('serve')
     .description(
@@ -408,6 +426,13 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .description('delete the server and its tools')
     .argument('<name>')
     .action(run((ctx, name: string) => mcpRemove(ctx, name)));
+
+  program
+    .command('catalog')
+    .description("the operator's catalog of MCP servers a project may import")
+    .command('list')
+    .description('every catalog entry: name, version, transports and required inputs')
+    .action(run((ctx) => catalogList(ctx)));
 
   const sandboxes = program.command('sandboxes').description('sandbox sessions');
   sandboxes

@@ -72,6 +72,11 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     secret: (project, name) => secrets.get(project, name),
     connectTimeoutMs: config.tools.mcp_connect_timeout_ms,
     idleCloseMs: config.tools.mcp_idle_close_ms,
+    packages: {
+      npmRegistry: config.skills.npm_registry,
+      buildTimeoutMs: config.skills.env_build_timeout_ms,
+      leaseMs: config.skills.env_lease_ms,
+    },
     logger: log,
   });
   const executors = createKindExecutors({

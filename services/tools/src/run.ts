@@ -128,6 +128,7 @@ export async function runRegistryCall(
               ...ctx,
               attempt,
               secret,
+              redact: (value) => redactor.add(value),
               progress: (detail) => ctx.progress(detail ? redactor.redact(detail) : undefined),
             }),
         );

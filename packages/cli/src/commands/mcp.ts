@@ -8,7 +8,7 @@ import { printJson, printLine, printTable } from '../output.ts';
 import { projectOf } from '../settings.ts';
 
 type Row = Record<string, unknown>;
-interface ServerOut extends Row {
+export interface McpServerOut extends Row {
   name: string;
   state: 'pending' | 'connected' | 'error';
   last_error: string | null;
@@ -83,17 +83,17 @@ export async function mcpAdd(
     const env = pairs(f.env, '--env');
     body = { name, transport: 'stdio', command: target, args, ...(env ? { env } : {}) };
   }
-  const server = await ctx.api.request<ServerOut>({
+  const server = await ctx.api.request<McpServerOut>({
     method: 'POST',
     path: base(ctx),
     json: body,
     timeoutMs: DISCOVERY_WAIT_MS,
   });
-  return report(ctx, server);
+  return mcpReport(ctx, server);
 }
 
 export async function mcpList(ctx: Context): Promise<number> {
-  const body = await ctx.api.request<{ mcp_servers: ServerOut[] }>({ path: base(ctx) });
+  const body = await ctx.api.request<{ mcp_servers: McpServerOut[] }>({ path: base(ctx) });
   if (ctx.settings.json) printJson(ctx.io, body);
   else {
     printTable(
@@ -106,12 +106,12 @@ export async function mcpList(ctx: Context): Promise<number> {
 }
 
 export async function mcpRefresh(ctx: Context, name: string): Promise<number> {
-  const server = await ctx.api.request<ServerOut>({
+  const server = await ctx.api.request<McpServerOut>({
     method: 'POST',
     path: `${base(ctx)}/${encodeURIComponent(name)}/refresh`,
     timeoutMs: DISCOVERY_WAIT_MS,
   });
-  return report(ctx, server);
+  return mcpReport(ctx, server);
 }
 
 export async function mcpRemove(ctx: Context, name: string): Promise<number> {
@@ -122,7 +122,7 @@ export async function mcpRemove(ctx: Context, name: string): Promise<number> {
 }
 
 /** Prints a server after a discovery; exit 1 when it ended in state error. */
-function report(ctx: Context, s: ServerOut): number {
+export function mcpReport(ctx: Context, s: McpServerOut): number {
   if (ctx.settings.json) printJson(ctx.io, s);
   else {
     printLine(ctx.io, `${s.name}: ${s.state}, ${s.tool_count} tools`);

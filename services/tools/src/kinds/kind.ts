@@ -18,6 +18,8 @@ export interface AttemptContext extends ToolContext {
    * and the attempt records before anything is stored. Throws `secret_unavailable`.
    */
   secret(name: string): Promise<string>;
+  /** A secret value the executor came by another way (a pooled connection's): redacted too. */
+  redact(value: string): void;
 }
 
 export interface KindExecutor {

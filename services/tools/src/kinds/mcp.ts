@@ -40,6 +40,7 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
       let pooled: PooledConnection | undefined;
       try {
         pooled = await o.pool.get(tool.project, spec.server, ctx.signal);
+        for (const value of pooled.secretValues) ctx.redact(value);
         ctx.annotate({ mcp_transport: pooled.conn.transport });
         const res = await pooled.conn.callTool(spec.tool, args, {
           signal: ctx.signal,

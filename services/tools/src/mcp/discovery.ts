@@ -18,7 +18,7 @@ import {
 } from '@toolmesh/protocol';
 import type { DiscoveredTool, Store } from '@toolmesh/store';
 import { egressDeniedIn } from '../egress.ts';
-import type { McpPool } from './pool.ts';
+import { connectionIdentityOf, type McpPool } from './pool.ts';
 
 export interface DiscoveryDeps {
   bus: Bus;
@@ -64,7 +64,7 @@ export async function refreshServer(
     // opened for an earlier server of the same name (deleted, then registered again) replaced.
     const signal = AbortSignal.timeout(deps.timeoutMs);
     let pooled = await deps.pool.get(project, server, signal);
-    if (pooled.serverId !== row.server_id) {
+    if (pooled.serverId !== connectionIdentityOf(row)) {
       await deps.pool.drop(project, server, pooled.conn);
       pooled = await deps.pool.get(project, server, signal);
     }

@@ -12,6 +12,8 @@ import { decodeMessage } from '@toolmesh/protocol';
 import type { McpServerRecord, Store } from '@toolmesh/store';
 import type { Egress } from '../egress.ts';
 import { egressDeniedIn } from '../egress.ts';
+import { createRedactor } from '../redact.ts';
+import { ensurePackageEnv, type PackageEnvOptions } from './package-env.ts';
 import { openServerSession, type ServerSession, type SessionDeps } from './session.ts';
 
 export interface PoolDeps extends SessionDeps {
@@ -25,12 +27,23 @@ export interface PoolDeps extends SessionDeps {
   connectTimeoutMs?: number;
   /** A connected server said its tool set changed (notifications/tools/list_changed). */
   onToolsChanged?: (project: string, server: string) => void;
+  /** Where an imported server's npm package is installed from ([skills] npm_registry...). */
+  packages?: PackageEnvOptions;
 }
+
+/** What a pooled connection was opened from: a re-created or re-imported server differs. */
+export const connectionIdentityOf = (row: Pick<McpServerRecord, 'server_id' | 'revision'>) =>
+  `${row.server_id}#${row.revision}`;
 
 export interface PooledConnection {
   readonly conn: McpConnection;
-  /** The server row it was opened from (its id tells a re-created server apart). */
+  /**
+   * The server row it was opened from: its id and revision (connectionIdentityOf) tell a
+   * re-created or re-imported server apart.
+   */
   readonly serverId: string;
+  /** Secret values the connection was opened with: results and errors must not show them. */
+  readonly secretValues: readonly string[];
   touch(): void;
 }
 
@@ -86,23 +99,70 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     }
   };
 
-  async function endpointOf(row: McpServerRecord, entry: Entry): Promise<McpEndpoint> {
+  async function endpointOf(
+    row: McpServerRecord,
+    entry: Entry,
+    secrets: string[],
+  ): Promise<McpEndpoint> {
+    const secret = async (name: string) => {
+      const value = await deps.secret(row.project_id, name);
+      secrets.push(value);
+      return value;
+    };
     if (row.transport === 'http') {
       const headers: Record<string, string> = { ...row.headers };
       if (row.auth) {
-        const value = await deps.secret(row.project_id, row.auth.secret);
+        const value = await secret(row.auth.secret);
         if (row.auth.type === 'bearer') headers['authorization'] = `Bearer ${value}`;
         else headers[row.auth.header!.toLowerCase()] = value;
       }
+      for (const [name, h] of Object.entries(row.secret_headers)) {
+        if ('secret' in h) {
+          headers[name.toLowerCase()] = await secret(h.secret);
+          continue;
+        }
+        let text = h.template;
+        for (const [placeholder, s] of Object.entries(h.secrets)) {
+          text = text.split(`{${placeholder}}`).join(await secret(s));
+        }
+        headers[name.toLowerCase()] = text;
+      }
       return { transport: 'http', url: row.url!, headers, fetch: egressFetch };
     }
+    const env: Record<string, string> = { ...row.env };
+    for (const [name, s] of Object.entries(row.secret_env)) env[name] = await secret(s);
     entry.session = await openServerSession(deps, row.project_id, row.name);
+    if (row.package) {
+      if (!deps.packages) {
+        throw new McpClientError('connect_failed', 'this tools service cannot install packages');
+      }
+      const pkg = await ensurePackageEnv(
+        {
+          store: deps.store,
+          provider: await deps.sandboxes(),
+          instanceId: deps.instanceId,
+          options: deps.packages,
+          logger: log,
+        },
+        entry.session.sandbox,
+        row.project_id,
+        row.package,
+        Date.now() + deps.packages.buildTimeoutMs,
+      );
+      return {
+        transport: 'stdio',
+        sandbox: entry.session.sandbox,
+        command: row.command!,
+        args: [pkg.entry, ...row.args],
+        env,
+      };
+    }
     return {
       transport: 'stdio',
       sandbox: entry.session.sandbox,
       command: row.command!,
       args: row.args,
-      env: row.env,
+      env,
     };
   }
 
@@ -117,8 +177,9 @@ export function createMcpPool(deps: PoolDeps): McpPool {
       throw new McpClientError('connect_failed', `MCP server ${server} is not registered`);
     }
     let conn: McpConnection;
+    const secretValues: string[] = [];
     try {
-      const endpoint = await endpointOf(row, entry);
+      const endpoint = await endpointOf(row, entry, secretValues);
       // No call's signal here: the connection is shared, and one caller's cancel must not fail
       // the others waiting for it (each waits under its own signal in get()).
       const onToolsChanged = deps.onToolsChanged;
@@ -129,7 +190,7 @@ export function createMcpPool(deps: PoolDeps): McpPool {
       });
     } catch (err) {
       await entry.session?.destroy();
-      throw err;
+      throw redactedError(err, secretValues);
     }
     entry.conn = conn;
     conn.onClose((why) => {
@@ -140,7 +201,8 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     log.info({ project, mcp_server: server, transport: conn.transport }, 'MCP connection open');
     return {
       conn,
-      serverId: row.server_id,
+      serverId: connectionIdentityOf(row),
+      secretValues,
       touch: () => {
         entry.lastUsed = Date.now();
         entry.session?.touch();
@@ -161,6 +223,21 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     Math.min(idleMs, 60_000),
   );
   sweep.unref();
+
+  /** An update of a server's row (a re-import) replaces the connection opened for the old one. */
+  async function dropIfStale(project: string, server: string): Promise<void> {
+    try {
+      const e = entries.get(keyOf(project, server));
+      const pooled = await e?.opening.catch(() => undefined);
+      if (!pooled) return;
+      const row = await deps.store.mcpServers.get(project, server);
+      if (!row || connectionIdentityOf(row) !== pooled.serverId) {
+        await pool.drop(project, server, pooled.conn);
+      }
+    } catch (err) {
+      log.warn({ err, project, mcp_server: server }, 'could not check an MCP connection');
+    }
+  }
 
   const pool: McpPool = {
     get: async (project, server, signal) => {
@@ -200,10 +277,12 @@ export function createMcpPool(deps: PoolDeps): McpPool {
         try {
           const { project } = bus.subjects.parse(subject);
           const evt = decodeMessage('registry_changed', data);
-          if (evt.change !== 'deleted') return;
+          if (evt.change !== 'deleted' && evt.change !== 'updated') return;
           const servers = new Set(evt.tools.map((t) => t.slice(0, t.indexOf('.'))));
           for (const server of servers) {
-            if (entries.has(keyOf(project, server))) void pool.drop(project, server);
+            if (!entries.has(keyOf(project, server))) continue;
+            if (evt.change === 'deleted') void pool.drop(project, server);
+            else void dropIfStale(project, server);
           }
         } catch (err) {
           log.debug({ err, subject }, 'ignoring a malformed registry event');
@@ -223,6 +302,21 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     },
   };
   return pool;
+}
+
+/** A failed open names no secret it was opened with (a server may print its environment). */
+function redactedError(err: unknown, secrets: readonly string[]): unknown {
+  if (secrets.length === 0 || !(err instanceof Error)) return err;
+  const r = createRedactor();
+  for (const s of secrets) r.add(s);
+  const message = r.redactText(err.message);
+  if (message === err.message) return err;
+  if (err instanceof McpClientError) {
+    return new McpClientError(err.reason, message, {
+      ...(err.details ? { details: r.redact(err.details) } : {}),
+    });
+  }
+  return new Error(message);
 }
 
 /** `p`, or the signal's reason once it fires first (`p` goes on for whoever else awaits it). */
