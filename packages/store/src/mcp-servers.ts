@@ -44,8 +44,7 @@ export interface McpServerPackage {
 
 /** A header whose value comes from project secrets: whole, or filled into a template. */
 export type McpSecretHeader =
-  | { secret: string }
-  | { template: string; secrets: Record<string, string> };
+  { secret: string } | { template: string; secrets: Record<string, string> };
 
 export interface McpServerRecord {
   server_id: string;

@@ -28,7 +28,7 @@ export type {
   ChatMessage,
 } from './fake-openai.ts';
 export { startMcpHttpServer, MCP_STDIO_SERVER_PATH } from './mcp-http-server.ts';
-export { bundleMcpStdioServer } from './mcp-stdio-bundle.ts';
+export { bundleMcpStdioServer, MCP_ENV_SERVER_PATH } from './mcp-stdio-bundle.ts';
 export type { McpStdioBundle } from './mcp-stdio-bundle.ts';
 export type { McpHttpFixture } from './mcp-http-server.ts';
 export { FIXTURE_TOOLS } from './mcp-fixture-tools.ts';

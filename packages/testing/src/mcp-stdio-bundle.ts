@@ -15,14 +15,19 @@ export interface McpStdioBundle {
   cleanup(): Promise<void>;
 }
 
-export async function bundleMcpStdioServer(): Promise<McpStdioBundle> {
+/** The env fixture server's source (mcp-env-server.ts): bundle it with `{ input }`. */
+export const MCP_ENV_SERVER_PATH = join(import.meta.dirname, 'mcp-env-server.ts');
+
+export async function bundleMcpStdioServer(
+  options: { input?: string } = {},
+): Promise<McpStdioBundle> {
   const dir = await mkdtemp(join(tmpdir(), 'toolmesh-mcp-fixture-'));
   await chmod(dir, 0o755); // mkdtemp makes it 0700: the sandbox uid could not enter it
   const file = join(dir, 'mcp-stdio-server.mjs');
   // Imported here, not at the top: the stack imports this package and never bundles anything.
   const { rolldown } = await import('rolldown');
   const bundle = await rolldown({
-    input: MCP_STDIO_SERVER_PATH,
+    input: options.input ?? MCP_STDIO_SERVER_PATH,
     platform: 'node',
     logLevel: 'silent',
   });

@@ -160,7 +160,8 @@ export async function startPackageIndex(options: PackageIndexOptions = {}): Prom
         'package.json': JSON.stringify({ name, version, main: 'index.js' }),
         ...content,
       });
-      const file = `${name}-${version}.tgz`;
+      // A scoped name's slash would make a second path segment: /files/ takes one.
+      const file = `${name.replace('/', '__')}-${version}.tgz`;
       files.set(file, data);
       const pkg = npm.get(name) ?? { versions: {}, latest: version };
       pkg.versions[version] = {

@@ -60,11 +60,7 @@ async function readServerJson(path: string): Promise<Record<string, unknown>> {
   return doc as Record<string, unknown>;
 }
 
-export async function mcpImport(
-  ctx: Context,
-  source: string,
-  f: McpImportFlags,
-): Promise<number> {
+export async function mcpImport(ctx: Context, source: string, f: McpImportFlags): Promise<number> {
   if (f.use !== undefined && f.use !== 'remote' && f.use !== 'package') {
     throw usageError('--use is remote or package');
   }

@@ -37,9 +37,14 @@ export async function readCatalog(dir: string): Promise<CatalogListing> {
       if (st.size > MAX_FILE_BYTES) throw new Error(`larger than ${MAX_FILE_BYTES} bytes`);
       const parsed = ServerJson.safeParse(JSON.parse(await readFile(path, 'utf8')));
       if (!parsed.success) {
-        throw new Error(issuesOf(parsed.error).map((i) => `${i.path}: ${i.message}`).join('; '));
+        throw new Error(
+          issuesOf(parsed.error)
+            .map((i) => `${i.path}: ${i.message}`)
+            .join('; '),
+        );
       }
-      if (seen.has(parsed.data.name)) throw new Error(`${parsed.data.name} is listed by an earlier file`);
+      if (seen.has(parsed.data.name))
+        throw new Error(`${parsed.data.name} is listed by an earlier file`);
       seen.add(parsed.data.name);
       entries.push({ file, entry: parsed.data });
     } catch (err) {

@@ -213,7 +213,14 @@ class Inputs {
   }
 
   /** A plain value for an input: the request's, else the declared value or default. */
-  plainOf(name: string, input: { isSecret?: boolean | undefined; value?: string | undefined; default?: string | undefined }): string | undefined {
+  plainOf(
+    name: string,
+    input: {
+      isSecret?: boolean | undefined;
+      value?: string | undefined;
+      default?: string | undefined;
+    },
+  ): string | undefined {
     const given = this.choice.variables[name];
     if (given !== undefined) {
       if (input.isSecret) {
@@ -229,7 +236,11 @@ class Inputs {
     return input.value ?? input.default;
   }
 
-  miss(kind: MissingInput['kind'], name: string, input: { isSecret?: boolean | undefined; description?: string | undefined }) {
+  miss(
+    kind: MissingInput['kind'],
+    name: string,
+    input: { isSecret?: boolean | undefined; description?: string | undefined },
+  ) {
     this.missing.push({
       name,
       kind,
@@ -239,7 +250,14 @@ class Inputs {
   }
 
   /** Fills `{placeholders}` of a value with plain values; secrets are not allowed here. */
-  fill(text: string, vars: Record<string, { isSecret?: boolean; value?: string; default?: string; description?: string }> = {}, where: string): string {
+  fill(
+    text: string,
+    vars: Record<
+      string,
+      { isSecret?: boolean; value?: string; default?: string; description?: string }
+    > = {},
+    where: string,
+  ): string {
     return text.replace(PLACEHOLDER, (whole, key: string) => {
       const declared = vars[key] ?? {};
       if (this.choice.secrets[key] !== undefined || declared.isSecret) {
@@ -290,7 +308,8 @@ function checkUrl(raw: string): string {
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
     throw new ApiError('invalid_url', `the remote URL must be http(s), got ${u.protocol}`);
   }
-  if (raw.length > 2048) throw new ApiError('invalid_url', 'the remote URL is over 2048 characters');
+  if (raw.length > 2048)
+    throw new ApiError('invalid_url', 'the remote URL is over 2048 characters');
   return raw;
 }
 
@@ -304,7 +323,8 @@ function remoteServer(
   const headers: Record<string, string> = {};
   const secretHeaders: Record<string, McpSecretHeader> = {};
   for (const h of remote.headers ?? []) {
-    if (!HEADER_NAME.test(h.name)) throw invalid(`header ${JSON.stringify(h.name)} is not a header name`);
+    if (!HEADER_NAME.test(h.name))
+      throw invalid(`header ${JSON.stringify(h.name)} is not a header name`);
     const whole = ctx.secretOf(h.name);
     if (whole !== undefined) {
       secretHeaders[h.name] = { secret: whole };

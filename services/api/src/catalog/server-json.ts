@@ -48,10 +48,7 @@ const RemoteTransport = z.looseObject({
 });
 export type ServerJsonRemote = z.infer<typeof RemoteTransport>;
 
-const PackageTransport = z.union([
-  z.looseObject({ type: z.literal('stdio') }),
-  RemoteTransport,
-]);
+const PackageTransport = z.union([z.looseObject({ type: z.literal('stdio') }), RemoteTransport]);
 
 const Package = z.looseObject({
   registryType: z.string().min(1).max(64),

@@ -23,7 +23,9 @@ const ImportBody = z
     server: z
       .record(z.string(), z.unknown())
       .optional()
-      .describe('an MCP Registry server.json entry (name, description, version, remotes, packages)'),
+      .describe(
+        'an MCP Registry server.json entry (name, description, version, remotes, packages)',
+      ),
     catalog: z
       .string()
       .min(1)
@@ -159,7 +161,9 @@ export const mcpImportRoutes =
         const body = req.body;
         let raw: unknown = body.server;
         if (body.catalog !== undefined) {
-          const found = await findInCatalog(config.catalog.dir, body.catalog).catch(() => undefined);
+          const found = await findInCatalog(config.catalog.dir, body.catalog).catch(
+            () => undefined,
+          );
           if (!found) throw notFound('catalog entry', body.catalog);
           raw = found.entry;
         }

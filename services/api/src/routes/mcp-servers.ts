@@ -19,7 +19,6 @@ import {
   serverOut,
 } from './mcp-server-view.ts';
 
-
 const HeaderName = z
   .string()
   .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/, 'must be an HTTP header name');
