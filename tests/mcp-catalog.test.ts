@@ -313,7 +313,7 @@ describe('a server.json with an npm package', () => {
       (await readdir(sandboxRoot)).map((d) =>
         readFile(join(sandboxRoot, d, 'meta.json'), 'utf8').then(
           (t) => JSON.parse(t) as { readPaths?: string[] },
-          () => ({}),
+          (): { readPaths?: string[] } => ({}),
         ),
       ),
     );
