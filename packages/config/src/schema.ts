@@ -149,6 +149,10 @@ export const toolsSchema = section({
   mcp_connect_timeout_ms: positiveInt().default(30_000),
   mcp_discovery_timeout_ms: positiveInt().default(50_000),
   mcp_idle_close_ms: positiveInt().default(600_000),
+  // Upstream OAuth 2.0: a cached access token is refreshed once it has less than this left; a
+  // token request (with the wait for another instance's) may take this long.
+  oauth_refresh_margin_ms: intAtLeast(0).default(60_000),
+  oauth_token_timeout_ms: positiveInt().default(15_000),
   // Pin MCP tool definitions: a refresh that changes a tool's name, description, input schema
   // or annotations holds the tool (definition_changed) until someone approves the change.
   pin_definitions: z.boolean().default(true),

@@ -113,6 +113,18 @@ export const ERROR_CODES = {
     summary:
       "a secret the tool's auth names is not stored in the project, or no secrets key is configured",
   },
+  upstream_unauthorized: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      'the upstream answered 401 to an OAuth access token the tools service had just refreshed',
+  },
+  oauth_failed: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      'the OAuth token endpoint refused to issue a token (invalid_client, invalid_grant, ...) or could not be used; details.oauth_error says what it answered',
+  },
   internal_error: {
     retryable: false,
     status: 'failed',

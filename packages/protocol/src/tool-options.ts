@@ -71,15 +71,21 @@ export const HttpMethod = {
 } as const;
 export type HttpMethod = (typeof HttpMethod)[keyof typeof HttpMethod];
 
-export const HttpAuthType = { bearer: 'bearer', header: 'header', basic: 'basic' } as const;
+export const HttpAuthType = {
+  bearer: 'bearer',
+  header: 'header',
+  basic: 'basic',
+  oauth2: 'oauth2',
+} as const;
 export type HttpAuthType = (typeof HttpAuthType)[keyof typeof HttpAuthType];
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 const headerName = z.string().regex(HEADER_NAME, 'must be an HTTP header name');
 
-export const HttpAuth = z
+/** Auth from one project secret's value, sent as it is. */
+export const SecretAuth = z
   .strictObject({
-    type: z.enum(HttpAuthType),
+    type: z.enum(['bearer', 'header', 'basic']),
     secret: secretName.describe('a project secret (PUT /v1/projects/:p/secrets/:name)'),
     header: headerName.optional().describe('the header of type "header", e.g. X-API-Key'),
   })
@@ -88,6 +94,106 @@ export const HttpAuth = z
     path: ['header'],
   })
   .describe('bearer: Authorization: Bearer <secret>; basic: the secret is user:password');
+export type SecretAuth = z.infer<typeof SecretAuth>;
+
+/** OAuth 2.0 grants the tools service runs against a token endpoint. */
+export const OAuth2Grant = {
+  client_credentials: 'client_credentials',
+  refresh_token: 'refresh_token',
+} as const;
+export type OAuth2Grant = (typeof OAuth2Grant)[keyof typeof OAuth2Grant];
+
+/** How the client authenticates at the token endpoint (RFC 6749 2.3.1). */
+export const OAuth2ClientAuth = {
+  client_secret_basic: 'client_secret_basic',
+  client_secret_post: 'client_secret_post',
+} as const;
+export type OAuth2ClientAuth = (typeof OAuth2ClientAuth)[keyof typeof OAuth2ClientAuth];
+
+/**
+ * OAuth 2.0 to the upstream: the tools service gets an access token from the token endpoint and
+ * sends it as `Authorization: Bearer <token>`. Every credential is a project secret named here
+ * (never a value); scope and audience are plain text.
+ */
+export const OAuth2Auth = z
+  .strictObject({
+    type: z.literal('oauth2'),
+    grant: z
+      .enum(OAuth2Grant)
+      .describe('client_credentials, or refresh_token (a stored refresh token is exchanged)'),
+    token_url_secret: secretName.describe(
+      'the project secret holding the token endpoint URL (https; http only for hosts in tools.allowed_private_hosts)',
+    ),
+    client_id_secret: secretName.describe('the project secret holding the client id'),
+    client_secret_secret: secretName
+      .optional()
+      .describe(
+        'the project secret holding the client secret; required for client_credentials, optional (a public client) for refresh_token',
+      ),
+    refresh_token_secret: secretName
+      .optional()
+      .describe(
+        'the project secret holding the refresh token (refresh_token grant only); a rotated one is written back to it',
+      ),
+    client_auth: z
+      .enum(OAuth2ClientAuth)
+      .optional()
+      .describe('how the client secret is sent (default client_secret_basic)'),
+    scope: z
+      .string()
+      .min(1)
+      .max(1024)
+      .regex(
+        /^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/,
+        'must be space-separated scope tokens',
+      )
+      .optional()
+      .describe('space-separated scopes asked for'),
+    audience: z
+      .string()
+      .min(1)
+      .max(1024)
+      .regex(/^[^\r\n]*$/, 'must not contain line breaks')
+      .optional()
+      .describe('the audience parameter some servers want (Auth0, Okta)'),
+  })
+  .superRefine((a, ctx) => {
+    if (a.grant === 'client_credentials') {
+      if (a.client_secret_secret === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['client_secret_secret'],
+          message: 'is required for grant "client_credentials"',
+        });
+      }
+      if (a.refresh_token_secret !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['refresh_token_secret'],
+          message: 'is only allowed with grant "refresh_token"',
+        });
+      }
+    } else if (a.refresh_token_secret === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['refresh_token_secret'],
+        message: 'is required for grant "refresh_token"',
+      });
+    }
+    if (a.client_auth !== undefined && a.client_secret_secret === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['client_auth'],
+        message: 'needs client_secret_secret',
+      });
+    }
+  })
+  .describe(
+    'OAuth 2.0: tokens from the token endpoint, cached (encrypted) and shared by every tools-service instance, sent as Authorization: Bearer',
+  );
+export type OAuth2Auth = z.infer<typeof OAuth2Auth>;
+
+export const HttpAuth = z.discriminatedUnion('type', [SecretAuth, OAuth2Auth]);
 export type HttpAuth = z.infer<typeof HttpAuth>;
 
 /** `{name}` placeholders of a URL template. */

@@ -134,6 +134,7 @@ export type { PendingDefinition, ToolDefinition } from './tool-definitions.ts';
 export type { ImportedTool, ImportOutcome, OpenApiImportsRepo } from './openapi-imports.ts';
 export { createSecretBox, SecretsKeyError } from './secrets.ts';
 export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
+export type { LockedOAuthTokens, OAuthTokenRow, OAuthTokensRepo } from './oauth-tokens.ts';
 export { apiBucket } from './rate-buckets.ts';
 export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';
 export { Quota } from './quotas.ts';

@@ -6,6 +6,7 @@
 // longer matches the approved one keeps its approved definition; the new one is held in
 // `pending_definition` until someone approves it (see tools.approveDefinition).
 import { v7 as uuidv7 } from 'uuid';
+import type { OAuth2Auth } from '@toolmesh/protocol';
 import type { Db } from './db.ts';
 import { definitionHash, type PendingDefinition } from './tool-definitions.ts';
 
@@ -19,12 +20,17 @@ export const McpServerState = {
 } as const;
 export type McpServerState = (typeof McpServerState)[keyof typeof McpServerState];
 
-/** How an http server authenticates: a project secret's value, as bearer token or header. */
-export interface McpAuth {
-  type: 'bearer' | 'header';
-  secret: string;
-  header?: string;
-}
+/**
+ * How an http server authenticates: a project secret's value, as bearer token or header; or
+ * OAuth 2.0 (tokens from a token endpoint whose credentials are project secrets).
+ */
+export type McpAuth =
+  | {
+      type: 'bearer' | 'header';
+      secret: string;
+      header?: string;
+    }
+  | OAuth2Auth;
 
 /** The MCP Registry entry an imported server came from. */
 export interface McpImportSource {

@@ -26,6 +26,7 @@ import { createMcpServersRepo, type McpServersRepo } from './mcp-servers.ts';
 import { createOpenApiImportsRepo, type OpenApiImportsRepo } from './openapi-imports.ts';
 import { createMcpTasksRepo, type McpTasksRepo } from './mcp-tasks.ts';
 import { createSecretsRepo, type SecretsRepo } from './secrets.ts';
+import { createOAuthTokensRepo, type OAuthTokensRepo } from './oauth-tokens.ts';
 import { createRateBucketsRepo, type RateBucketsRepo } from './rate-buckets.ts';
 import { createBusCredentialsRepo, type BusCredentialsRepo } from './bus-credentials.ts';
 import { createSchedulesRepo, type SchedulesRepo } from './schedules.ts';
@@ -58,6 +59,7 @@ export interface Store {
   readonly openapiImports: OpenApiImportsRepo;
   readonly mcpTasks: McpTasksRepo;
   readonly secrets: SecretsRepo;
+  readonly oauthTokens: OAuthTokensRepo;
   readonly rateBuckets: RateBucketsRepo;
   readonly quotas: QuotasRepo;
   readonly busCredentials: BusCredentialsRepo;
@@ -116,6 +118,7 @@ export function createStore(pool: pg.Pool): Store {
     openapiImports: createOpenApiImportsRepo(db),
     mcpTasks: createMcpTasksRepo(db),
     secrets: createSecretsRepo(db),
+    oauthTokens: createOAuthTokensRepo(db),
     rateBuckets: createRateBucketsRepo(db),
     quotas: createQuotasRepo(db),
     busCredentials: createBusCredentialsRepo(db),

@@ -23,6 +23,7 @@ import { createAutoRefresh, serveDiscovery } from './mcp/discovery.ts';
 import { createMcpPool } from './mcp/pool.ts';
 import { createResolver } from './resolver.ts';
 import { createSecretReader } from './secrets.ts';
+import { createOAuthTokens } from './oauth.ts';
 
 /** The durable consumer and card author of this service. */
 export const TOOLS_SERVICE = 'tools';
@@ -42,7 +43,18 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   await bus.provision(streamSettingsOf(config));
   const store = createStoreFromConfig(config, `tools:${instanceId}`, log);
   const egress = createEgress(config.tools.allowed_private_hosts);
-  const secrets = createSecretReader(store, createSecretBox(config.secrets.key));
+  const box = createSecretBox(config.secrets.key);
+  const secrets = createSecretReader(store, box);
+  const oauth = createOAuthTokens({
+    store,
+    box,
+    secrets,
+    egress,
+    insecureHosts: config.tools.allowed_private_hosts,
+    refreshMarginMs: config.tools.oauth_refresh_margin_ms,
+    timeoutMs: config.tools.oauth_token_timeout_ms,
+    logger: log,
+  });
   // stdio MCP servers are tenants' programs: they run in sandbox sessions of their project. The
   // provider is made when the first one starts, so hosts without stdio servers need no sandbox.
   let provider: Promise<SandboxProvider> | undefined;
@@ -70,6 +82,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     idleTtlSec: config.sandbox.idle_ttl_sec,
     hardTtlSec: config.sandbox.hard_ttl_sec,
     secret: (project, name) => secrets.get(project, name),
+    oauth,
     connectTimeoutMs: config.tools.mcp_connect_timeout_ms,
     idleCloseMs: config.tools.mcp_idle_close_ms,
     packages: {
@@ -102,6 +115,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     resolver: createResolver({
       store,
       secrets,
+      oauth,
       registry,
       executors,
       defaults: config.tools,

@@ -5,7 +5,7 @@
 // that times out still shows what it tried; the cost estimate is charged the same way. Every
 // secret the executor read is redacted from the result, the error and the records.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MeshError, ToolError, errorCodeOf } from '@toolmesh/protocol';
+import { MeshError, ToolError, errorCodeOf, type OAuth2Auth } from '@toolmesh/protocol';
 import type { Store } from '@toolmesh/store';
 import type { ToolContext } from '@toolmesh/tool-service';
 import { backoffMs } from '@toolmesh/bus';
@@ -15,10 +15,12 @@ import type { Policies } from './policies.ts';
 import type { RegistryTool } from '@toolmesh/tool-service';
 import { createRedactor, type Redactor } from './redact.ts';
 import type { SecretReader } from './secrets.ts';
+import type { OAuthTokens } from './oauth.ts';
 
 export interface RunDeps {
   store: Store;
   secrets: SecretReader;
+  oauth: OAuthTokens;
 }
 
 interface AttemptRecord {
@@ -113,6 +115,12 @@ export async function runRegistryCall(
     redactor.add(value);
     return value;
   };
+  const oauthToken = (auth: OAuth2Auth, rejected?: string) =>
+    deps.oauth.token(tool.project, auth, {
+      rejected,
+      reveal: (v) => redactor.add(v),
+      signal: ctx.signal,
+    });
   try {
     for (let attempt = 1; ; attempt++) {
       const t0 = performance.now();
@@ -129,6 +137,7 @@ export async function runRegistryCall(
               attempt,
               secret,
               redact: (value) => redactor.add(value),
+              oauthToken,
               progress: (detail) => ctx.progress(detail ? redactor.redact(detail) : undefined),
             }),
         );

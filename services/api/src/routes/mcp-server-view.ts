@@ -40,8 +40,10 @@ export const ServerOut = z
     url: z.string().optional(),
     header_names: z.array(z.string()).optional().describe('values are not shown'),
     auth: z
-      .object({ type: z.string(), secret: z.string(), header: z.string().optional() })
-      .optional(),
+      .object({ type: z.string() })
+      .catchall(z.string())
+      .optional()
+      .describe('the auth configuration: secret names only, never values'),
     command: z.string().optional(),
     args: z.array(z.string()).optional(),
     env_names: z.array(z.string()).optional().describe('values are not shown'),

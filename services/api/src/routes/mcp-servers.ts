@@ -7,7 +7,7 @@
 // api thus never connects to a URL a tenant chose.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ID_PATTERN } from '@toolmesh/protocol';
+import { ID_PATTERN, OAuth2Auth } from '@toolmesh/protocol';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
@@ -25,7 +25,7 @@ const HeaderName = z
 const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an identifier');
 const SecretName = z.string().regex(ID_PATTERN, 'must be a secret name (1-64 of [A-Za-z0-9_-])');
 
-const Auth = z
+const SecretAuth = z
   .strictObject({
     type: z.enum(['bearer', 'header']),
     secret: SecretName.describe('a project secret: PUT /v1/projects/:p/secrets/:name'),
@@ -35,6 +35,12 @@ const Auth = z
     message: 'header is required with type "header" and only then',
   })
   .describe('credentials from a project secret; the value never appears in the api');
+const Auth = z
+  .discriminatedUnion('type', [SecretAuth, OAuth2Auth])
+  .meta({ id: 'McpServerAuth' })
+  .describe(
+    'a project secret as bearer token or header, or OAuth 2.0 (type "oauth2", as for http tools)',
+  );
 
 const HttpServer = z.strictObject({
   name: Id.describe('the target of its tools: <name>.<tool>'),

@@ -2,7 +2,8 @@
 // placeholders of the URL take percent-encoded arguments, the arguments named in `query` become
 // query parameters, the rest (or those named in `body`) a JSON body (none for GET and DELETE);
 // `header_params` become headers and `body_param` names an argument sent as the whole JSON body
-// (what an OpenAPI import produces); auth comes from a project secret. Requests go through the egress dispatcher (private
+// (what an OpenAPI import produces); auth comes from a project secret, or is an OAuth 2.0 access
+// token (oauth.ts; a 401 refreshes it once and sends again). Requests go through the egress dispatcher (private
 // addresses refused after DNS) with the call's AbortSignal, so a deadline or a cancel aborts
 // them. A 2xx body is the result (JSON when it says so, text otherwise) up to max_result_bytes:
 // a larger one fails with payload_too_large rather than being cut (a cut JSON document is not
@@ -172,47 +173,67 @@ export function createHttpExecutor(o: HttpExecutorOptions): KindExecutor {
       }
       // Refused before a secret is even read.
       o.egress.checkUrl(url);
+      let oauthToken: string | undefined;
       if (spec.auth) {
-        const secret = await ctx.secret(spec.auth.secret);
-        switch (spec.auth.type) {
-          case 'bearer':
-            headers['authorization'] = `Bearer ${secret}`;
-            break;
-          case 'basic':
-            headers['authorization'] = `Basic ${Buffer.from(secret, 'utf8').toString('base64')}`;
-            break;
-          case 'header':
-            headers[spec.auth.header!.toLowerCase()] = secret;
-            break;
-          default: {
-            const never: never = spec.auth.type;
-            throw new Error(`unknown auth type ${String(never)}`);
+        if (spec.auth.type === 'oauth2') {
+          oauthToken = await ctx.oauthToken(spec.auth);
+          headers['authorization'] = `Bearer ${oauthToken}`;
+        } else {
+          const secret = await ctx.secret(spec.auth.secret);
+          switch (spec.auth.type) {
+            case 'bearer':
+              headers['authorization'] = `Bearer ${secret}`;
+              break;
+            case 'basic':
+              headers['authorization'] = `Basic ${Buffer.from(secret, 'utf8').toString('base64')}`;
+              break;
+            case 'header':
+              headers[spec.auth.header!.toLowerCase()] = secret;
+              break;
+            default: {
+              const never: never = spec.auth;
+              throw new Error(`unknown auth type ${JSON.stringify(never)}`);
+            }
           }
         }
       }
-      let res;
-      try {
-        res = await request(url, {
-          method: spec.method,
-          headers,
-          ...(body !== undefined ? { body } : {}),
-          dispatcher: o.egress.dispatcher,
-          signal: ctx.signal,
-        });
-      } catch (err) {
-        if (ctx.signal.aborted) throw ctx.signal.reason as Error;
-        const denied = egressDeniedIn(err);
-        if (denied) throw denied;
-        const code = netCode(err);
-        throw new UpstreamFailure(
-          `${spec.method} ${url.origin}${url.pathname} failed: ${(err as Error).message}${code ? ` (${code})` : ''}`,
-          {
-            code: 'upstream_unreachable',
-            retryable: code !== undefined && RETRYABLE_NET.has(code),
-            details: { ...(code ? { error: code } : {}) },
-            cause: err,
-          },
-        );
+      const send = async () => {
+        try {
+          return await request(url, {
+            method: spec.method,
+            headers,
+            ...(body !== undefined ? { body } : {}),
+            dispatcher: o.egress.dispatcher,
+            signal: ctx.signal,
+          });
+        } catch (err) {
+          if (ctx.signal.aborted) throw ctx.signal.reason as Error;
+          const denied = egressDeniedIn(err);
+          if (denied) throw denied;
+          const code = netCode(err);
+          throw new UpstreamFailure(
+            `${spec.method} ${url.origin}${url.pathname} failed: ${(err as Error).message}${code ? ` (${code})` : ''}`,
+            {
+              code: 'upstream_unreachable',
+              retryable: code !== undefined && RETRYABLE_NET.has(code),
+              details: { ...(code ? { error: code } : {}) },
+              cause: err,
+            },
+          );
+        }
+      };
+      let res = await send();
+      // An OAuth token the upstream no longer takes (revoked, expired early): one forced refresh
+      // and one more request, inside this attempt (not one of the tool's retries). A second 401
+      // is final: upstream_unauthorized.
+      let refreshed = false;
+      if (res.statusCode === 401 && spec.auth?.type === 'oauth2' && oauthToken !== undefined) {
+        await res.body.dump().catch(() => undefined);
+        oauthToken = await ctx.oauthToken(spec.auth, oauthToken);
+        headers['authorization'] = `Bearer ${oauthToken}`;
+        ctx.annotate({ oauth_refreshed_after_401: true });
+        refreshed = true;
+        res = await send();
       }
       const status = res.statusCode;
       ctx.annotate({ http_status: status });
@@ -232,6 +253,20 @@ export function createHttpExecutor(o: HttpExecutorOptions): KindExecutor {
       );
       if (over) res.body.destroy();
       if (!ok) {
+        if (refreshed && status === 401) {
+          throw new UpstreamFailure(
+            `${tool.name}: the upstream answered 401 to a freshly refreshed OAuth token`,
+            {
+              code: 'upstream_unauthorized',
+              retryable: false,
+              details: {
+                status,
+                body_excerpt: buf.toString('utf8'),
+                ...(over ? { excerpt_truncated: true } : {}),
+              },
+            },
+          );
+        }
         throw new UpstreamFailure(`${tool.name}: the upstream answered ${status}`, {
           retryable: RETRYABLE_STATUS.has(status),
           retryAfterMs: retryAfterMs(res.headers['retry-after']),

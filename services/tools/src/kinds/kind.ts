@@ -3,7 +3,7 @@
 // rate limit, retries with backoff (it says which failures are retryable), the deadline and
 // cancel signal, cost, attempt records, and redaction of every secret it read.
 import type { ToolContext } from '@toolmesh/tool-service';
-import { ToolError, type ErrorCode } from '@toolmesh/protocol';
+import { ToolError, type ErrorCode, type OAuth2Auth } from '@toolmesh/protocol';
 import type { RegistryTool } from '@toolmesh/tool-service';
 
 /** Kinds the tools service runs: a registry tool's origin. */
@@ -20,6 +20,13 @@ export interface AttemptContext extends ToolContext {
   secret(name: string): Promise<string>;
   /** A secret value the executor came by another way (a pooled connection's): redacted too. */
   redact(value: string): void;
+  /**
+   * An OAuth access token of the project for `auth` (cached and shared by every instance).
+   * `rejected`: the token the upstream just answered 401 to; a new one is fetched unless another
+   * call already did. Redacted like a secret, with every credential it read. Throws
+   * secret_unavailable, oauth_failed (an UpstreamFailure), egress_denied.
+   */
+  oauthToken(auth: OAuth2Auth, rejected?: string): Promise<string>;
 }
 
 export interface KindExecutor {

@@ -9,6 +9,7 @@ import { isMcpClientError, type McpCallResult } from '@toolmesh/mcp';
 import { ToolError } from '@toolmesh/protocol';
 import type { McpToolSpec } from '@toolmesh/store';
 import { egressDeniedIn } from '../egress.ts';
+import { toolErrorIn } from '../oauth.ts';
 import type { McpPool, PooledConnection } from '../mcp/pool.ts';
 import type { RegistryTool } from '@toolmesh/tool-service';
 import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
@@ -52,6 +53,10 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
         // A refused address is final, not a transport failure to retry.
         const denied = egressDeniedIn(err);
         if (denied) throw denied;
+        // What the OAuth fetch threw (upstream_unauthorized, oauth_failed, secret_unavailable)
+        // says more than the transport failure the SDK wrapped it in.
+        const own = toolErrorIn(err);
+        if (own && own !== err) throw own;
         if (!isMcpClientError(err)) throw err;
         switch (err.reason) {
           case 'connect_failed':

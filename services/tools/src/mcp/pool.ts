@@ -1,19 +1,22 @@
 // MCP connections of this instance, one per (project, server), opened on first use and shared
 // by every call to that server's tools. A connection that dies (the process exited, the HTTP
 // session is gone) is dropped the moment it is noticed, so the next call opens a new one. An
-// http server's auth is read from the project's secrets at connect time; its requests go
+// http server's auth is read from the project's secrets at connect time (an OAuth token on every
+// request instead: oauth.ts); its requests go
 // through the egress guard. A stdio server runs in a sandbox session of its project
 // (session.ts), killed with the connection. Idle connections are closed after a while.
 import type { Subscription } from '@nats-io/transport-node';
 import { fetch as undiciFetch } from 'undici';
 import type { Bus } from '@toolmesh/bus';
 import { connectMcp, McpClientError, type McpConnection, type McpEndpoint } from '@toolmesh/mcp';
-import { decodeMessage } from '@toolmesh/protocol';
+import { decodeMessage, type OAuth2Auth } from '@toolmesh/protocol';
 import type { McpServerRecord, Store } from '@toolmesh/store';
 import type { Egress } from '../egress.ts';
 import { egressDeniedIn } from '../egress.ts';
 import { createRedactor } from '../redact.ts';
 import { ensurePackageEnv, type PackageEnvOptions } from './package-env.ts';
+import { UpstreamFailure } from '../kinds/kind.ts';
+import type { OAuthTokens } from '../oauth.ts';
 import { openServerSession, type ServerSession, type SessionDeps } from './session.ts';
 
 export interface PoolDeps extends SessionDeps {
@@ -21,6 +24,8 @@ export interface PoolDeps extends SessionDeps {
   egress: Egress;
   /** A project secret's value (throws secret_unavailable). */
   secret(project: string, name: string): Promise<string>;
+  /** OAuth access tokens of servers with auth type oauth2. */
+  oauth: OAuthTokens;
   /** Connections unused this long are closed. */
   idleCloseMs?: number;
   /** Bounds a connect (and a stdio server's start). */
@@ -73,6 +78,19 @@ interface Entry {
 }
 
 const DEFAULT_IDLE_CLOSE_MS = 10 * 60_000;
+/** OAuth tokens remembered per connection (a token refreshed mid-call is still redacted). */
+const MAX_TOKENS = 8;
+
+/** Adds an OAuth token a connection sent to its secret values, keeping the newest few. */
+function noteSent(sent: string[], tokens: string[], token: string): void {
+  if (tokens.includes(token)) return;
+  tokens.push(token);
+  sent.push(token);
+  if (tokens.length > MAX_TOKENS) {
+    const i = sent.indexOf(tokens.shift()!);
+    if (i >= 0) sent.splice(i, 1);
+  }
+}
 const DEFAULT_CONNECT_MS = 30_000;
 
 export function createMcpPool(deps: PoolDeps): McpPool {
@@ -99,6 +117,41 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     }
   };
 
+  /**
+   * Requests of an OAuth server: each carries the current access token (so a token refreshed
+   * while the connection is open is used at once); a 401 forces one refresh and one resend, and
+   * a second 401 throws upstream_unauthorized (found in the SDK's error by the executor).
+   */
+  const oauthFetch = (
+    project: string,
+    server: string,
+    auth: OAuth2Auth,
+    sent: string[],
+  ): typeof egressFetch => {
+    const tokens: string[] = [];
+    return async (url, init) => {
+      const signal = init?.signal ?? undefined;
+      const send = (token: string) => {
+        noteSent(sent, tokens, token);
+        const headers = new Headers(init?.headers);
+        headers.set('authorization', `Bearer ${token}`);
+        return egressFetch(url, { ...init, headers });
+      };
+      let token = await deps.oauth.token(project, auth, { signal });
+      let res = await send(token);
+      if (res.status !== 401) return res;
+      await res.body?.cancel().catch(() => undefined);
+      token = await deps.oauth.token(project, auth, { rejected: token, signal });
+      res = await send(token);
+      if (res.status !== 401) return res;
+      await res.body?.cancel().catch(() => undefined);
+      throw new UpstreamFailure(
+        `MCP server ${server} answered 401 to a freshly refreshed OAuth token`,
+        { code: 'upstream_unauthorized', retryable: false, details: { status: 401, server } },
+      );
+    };
+  };
+
   async function endpointOf(
     row: McpServerRecord,
     entry: Entry,
@@ -111,7 +164,7 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     };
     if (row.transport === 'http') {
       const headers: Record<string, string> = { ...row.headers };
-      if (row.auth) {
+      if (row.auth && row.auth.type !== 'oauth2') {
         const value = await secret(row.auth.secret);
         if (row.auth.type === 'bearer') headers['authorization'] = `Bearer ${value}`;
         else headers[row.auth.header!.toLowerCase()] = value;
@@ -127,7 +180,15 @@ export function createMcpPool(deps: PoolDeps): McpPool {
         }
         headers[name.toLowerCase()] = text;
       }
-      return { transport: 'http', url: row.url!, headers, fetch: egressFetch };
+      return {
+        transport: 'http',
+        url: row.url!,
+        headers,
+        fetch:
+          row.auth?.type === 'oauth2'
+            ? oauthFetch(row.project_id, row.name, row.auth, secrets)
+            : egressFetch,
+      };
     }
     const env: Record<string, string> = { ...row.env };
     for (const [name, s] of Object.entries(row.secret_env)) env[name] = await secret(s);
