@@ -39,16 +39,22 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
     async attempt(tool, args, ctx: AttemptContext) {
       const spec = specOf(tool);
       let pooled: PooledConnection | undefined;
+      // Again once the call ended: an OAuth token refreshed during it joins the secret values.
+      const redactSecrets = () => {
+        for (const value of pooled?.secretValues ?? []) ctx.redact(value);
+      };
       try {
         pooled = await o.pool.get(tool.project, spec.server, ctx.signal);
-        for (const value of pooled.secretValues) ctx.redact(value);
+        redactSecrets();
         ctx.annotate({ mcp_transport: pooled.conn.transport });
         const res = await pooled.conn.callTool(spec.tool, args, {
           signal: ctx.signal,
           onProgress: (p) => ctx.progress({ ...p }),
         });
+        redactSecrets();
         return resultOf(res);
       } catch (err) {
+        redactSecrets();
         if (ctx.signal.aborted) throw ctx.signal.reason as Error;
         // A refused address is final, not a transport failure to retry.
         const denied = egressDeniedIn(err);
