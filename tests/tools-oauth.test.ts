@@ -328,7 +328,7 @@ const grants = (clientId: string) => as.requests.filter((r) => r.client_id === c
 async function metadataOf(p: string, toolCallId: string) {
   const c = await mesh.api.store.cards.toolResult(p, toolCallId);
   expect(c).toBeDefined();
-  return c!.metadata as Record<string, unknown>;
+  return c!.metadata;
 }
 
 describe('configuration', () => {
