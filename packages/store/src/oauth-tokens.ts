@@ -4,7 +4,7 @@
 // -scoped advisory lock per (project, lock key), so that of several instances that find the
 // token stale at once, one asks the token endpoint and the others wait and then read its token.
 import type { Db } from './db.ts';
-import type { SealedSecret } from './secrets.ts';
+import { createSecretsRepo, type SealedSecret } from './secrets.ts';
 
 export interface OAuthTokenRow {
   sealed: SealedSecret;
@@ -14,9 +14,16 @@ export interface OAuthTokenRow {
   version: number;
 }
 
-/** What a holder of the fetch lock may do. */
+/**
+ * What a holder of the fetch lock may do. Everything runs on the lock's own connection: a
+ * holder that needed a second one from the pool could starve it while other holders wait.
+ */
 export interface LockedOAuthTokens {
   get(cacheKey: string): Promise<OAuthTokenRow | undefined>;
+  /** A sealed project secret (the credentials of the token request). */
+  secret(name: string): Promise<SealedSecret | undefined>;
+  /** Replaces a project secret (a rotated refresh token). */
+  putSecret(name: string, sealed: SealedSecret): Promise<void>;
   /** Stores a token that expires in `expiresInSec` (null: no expiry known). */
   put(cacheKey: string, sealed: SealedSecret, expiresInSec: number | null): Promise<OAuthTokenRow>;
 }
@@ -69,8 +76,13 @@ export function createOAuthTokensRepo(db: Db): OAuthTokensRepo {
           'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
           [`oauth/${projectId}/${lockKey}`],
         );
+        const secrets = createSecretsRepo(tx);
         return fn({
           get: (cacheKey) => get(tx, projectId, cacheKey),
+          secret: (name) => secrets.get(projectId, name),
+          putSecret: async (name, sealed) => {
+            await secrets.put(projectId, name, sealed);
+          },
           put: async (cacheKey, s, expiresInSec) =>
             rowOf(
               (

@@ -48,7 +48,6 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   const oauth = createOAuthTokens({
     store,
     box,
-    secrets,
     egress,
     insecureHosts: config.tools.allowed_private_hosts,
     refreshMarginMs: config.tools.oauth_refresh_margin_ms,

@@ -19,11 +19,11 @@ import type { Logger } from 'pino';
 import * as oauth from 'oauth4webapi';
 import { fetch as undiciFetch } from 'undici';
 import { RetryableError, ToolError, type OAuth2Auth } from '@toolmesh/protocol';
-import type { OAuthTokenRow, SecretBox, Store } from '@toolmesh/store';
+import type { LockedOAuthTokens, OAuthTokenRow, SecretBox, Store } from '@toolmesh/store';
 import { egressDeniedIn, type Egress } from './egress.ts';
 import { UpstreamFailure } from './kinds/kind.ts';
 import { createRedactor } from './redact.ts';
-import type { SecretReader } from './secrets.ts';
+import { secretMissing } from './secrets.ts';
 
 export interface OAuthTokenOptions {
   /** The token the upstream just answered 401 to: a new one is fetched unless it was already. */
@@ -46,7 +46,6 @@ export interface OAuthTokens {
 export interface OAuthDeps {
   store: Store;
   box: SecretBox;
-  secrets: SecretReader;
   egress: Egress;
   /** Hosts whose token endpoint may be plain http (tools.allowed_private_hosts: local servers). */
   insecureHosts: readonly string[];
@@ -123,11 +122,14 @@ export function createOAuthTokens(deps: OAuthDeps): OAuthTokens {
   async function request(
     project: string,
     auth: OAuth2Auth,
+    locked: LockedOAuthTokens,
     reveal: (v: string) => void,
   ): Promise<{ token: string; expiresIn: number | null }> {
     const r = createRedactor();
     const read = async (name: string) => {
-      const v = await deps.secrets.get(project, name);
+      const sealed = await locked.secret(name);
+      if (!sealed) throw secretMissing(name);
+      const v = deps.box.open(project, name, sealed);
       r.add(v);
       reveal(v);
       return v;
@@ -247,7 +249,7 @@ export function createOAuthTokens(deps: OAuthDeps): OAuthTokens {
       // anything else can fail.
       reveal(got.refresh_token);
       const name = auth.refresh_token_secret!;
-      await deps.store.secrets.put(project, name, deps.box.seal(project, name, got.refresh_token));
+      await locked.putSecret(name, deps.box.seal(project, name, got.refresh_token));
       log.info({ project, secret: name }, 'stored the rotated OAuth refresh token');
     }
     const expiresIn =
@@ -289,7 +291,7 @@ export function createOAuthTokens(deps: OAuthDeps): OAuthTokens {
             if (h.token !== rejected && (replaced || (rejected === undefined && fresh(h))))
               return h;
           }
-          const got = await request(project, auth, reveal);
+          const got = await request(project, auth, locked, reveal);
           const saved = await locked.put(
             cacheKey,
             deps.box.seal(project, sealName(cacheKey), got.token),

@@ -8,16 +8,18 @@ export interface SecretReader {
   get(projectId: string, name: string): Promise<string>;
 }
 
+/** The error of a call that needs a secret its project does not have. */
+export const secretMissing = (name: string): ToolError =>
+  new ToolError(`secret ${JSON.stringify(name)} is not stored in this project`, {
+    code: 'secret_unavailable',
+    details: { secret: name },
+  });
+
 export function createSecretReader(store: Store, box: SecretBox): SecretReader {
   return {
     get: async (projectId, name) => {
       const sealed = await store.secrets.get(projectId, name);
-      if (!sealed) {
-        throw new ToolError(`secret ${JSON.stringify(name)} is not stored in this project`, {
-          code: 'secret_unavailable',
-          details: { secret: name },
-        });
-      }
+      if (!sealed) throw secretMissing(name);
       return box.open(projectId, name, sealed);
     },
   };
