@@ -156,6 +156,10 @@ export const toolsSchema = section({
   // Pin MCP tool definitions: a refresh that changes a tool's name, description, input schema
   // or annotations holds the tool (definition_changed) until someone approves the change.
   pin_definitions: z.boolean().default(true),
+  // Human approvals: the default wait for a decision (1 ms to one week), and how often each tool
+  // service files the calls whose wait ended (approval_timeout).
+  approval_timeout_ms: positiveInt().max(604_800_000).default(3_600_000),
+  approval_scan_interval_ms: intAtLeast(100).default(1_000),
   // Project-wide policy defaults; a tool's own `options` win. 0 per minute: no rate limit.
   rate_limit_per_minute: intAtLeast(0).default(0),
   rate_limit_burst: positiveInt().default(10),

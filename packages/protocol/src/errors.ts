@@ -61,6 +61,17 @@ export const ERROR_CODES = {
     summary:
       "the MCP server changed the tool's definition since it was approved: held until POST .../tools/:name/approve-definition",
   },
+  approval_denied: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      'the call required a human approval and was denied; details say who decided and why',
+  },
+  approval_timeout: {
+    retryable: false,
+    status: 'failed',
+    summary: 'the call required a human approval and nobody decided within approval_timeout_ms',
+  },
   tool_call_id_taken: {
     retryable: false,
     status: 'failed',

@@ -9,6 +9,8 @@ export const Header = {
   // The bus credential (its id) a publisher connected with; checked against the project's.
   credentialId: 'CG-Credential-Id',
   traceparent: 'traceparent',
+  // On a call published again after its approval was decided: the approval to read.
+  approvalId: 'CG-Approval-Id',
   msgId: 'Nats-Msg-Id',
 } as const;
 export type Header = (typeof Header)[keyof typeof Header];

@@ -52,6 +52,9 @@ export const MsgId = {
   toolCallResend: (project: string, toolCallId: string, nonce: string) =>
     `${project}/${toolCallId}/resend/${nonce}`,
   toolResult: (project: string, toolCallId: string) => `${project}/result/${toolCallId}`,
+  /** A call published again once its approval was decided (one publish per decision). */
+  approvalDecided: (project: string, toolCallId: string) =>
+    `${project}/${toolCallId}/approval-decided`,
   wakeup: (project: string, agent: string, correlationId: string) =>
     `${project}/wakeup/${agent}/${correlationId}`,
 } as const;

@@ -43,7 +43,32 @@ export const CostOptions = z
   .describe('cost estimate: per_call + per_second x duration, on the execution and the card');
 export type CostOptions = z.infer<typeof CostOptions>;
 
+export const ApprovalMode = { required: 'required', destructive: 'destructive' } as const;
+export type ApprovalMode = (typeof ApprovalMode)[keyof typeof ApprovalMode];
+
+/** The most a call may wait for a person: one week. */
+export const MAX_APPROVAL_TIMEOUT_MS = 7 * 24 * 3_600_000;
+
+/** Who must approve a call before it runs, shared by tool options, agent tool config and targets. */
+export const ApprovalOptions = {
+  approval: z
+    .enum(ApprovalMode)
+    .optional()
+    .describe(
+      'required: every call waits for a person to approve it; destructive: only when the tool is annotated destructiveHint: true',
+    ),
+  approval_timeout_ms: z
+    .int()
+    .min(1)
+    .max(MAX_APPROVAL_TIMEOUT_MS)
+    .optional()
+    .describe(
+      'how long a call waits for a decision before it fails approval_timeout (default [tools] approval_timeout_ms)',
+    ),
+};
+
 export const ToolOptions = z.strictObject({
+  ...ApprovalOptions,
   timeout_ms: z
     .int()
     .min(1)

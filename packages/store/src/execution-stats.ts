@@ -111,6 +111,7 @@ const FROM = `state.tool_executions e
 
 const COUNTS = `count(*) AS total,
   count(*) FILTER (WHERE e.status = 'queued') AS queued,
+  count(*) FILTER (WHERE e.status = 'awaiting_approval') AS awaiting_approval,
   count(*) FILTER (WHERE e.status = 'running') AS running,
   count(*) FILTER (WHERE e.status = 'succeeded') AS succeeded,
   count(*) FILTER (WHERE e.status = 'failed') AS failed,
@@ -143,6 +144,7 @@ function toSummary(r: CountRow | undefined): HistorySummary {
     avg_duration_ms: r?.avg_duration_ms ?? null,
     by_status: {
       queued: n('queued'),
+      awaiting_approval: n('awaiting_approval'),
       running: n('running'),
       succeeded: n('succeeded'),
       failed: n('failed'),
@@ -189,7 +191,7 @@ export function createExecutionStats(db: Db): ExecutionStats {
           'executions_most_used',
           `SELECT e.tool_name, count(*) AS count,
              count(*) FILTER (WHERE e.status = 'succeeded') AS succeeded,
-             count(*) FILTER (WHERE e.status NOT IN ('queued', 'running')) AS finished,
+             count(*) FILTER (WHERE e.status NOT IN ('queued', 'awaiting_approval', 'running')) AS finished,
              avg(e.duration_ms) AS avg_duration_ms
            FROM ${FROM} WHERE ${FILTER}
            GROUP BY e.tool_name ORDER BY count(*) DESC, e.tool_name LIMIT $13`,

@@ -6,7 +6,13 @@ import { ResultStatus, type CallContext } from '@toolmesh/protocol';
 import type { Db } from './db.ts';
 import { STARTED_BY, createExecutionStats, type ExecutionStats } from './execution-stats.ts';
 
-export const ExecutionStatus = { queued: 'queued', running: 'running', ...ResultStatus } as const;
+export const ExecutionStatus = {
+  queued: 'queued',
+  /** Parked until someone approves or denies it (state.approvals). */
+  awaiting_approval: 'awaiting_approval',
+  running: 'running',
+  ...ResultStatus,
+} as const;
 export type ExecutionStatus = (typeof ExecutionStatus)[keyof typeof ExecutionStatus];
 
 export interface Execution {
@@ -143,10 +149,11 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
                task_id = coalesce(EXCLUDED.task_id, state.tool_executions.task_id),
                -- A queued row (published over HTTP) is starting its first attempt, not a retry.
                attempts = state.tool_executions.attempts
-                 + CASE WHEN state.tool_executions.status = 'queued' THEN 0 ELSE 1 END,
+                 + CASE WHEN state.tool_executions.status IN ('queued', 'awaiting_approval')
+                        THEN 0 ELSE 1 END,
                instance_id = EXCLUDED.instance_id,
                started_at = now()
-           WHERE state.tool_executions.status IN ('queued', 'running')`,
+           WHERE state.tool_executions.status IN ('queued', 'awaiting_approval', 'running')`,
         [
           e.projectId,
           e.toolCallId,
@@ -212,7 +219,8 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
       db.query<Execution>(
         'executions_active',
         `SELECT ${COLUMNS} FROM state.tool_executions e
-         WHERE project_id = $1 AND status IN ('queued', 'running') AND ${STARTED_BY('$3')}
+         WHERE project_id = $1 AND status IN ('queued', 'awaiting_approval', 'running')
+           AND ${STARTED_BY('$3')}
          ORDER BY created_at, tool_call_id LIMIT $2`,
         [projectId, limit, key ?? null],
       ),

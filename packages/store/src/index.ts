@@ -154,3 +154,14 @@ export type {
   TaskListing,
   ToolFailures,
 } from './console-reads.ts';
+export { ApprovalStatus } from './approvals.ts';
+export type {
+  ApprovalPolicyRow,
+  ApprovalRecord,
+  ApprovalsRepo,
+  DecidedApproval,
+  Decision,
+  ParkCall,
+  RequiredBy,
+  TargetApproval,
+} from './approvals.ts';

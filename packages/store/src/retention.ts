@@ -21,7 +21,7 @@ const DELETE_SQL = `
 WITH doomed AS (
   SELECT e.project_id, e.tool_call_id FROM state.tool_executions e
   WHERE e.finished_at < now() - make_interval(secs => $1::float8 * 3600)
-    AND e.status NOT IN ('queued', 'running')
+    AND e.status NOT IN ('queued', 'awaiting_approval', 'running')
     AND NOT EXISTS (
       SELECT 1 FROM state.turns t
       WHERE e.turn_id ~ ${UUID} AND t.turn_id = (CASE WHEN e.turn_id ~ ${UUID} THEN e.turn_id::uuid END)

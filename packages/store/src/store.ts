@@ -34,6 +34,7 @@ import { createFilesRepo, type FilesRepo } from './files.ts';
 import { createDocumentsRepo, type DocumentsRepo } from './documents.ts';
 import { createRetentionRepo, type RetentionRepo } from './retention.ts';
 import { createConsoleReadsRepo, type ConsoleReadsRepo } from './console-reads.ts';
+import { createApprovalsRepo, type ApprovalsRepo } from './approvals.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -69,6 +70,7 @@ export interface Store {
   readonly retention: RetentionRepo;
   readonly skillEnvs: SkillEnvsRepo;
   readonly consoleReads: ConsoleReadsRepo;
+  readonly approvals: ApprovalsRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -127,6 +129,7 @@ export function createStore(pool: pg.Pool): Store {
     retention: createRetentionRepo(db),
     skillEnvs: createSkillEnvsRepo(db),
     consoleReads: createConsoleReadsRepo(db),
+    approvals: createApprovalsRepo(db),
     close: () => pool.end(),
   };
 }

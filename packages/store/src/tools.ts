@@ -323,7 +323,7 @@ export function createToolsRepo(db: Db): ToolsRepo {
              count(*) FILTER (WHERE status = 'failed') AS failed,
              count(*) FILTER (WHERE status = 'timeout') AS timeout,
              count(*) FILTER (WHERE status = 'canceled') AS canceled,
-             count(*) FILTER (WHERE status IN ('queued', 'running')) AS active,
+             count(*) FILTER (WHERE status IN ('queued', 'awaiting_approval', 'running')) AS active,
              avg(duration_ms) AS avg_duration_ms,
              max(started_at) AS last_called_at
            FROM state.tool_executions WHERE project_id = $1 AND tool_name = $2`,

@@ -16,5 +16,8 @@ export function limitsFromConfig(t: ToolsConfig): ToolServiceLimits {
     retryBaseMs: t.retry_base_ms,
     retryMaxMs: t.retry_max_ms,
     persistRetryMaxMs: t.persist_retry_max_ms,
+    approvalTimeoutMs: t.approval_timeout_ms,
+    approvalScanIntervalMs: t.approval_scan_interval_ms,
+    policyCacheTtlMs: t.registry_cache_ttl_ms,
   };
 }

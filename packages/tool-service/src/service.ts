@@ -28,6 +28,7 @@ import { failure, interruptedOnTakeover } from './takeover.ts';
 import { createPersist } from './persist.ts';
 import { countResult, traced } from './observe.ts';
 import { takeCallSlot } from './call-slot.ts';
+import { createApprovalGate, type ApprovalGate } from './approvals.ts';
 
 export interface ToolServiceLimits {
   concurrency: number;
@@ -44,6 +45,12 @@ export interface ToolServiceLimits {
   retryBaseMs: number;
   retryMaxMs: number;
   persistRetryMaxMs: number;
+  /** Approvals: the default wait for a decision (optional: 1 h). */
+  approvalTimeoutMs?: number;
+  /** How often this instance files approvals past their deadline (optional: 1 s). */
+  approvalScanIntervalMs?: number;
+  /** How long a project's approval settings are trusted without a change event (30 s). */
+  policyCacheTtlMs?: number;
 }
 
 interface CommonOptions {
@@ -107,6 +114,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   const argumentsOf = (ids: CallIds) =>
     cappedArguments(ids.arguments, limits.executionArgumentsMaxBytes ?? 8_192);
   let cancels: CancelRegistry | undefined;
+  let approvals: ApprovalGate | undefined;
 
   const persist = createPersist(limits);
 
@@ -314,6 +322,32 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     }
     const { call } = accepted;
     const { tool, args, timeoutMs } = bound;
+    if (approvals) {
+      const gate = await approvals.check(d, ids, call, argumentsOf(ids)).catch(async (err) => {
+        await lease.release().catch(() => undefined);
+        throw err;
+      });
+      if (gate.kind === 'wait') {
+        // Nothing is held while a person decides: the decision publishes the call again.
+        await lease.release().catch(() => undefined);
+        clog.info(
+          { approval_id: gate.approval.approval_id, expires_at: gate.approval.expires_at },
+          gate.parked ? 'call awaits approval' : 'call still awaits approval; acked',
+        );
+        return { type: 'ack' };
+      }
+      if (gate.kind === 'refuse') {
+        clog.info(
+          { approval_id: gate.approval.approval_id, code: gate.content.error?.code },
+          'call not approved; filed',
+        );
+        return finish(ids, gate.content, lease, clog, {
+          approval_id: gate.approval.approval_id,
+          after_execution: call.after_execution,
+        });
+      }
+      if (gate.approval) clog.info({ approval_id: gate.approval.approval_id }, 'call approved');
+    }
     const interrupted = lease.takeover ? interruptedOnTakeover(tool, call) : undefined;
     if (interrupted) {
       clog.warn('took over a non-idempotent call mid-run; filed interrupted, not run again');
@@ -448,6 +482,16 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   return {
     start: async () => {
       cancels = createCancelRegistry(bus, log);
+      approvals = createApprovalGate({
+        bus,
+        store,
+        instanceId,
+        logger: log,
+        defaultTimeoutMs: limits.approvalTimeoutMs ?? 3_600_000,
+        scanIntervalMs: limits.approvalScanIntervalMs ?? 1_000,
+        cacheTtlMs: limits.policyCacheTtlMs ?? 30_000,
+      });
+      approvals.start();
       // Stored cancels become tombstones before the first call is taken (cancel.ts).
       await cancels.start(limits);
       consumption = await bus.consume(
@@ -477,6 +521,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     },
     stop: async (graceMs) => {
       await consumption?.stop(graceMs);
+      approvals?.stop();
       await cancels?.close(graceMs);
       log.info('tool service stopped');
     },

@@ -67,6 +67,12 @@ export function registerModernTasks(
       case 'queued':
       case 'running':
         return { ...fields, status: 'working' };
+      case 'awaiting_approval':
+        return {
+          ...fields,
+          status: 'working',
+          statusMessage: 'the call awaits a human approval (GET /v1/projects/:p/approvals)',
+        };
       case 'canceled':
         return { ...fields, status: 'cancelled', statusMessage: 'the call was cancelled' };
       case undefined:

@@ -22,6 +22,9 @@ export function taskStatus(s: ExecutionStatus | undefined): Task['status'] {
     case 'queued':
     case 'running':
       return 'working';
+    case 'awaiting_approval':
+      // The call waits for a person (the approvals of the project): input the requester can give.
+      return 'input_required';
     case 'succeeded':
       return 'completed';
     case 'canceled':

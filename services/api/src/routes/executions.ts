@@ -39,6 +39,7 @@ const errors = {
 function isActive(status: ExecutionStatus): boolean {
   switch (status) {
     case 'queued':
+    case 'awaiting_approval':
     case 'running':
       return true;
     case 'succeeded':
