@@ -8,7 +8,9 @@
 // agent's owner, so they are taken out of the schema the model is shown and win over anything
 // the model sends under the same names. Agents with more tools than `agent.prompt_tools_max`
 // are shown that many in full plus `list_available_tools`, through which the model finds the
-// rest; every allowed tool can be called, shown or found.
+// rest; every allowed tool can be called, shown or found. The config's `approval` and
+// `approval_timeout_ms` are not arguments: the tool services read them (a call waits for a
+// person), so they are left out of what is merged.
 import type { AgentToolRecord, ProfileRecord, ToolRecord } from '@toolmesh/store';
 import type { FunctionSpec } from './llm.ts';
 import { SUBMIT_RESULT } from './submit.ts';
@@ -74,6 +76,13 @@ const listSpec: FunctionSpec = {
   },
 };
 
+/** An attached tool's config minus the keys the tool services read (approval settings). */
+function withoutApprovalKeys(config: Record<string, unknown>): Record<string, unknown> {
+  if (!('approval' in config) && !('approval_timeout_ms' in config)) return config;
+  const { approval: _a, approval_timeout_ms: _t, ...rest } = config;
+  return rest;
+}
+
 /** The parameters schema without the keys the agent's config fixes. */
 export function withoutFixed(
   parameters: Record<string, unknown>,
@@ -113,7 +122,7 @@ export function buildToolset(
   promptToolsMax = Number.POSITIVE_INFINITY,
 ): Toolset {
   const allowed = profile?.allowed_tools ?? [];
-  const config = new Map(attached.map((t) => [t.name, t.config]));
+  const config = new Map(attached.map((t) => [t.name, withoutApprovalKeys(t.config)]));
   const byFunction = new Map<string, ToolRecord>();
   for (const t of projectTools) {
     if (!t.enabled || !allows(allowed, t.name)) continue;

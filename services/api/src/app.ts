@@ -40,6 +40,7 @@ import { mcpMetadataRoutes, mcpRoutes } from './routes/mcp.ts';
 import { consoleReadRoutes } from './routes/console-reads.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { eventRoutes } from './routes/events.ts';
+import { approvalRoutes } from './routes/approvals.ts';
 import { createRegistryEvents } from './registry-events.ts';
 
 export async function buildApp(deps: ApiDeps) {
@@ -134,6 +135,7 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(mcpRoutes(routeDeps), { prefix: '/v1' });
   await app.register(consoleReadRoutes(routeDeps), { prefix: '/v1' });
   await app.register(eventRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(approvalRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpMetadataRoutes(routeDeps));
   await app.register(consoleRoutes());
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());

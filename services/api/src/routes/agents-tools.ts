@@ -8,6 +8,7 @@ import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams, ToolName } from '../schemas.ts';
 import { jsonBytes } from './tools-schema.ts';
+import { ApprovalOptions, RegistryChange } from '@toolmesh/protocol';
 
 export const MAX_AGENT_TOOL_CONFIG_BYTES = 64 * 1024;
 
@@ -37,16 +38,20 @@ export const agentToolOut = (t: AgentToolRecord) => ({
 
 const AgentParams = ProjectParams.extend({ agent: Id });
 const AgentToolParams = AgentParams.extend({ tool: ToolName });
+// `approval` and `approval_timeout_ms` are read by the tool services (a call of this agent to
+// this tool waits for a person): checked here like a tool's own options; other keys are free.
 const Config = z
-  .record(z.string(), z.unknown())
+  .looseObject(ApprovalOptions)
   .refine((c) => jsonBytes(c) <= MAX_AGENT_TOOL_CONFIG_BYTES, {
     message: `must be at most ${MAX_AGENT_TOOL_CONFIG_BYTES} bytes of JSON`,
   })
-  .describe('per-agent settings of this tool, at most 64 KiB of JSON');
+  .describe(
+    'per-agent settings of this tool, at most 64 KiB of JSON; `approval` ("required" or "destructive") and `approval_timeout_ms` make its calls by this agent wait for a person',
+  );
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
 export const agentToolRoutes =
-  ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, registryEvents }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     /** 404 for the agent when it is missing, else for the attachment. */
     const notAttached = async (project: string, agent: string, tool: string) =>
@@ -76,7 +81,11 @@ export const agentToolRoutes =
         const { project, agent } = req.params;
         const { tool, config } = req.body;
         const res = await store.agents.attachTool(project, agent, tool, config);
-        if (res.ok) return reply.status(201).send(agentToolOut(res.tool));
+        if (res.ok) {
+          // Tool services cache a project's approval settings: tell them they changed.
+          await registryEvents.changed(project, RegistryChange.updated, [tool]);
+          return reply.status(201).send(agentToolOut(res.tool));
+        }
         switch (res.reason) {
           case 'no_agent':
             throw notFound('agent', agent);
@@ -112,7 +121,10 @@ export const agentToolRoutes =
       async (req) => {
         const { project, agent, tool } = req.params;
         const updated = await store.agents.configureTool(project, agent, tool, req.body.config);
-        if (updated) return agentToolOut(updated);
+        if (updated) {
+          await registryEvents.changed(project, RegistryChange.updated, [tool]);
+          return agentToolOut(updated);
+        }
         throw await notAttached(project, agent, tool);
       },
     );
@@ -148,8 +160,10 @@ export const agentToolRoutes =
       },
       async (req, reply) => {
         const { project, agent, tool } = req.params;
-        if (await store.agents.detachTool(project, agent, tool))
+        if (await store.agents.detachTool(project, agent, tool)) {
+          await registryEvents.changed(project, RegistryChange.updated, [tool]);
           return reply.status(204).send(null);
+        }
         throw await notAttached(project, agent, tool);
       },
     );

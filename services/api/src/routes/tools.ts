@@ -6,7 +6,7 @@
 // `enabled`, so a project can switch off a reserved tool it does not want its agents to use.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { HttpSpec } from '@toolmesh/protocol';
+import { ApprovalMode, type HttpSpec } from '@toolmesh/protocol';
 import { ToolOrigin, type ToolRecord, type ToolUsage } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
@@ -66,6 +66,11 @@ const ToolOut = z
         .boolean()
         .optional()
         .describe('false: a call taken over from a dead instance mid-run ends interrupted'),
+      approval: z
+        .enum(ApprovalMode)
+        .optional()
+        .describe('required, or destructive (when destructiveHint is true): calls wait for a person'),
+      approval_timeout_ms: z.number().int().optional(),
     }),
     origin: z.enum(ToolOrigin).describe('who runs it: skills, builtin, external, http or mcp'),
     http: z
@@ -108,6 +113,8 @@ const UsageOut = z
 const ToolDetailsOut = ToolOut.extend({ usage: UsageOut }).meta({ id: 'ToolDetails' });
 
 const ToolParams = ProjectParams.extend({ name: ToolName });
+/** The options a reserved tool's project may set. */
+const APPROVAL_KEYS: ReadonlySet<string> = new Set(['approval', 'approval_timeout_ms']);
 
 const isReserved = (t: ToolRecord) =>
   t.origin === ToolOrigin.skills || t.origin === ToolOrigin.builtin;
@@ -264,7 +271,7 @@ export const toolRoutes =
         schema: {
           tags: ['tools'],
           summary:
-            'Update a tool; `options` and `tags` replace the old values. Reserved tools accept only `enabled`',
+            'Update a tool; `options` and `tags` replace the old values. Reserved tools accept only `enabled` and the approval options (`options.approval`, `options.approval_timeout_ms`)',
           params: ToolParams,
           body: z
             .strictObject({
@@ -288,17 +295,28 @@ export const toolRoutes =
         const { project, name } = req.params;
         const current = await store.tools.get(project, name);
         if (!current) throw notFound('tool', name);
+        let options = req.body.options;
         if (isReserved(current)) {
-          const other = Object.keys(req.body).filter((k) => k !== 'enabled');
+          const other = [
+            ...Object.keys(req.body).filter((k) => k !== 'enabled' && k !== 'options'),
+            ...Object.keys(options ?? {})
+              .filter((k) => !APPROVAL_KEYS.has(k))
+              .map((k) => `options.${k}`),
+          ];
           if (other.length > 0) {
             throw new ApiError(
               'reserved_name',
-              `tool ${JSON.stringify(name)} is reserved: only "enabled" can be changed`,
+              `tool ${JSON.stringify(name)} is reserved: only "enabled", "options.approval" and "options.approval_timeout_ms" can be changed`,
               {
                 fields: other,
               },
             );
           }
+        }
+        if (options && isReserved(current)) {
+          // The release's own options of a reserved tool (idempotent) stay; approval is replaced.
+          const kept = Object.entries(current.options).filter(([k]) => !APPROVAL_KEYS.has(k));
+          options = { ...Object.fromEntries(kept), ...options };
         }
         if (req.body.parameters) checkParametersSchema(req.body.parameters);
         if (req.body.output_schema) checkParametersSchema(req.body.output_schema, 'output_schema');
@@ -315,6 +333,7 @@ export const toolRoutes =
         }
         const updated = await store.tools.update(project, name, {
           ...patch,
+          ...(options ? { options } : {}),
           ...(http ? { spec: http } : {}),
         });
         if (!updated) throw notFound('tool', name);
