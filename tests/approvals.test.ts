@@ -14,6 +14,7 @@ import type { ToolCallResult } from '@toolmesh/client';
 import { buildApp, type ApiApp } from '../services/api/src/app.ts';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
 import { until } from './support/procs.ts';
+import { runToolmesh } from './support/cli.ts';
 
 let mesh: SkillsMesh;
 let other: { id: string; key: string };
@@ -322,5 +323,55 @@ describe('approvals', () => {
     expect((await api('GET', `/approvals/${id}`)).body.status).toBe('pending');
     await api('POST', `/approvals/${id}/deny`, { reason: 'done testing' });
     expect((await result).content.error?.code).toBe('approval_denied');
+  });
+
+  it('toolmesh approvals list, approve and deny', async () => {
+    const address = await mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
+    const env = {
+      TOOLMESH_API_URL: address,
+      TOOLMESH_API_KEY: mesh.project.key,
+      TOOLMESH_PROJECT: mesh.project.id,
+    };
+    const first = call({ text: 'by cli' });
+    const second = call({ text: 'also by cli' });
+    await pendingOf(first.toolCallId);
+    await pendingOf(second.toolCallId);
+    const listed = await runToolmesh(['approvals', 'list', '--json'], env);
+    expect(listed.code, listed.stderr).toBe(0);
+    const rows = JSON.parse(listed.stdout).approvals as {
+      approval_id: string;
+      tool_call_id: string;
+      arguments: unknown;
+    }[];
+    const a = rows.find((r) => r.tool_call_id === first.toolCallId)!;
+    const b = rows.find((r) => r.tool_call_id === second.toolCallId)!;
+    expect(a.arguments).toEqual({ text: 'by cli' });
+    const table = await runToolmesh(['approvals', 'list'], env);
+    expect(table.stdout).toContain(a.approval_id);
+
+    const approved = await runToolmesh(['approvals', 'approve', a.approval_id], env);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stdout).toContain('approved');
+    expect((await first.result).status).toBe('succeeded');
+
+    const noReason = await runToolmesh(['approvals', 'deny', b.approval_id], env);
+    expect(noReason.code).not.toBe(0);
+    const denied = await runToolmesh(
+      ['approvals', 'deny', b.approval_id, '--reason', 'wrong window'],
+      env,
+    );
+    expect(denied.code, denied.stderr).toBe(0);
+    const r = await second.result;
+    expect(r.content.error).toMatchObject({
+      code: 'approval_denied',
+      details: { reason: 'wrong window' },
+    });
+    // Another project's key gets not_found from the CLI too.
+    const foreign = await runToolmesh(['approvals', 'approve', a.approval_id], {
+      ...env,
+      TOOLMESH_API_KEY: other.key,
+    });
+    expect(foreign.code).not.toBe(0);
+    expect(foreign.stderr).toContain('404');
   });
 });

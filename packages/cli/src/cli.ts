@@ -23,6 +23,12 @@ import {
 import { toolsImportOpenApi, type ImportOpenApiFlags } from './commands/openapi.ts';
 import { catalogList, mcpImport, type McpImportFlags } from './commands/mcp-import.ts';
 import { toolsApprove, type ApproveFlags } from './commands/definitions.ts';
+import {
+  approvalsDecide,
+  approvalsList,
+  type ApprovalsListFlags,
+  type DecideFlags,
+} from './commands/approvals.ts';
 import { mcpServe, type McpServeFlags } from './commands/mcp-serve.ts';
 import {
   secretsDelete,
@@ -255,6 +261,28 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .argument('<name>', '<server>.<tool>')
     .option('--hash <sha256>', 'the pending definition you reviewed; refused if another is pending')
     .action(run((ctx, name: string, f: ApproveFlags) => toolsApprove(ctx, name, f)));
+
+  const approvals = program
+    .command('approvals')
+    .description('tool calls waiting for a person to approve or deny them');
+  approvals
+    .command('list')
+    .description('pending approvals, newest first (with their arguments)')
+    .option('--status <status>', 'pending (default), approved, denied or timed_out')
+    .option('--limit <n>', 'at most this many (1-500, default 50)')
+    .action(run((ctx, f: ApprovalsListFlags) => approvalsList(ctx, f)));
+  approvals
+    .command('approve')
+    .description('approve a waiting call: it runs once')
+    .argument('<approval_id>')
+    .option('--reason <text>', 'why (recorded with the decision)')
+    .action(run((ctx, id: string, f: DecideFlags) => approvalsDecide(ctx, 'approve', id, f)));
+  approvals
+    .command('deny')
+    .description('deny a waiting call: it fails approval_denied with your reason')
+    .argument('<approval_id>')
+    .requiredOption('--reason <text>', 'why (the caller sees it in the failed result)')
+    .action(run((ctx, id: string, f: DecideFlags) => approvalsDecide(ctx, 'deny', id, f)));
 
   const secrets = program
     .command('secrets')
