@@ -51,6 +51,26 @@ export async function get<T>(path: string, key?: string): Promise<T> {
   return body;
 }
 
+/** A POST with a JSON body; the answer's body, or an ApiError. */
+export async function post<T>(path: string, body: unknown): Promise<T> {
+  const res = await fetch(path, {
+    method: 'POST',
+    headers: { ...headers(), 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const out = (await res.json().catch(() => ({}))) as T & {
+    error?: { code: string; message: string };
+  };
+  if (!res.ok) {
+    throw new ApiError(
+      res.status,
+      out.error?.code ?? 'error',
+      out.error?.message ?? res.statusText,
+    );
+  }
+  return out;
+}
+
 /** `/v1/projects/<project><rest>` of the signed-in project. */
 export const p = (rest: string): string =>
   `/v1/projects/${encodeURIComponent(session.project ?? '')}${rest}`;

@@ -11,6 +11,7 @@ import { artifactsPage } from './pages/artifacts.ts';
 import { sandboxesPage } from './pages/sandboxes.ts';
 import { toolsPage } from './pages/tools.ts';
 import { metricsPage } from './pages/metrics.ts';
+import { approvalsPage } from './pages/approvals.ts';
 
 export type Page = (root: HTMLElement, signal: AbortSignal, arg?: string) => Promise<void>;
 
@@ -21,6 +22,7 @@ const pages: Record<string, [string, Page]> = {
   artifacts: ['Artifacts', artifactsPage],
   sandboxes: ['Sandboxes', sandboxesPage],
   tools: ['Tools', toolsPage],
+  approvals: ['Approvals', approvalsPage],
   metrics: ['Metrics', metricsPage],
 };
 

@@ -341,4 +341,3 @@ export function createApprovalsRepo(db: Db): ApprovalsRepo {
       ).length === 1,
   };
 }
-
