@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { createPool, createStore, type Store } from '@toolmesh/store';
-import type { ToolCallResult } from '@toolmesh/client';
+import type { ToolResult } from '@toolmesh/client';
 import { buildApp, type ApiApp } from '../services/api/src/app.ts';
 import { startSkillsMesh, type SkillsMesh } from './support/skills-mesh.ts';
 import { until } from './support/procs.ts';
@@ -51,7 +51,7 @@ const keyIdOf = async () => {
 /** Publishes a builtin.echo call and returns its id and the promise of its result. */
 function call(args: Record<string, unknown>, timeoutMs = 10_000) {
   const toolCallId = `appr-${++seq}-${Date.now()}`;
-  const result: Promise<ToolCallResult> = mesh.client.callTool(
+  const result: Promise<ToolResult> = mesh.client.callTool(
     {
       project: mesh.project.id,
       channel: 'main',

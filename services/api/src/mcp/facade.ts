@@ -7,6 +7,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  ElicitResultSchema,
   ErrorCode,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
@@ -15,6 +16,7 @@ import {
   type CallToolRequest,
   type CallToolResult,
   type CreateTaskResult,
+  type ElicitRequest,
   type ProgressNotification,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -30,6 +32,13 @@ import { readArtifact } from './resources.ts';
 import type { ToolCache } from './tool-cache.ts';
 import { CALL_TOOL, SEARCH_TOOLS, search, searchTools } from './search.ts';
 import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
+import type { ApprovalDecider } from '../approvals.ts';
+import {
+  applyAnswer,
+  approvalElicitation,
+  type ElicitAnswer,
+  type ElicitParams,
+} from './approval-input.ts';
 
 export const FACADE_NAME = 'toolmesh';
 export const FACADE_VERSION = '1.0.0';
@@ -38,6 +47,8 @@ export interface FacadeScope {
   project: string;
   /** Limits the tools to this agent's tool set. */
   agent?: string | undefined;
+  /** Who answers for this client when it decides an approval (`mcp:<key id>`). */
+  caller?: string | undefined;
 }
 
 /** Does a profile's `allowed_tools` (a name, or `<target>.*`) admit a tool? As the agent worker. */
@@ -85,8 +96,27 @@ export function createFacade(deps: {
   tools: ToolCache;
   /** More visible tools than this: tools/list offers search_tools and call_tool only. */
   searchThreshold: number;
+  decider: ApprovalDecider;
 }) {
-  const { store, client, artifacts, calls, tools, searchThreshold } = deps;
+  const { store, client, artifacts, calls, tools, searchThreshold, decider } = deps;
+
+  /**
+   * Asks the client to decide a call that waits for approval (elicitation). A failure to ask, or
+   * no answer, leaves the approval to the api, the CLI or the console.
+   */
+  async function askApproval(
+    scope: FacadeScope,
+    approvalId: string,
+    elicit: (p: ElicitParams, timeoutMs: number) => Promise<ElicitAnswer>,
+  ): Promise<void> {
+    const a = await store.approvals.get(scope.project, approvalId);
+    if (a?.status !== 'pending') return;
+    const answer = await elicit(
+      approvalElicitation(a),
+      Math.max(1_000, a.expires_at.getTime() - Date.now()),
+    );
+    await applyAnswer(decider, a, scope.caller ?? 'mcp', answer);
+  }
   const checker = createArgumentsChecker();
 
   /**
@@ -142,6 +172,8 @@ export function createFacade(deps: {
        * after its request was answered. Without it a task sends no progress.
        */
       notifyLater?: ((n: ProgressNotification) => Promise<void>) | undefined;
+      /** Present when the client declared elicitation: asks it to decide an approval. */
+      elicit?: ((p: ElicitParams, timeoutMs: number) => Promise<ElicitAnswer>) | undefined;
     },
   ): Promise<CallToolResult | CreateTaskResult> {
     let name = params.name;
@@ -244,6 +276,23 @@ export function createFacade(deps: {
       if (!row) throw new McpError(ErrorCode.InternalError, 'the task expired at once');
       return { task: toTask(row) };
     }
+    let onProgress = progressTo(extra.sendNotification);
+    const elicit = extra.elicit;
+    if (elicit) {
+      // The call's progress event says when it starts waiting for a person: ask this client.
+      const forward = onProgress;
+      const asked = new Set<string>();
+      onProgress = (ev) => {
+        const id = ev.detail?.['approval_id'];
+        if (ev.detail?.['status'] === 'awaiting_approval' && typeof id === 'string') {
+          if (!asked.has(id)) {
+            asked.add(id);
+            askApproval(scope, id, elicit).catch(() => undefined);
+          }
+        }
+        forward?.(ev);
+      };
+    }
     return calls.run({
       project: scope.project,
       tool,
@@ -251,7 +300,7 @@ export function createFacade(deps: {
       idempotencyKey: key,
       traceparent: typeof traceparent === 'string' ? traceparent : undefined,
       signal: extra.signal,
-      onProgress: progressTo(extra.sendNotification),
+      onProgress,
     });
   }
 
@@ -292,6 +341,19 @@ export function createFacade(deps: {
         ...extra,
         // Outside the request: the session's standalone stream (GET), which the client keeps.
         notifyLater: (n) => server.notification(n),
+        // Only a client that declared elicitation is asked to approve (on this request's stream).
+        elicit: server.getClientCapabilities()?.elicitation
+          ? (params, timeoutMs) =>
+              extra.sendRequest(
+                // The form is plain JSON Schema; the SDK types each property kind apart.
+                {
+                  method: 'elicitation/create',
+                  params: params as unknown as ElicitRequest['params'],
+                },
+                ElicitResultSchema,
+                { timeout: timeoutMs },
+              ) as Promise<ElicitAnswer>
+          : undefined,
       }),
     );
     return server;

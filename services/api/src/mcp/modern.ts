@@ -31,6 +31,7 @@ import {
   registerModernTasks,
 } from './modern-tasks.ts';
 import type { readArtifact } from './resources.ts';
+import type { ApprovalDecider } from '../approvals.ts';
 
 /** A modern request's scope travels in the SDK's authInfo (the route authenticated it). */
 export interface ModernScope extends FacadeScope {
@@ -51,6 +52,7 @@ export interface ModernDeps {
   /** How long a task created on this revision stays readable. */
   taskTtlMs: number;
   readResource: (project: string, uri: string) => ReturnType<typeof readArtifact>;
+  decider: ApprovalDecider;
 }
 
 function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler {
@@ -102,7 +104,7 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
       }
       return result as never;
     });
-    registerModernTasks(server, { ...deps, project });
+    registerModernTasks(server, { ...deps, project, caller: scope.caller ?? 'mcp' });
     server.setRequestHandler('resources/list', () => ({ resources: [] }));
     server.setRequestHandler(
       'resources/read',

@@ -17,6 +17,7 @@ import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
 import { createMeshCalls } from '../mcp/calls.ts';
+import { createApprovalDecider } from '../approvals.ts';
 import { createFacade } from '../mcp/facade.ts';
 import { createMcpAuth } from '../mcp/oauth.ts';
 import { createToolCache } from '../mcp/tool-cache.ts';
@@ -59,12 +60,19 @@ const rpcError = (code: number, message: string) => ({
   id: null,
 });
 
+/** Who decides an approval answered through the facade: the key, or `mcp:oauth` for a token. */
+const mcpCallerOf = (req: FastifyRequest): string => {
+  const p = req.principal;
+  return p?.kind === 'project' ? `mcp:${p.keyId}` : 'mcp:admin';
+};
+
 export const mcpRoutes =
   (deps: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const { store, auth, nc, config } = deps;
     const log = deps.logger.child({ component: 'mcp' });
     const calls = createMeshCalls(deps);
+    const decider = createApprovalDecider(deps);
     const subjects = createSubjects(config.nats.subject_root);
     const tools = createToolCache({
       store,
@@ -81,6 +89,7 @@ export const mcpRoutes =
       calls,
       tools,
       searchThreshold: config.api.mcp_search_threshold,
+      decider,
     });
     const modern = createModernHandlers({
       facade,
@@ -91,6 +100,7 @@ export const mcpRoutes =
       registryChanged: (project) => subjects.registryChanged(project),
       taskTtlMs: config.api.mcp_task_ttl_ms,
       readResource: (project, uri) => readArtifact(deps, project, uri),
+      decider,
     });
     app.addHook('onClose', () => modern.close());
     const sessions = new Map<string, Session>();
@@ -116,7 +126,7 @@ export const mcpRoutes =
     });
 
     /** A transport and server for an initialize request; the session exists once it succeeded. */
-    async function open(project: string, agent: string | undefined) {
+    async function open(project: string, agent: string | undefined, caller: string) {
       if (sessions.size >= maxSessions) {
         throw new ApiError(
           'unavailable',
@@ -126,7 +136,7 @@ export const mcpRoutes =
       if (agent !== undefined && !(await store.agents.get(project, agent))) {
         throw notFound('agent', agent);
       }
-      const server = facade.newServer({ project, agent });
+      const server = facade.newServer({ project, agent, caller });
       let session: Session | undefined;
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
@@ -178,7 +188,7 @@ export const mcpRoutes =
                 token: '',
                 clientId: project,
                 scopes: [],
-                extra: { project, agent: req.query.agent },
+                extra: { project, agent: req.query.agent, caller: mcpCallerOf(req) },
               },
             });
             return sendWebResponse(reply, res);
@@ -196,7 +206,7 @@ export const mcpRoutes =
           s.lastSeen = Date.now();
           transport = s.transport;
         } else if (req.method === 'POST' && isInitializeRequest(req.body)) {
-          fresh = await open(project, req.query.agent);
+          fresh = await open(project, req.query.agent, mcpCallerOf(req));
           transport = fresh.transport;
         } else {
           return reply

@@ -69,7 +69,9 @@ const ToolOut = z
       approval: z
         .enum(ApprovalMode)
         .optional()
-        .describe('required, or destructive (when destructiveHint is true): calls wait for a person'),
+        .describe(
+          'required, or destructive (when destructiveHint is true): calls wait for a person',
+        ),
       approval_timeout_ms: z.number().int().optional(),
     }),
     origin: z.enum(ToolOrigin).describe('who runs it: skills, builtin, external, http or mcp'),

@@ -1,0 +1,184 @@
+// An MCP client answering a human approval through the facade, in its revision's own input
+// mechanism: a 2025-era client that declared elicitation is asked while its tools/call waits, and
+// its answer approves (the call runs once) or denies it (approval_denied, decided by its key); a
+// 2026-07-28 task of such a call is input_required with the elicitation as its input request,
+// and tasks/update decides it. Another project's key can neither read nor answer that task.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
+import { modernDispatch, startFacadeMesh, type FacadeMesh } from './support.ts';
+
+const TASKS = 'io.modelcontextprotocol/tasks';
+
+let mesh: FacadeMesh;
+let other: { id: string; key: string };
+let keyId: string;
+const clients: Client[] = [];
+beforeAll(async () => {
+  mesh = await startFacadeMesh();
+  other = await mesh.api.createProject();
+  const res = await mesh.api.request(
+    'PUT',
+    `/v1/projects/${mesh.project.id}/targets/builtin/approval`,
+    {
+      key: mesh.project.key,
+      body: { approval: 'required' },
+    },
+  );
+  expect(res.status, res.raw).toBe(200);
+  const keys = await mesh.api.request('GET', `/v1/projects/${mesh.project.id}/keys`, {
+    key: mesh.project.key,
+  });
+  keyId = (keys.body.keys as { key_id: string }[])[0]!.key_id;
+}, 60_000);
+afterAll(async () => {
+  for (const c of clients) await c.close().catch(() => undefined);
+  await mesh?.close();
+});
+
+/** A 2025-era client that declares elicitation and answers every prompt with `answer`. */
+async function elicitingClient(
+  answer: (req: ElicitRequest['params']) => { action: string; content?: Record<string, unknown> },
+) {
+  const asked: ElicitRequest['params'][] = [];
+  const client = new Client(
+    { name: 'approver', version: '1.0.0' },
+    { capabilities: { elicitation: { form: {} } } },
+  );
+  client.setRequestHandler(ElicitRequestSchema, (req) => {
+    asked.push(req.params);
+    return answer(req.params) as never;
+  });
+  await client.connect(
+    new StreamableHTTPClientTransport(mesh.mcpUrl(mesh.project.id), {
+      requestInit: { headers: { authorization: `Bearer ${mesh.project.key}` } },
+    }),
+  );
+  clients.push(client);
+  return { client, asked };
+}
+
+function framed(method: string, params: Record<string, unknown>) {
+  return {
+    method,
+    params: {
+      ...params,
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
+        'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } },
+      },
+    },
+  };
+}
+const taskHeaders = (taskId: string) => ({ context: { headers: { 'mcp-name': taskId } } });
+const result = (r: JsonRpcResponse) => {
+  if (r.kind !== 'result') throw new Error(`an error: ${r.error.message}`);
+  return r.result as Record<string, any>;
+};
+
+describe('approvals through the MCP facade', () => {
+  it('a 2025 client that declared elicitation approves the call it made', async () => {
+    const { client, asked } = await elicitingClient(() => ({
+      action: 'accept',
+      content: { approve: true, reason: 'I asked for it' },
+    }));
+    const res = await client.callTool({ name: 'builtin__echo', arguments: { text: 'approve me' } });
+    expect(res.isError, JSON.stringify(res)).toBeFalsy();
+    expect(res.structuredContent).toMatchObject({ text: 'approve me' });
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.message).toContain('builtin.echo');
+    expect(asked[0]!.message).toContain('approve me');
+    const id = (res._meta as Record<string, string>)['io.toolmesh/tool-call-id']!;
+    expect(await mesh.api.store.approvals.forCall(mesh.project.id, id)).toMatchObject({
+      status: 'approved',
+      decided_by: `mcp:${keyId}`,
+      decision_reason: 'I asked for it',
+    });
+    const exec = await mesh.api.store.executions.get(mesh.project.id, id);
+    expect(exec).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  it('and its refusal denies the call: approval_denied, decided by its key', async () => {
+    const { client } = await elicitingClient(() => ({
+      action: 'accept',
+      content: { approve: false, reason: 'not now' },
+    }));
+    const res = await client.callTool({ name: 'builtin__echo', arguments: { text: 'deny me' } });
+    expect(res.isError).toBe(true);
+    expect(res.structuredContent).toMatchObject({
+      status: 'failed',
+      error: {
+        code: 'approval_denied',
+        details: { decided_by: `mcp:${keyId}`, reason: 'not now' },
+      },
+    });
+  });
+
+  it('a 2026-07-28 task is input_required until tasks/update answers its input request', async () => {
+    const raw = modernDispatch(mesh.mcpUrl(mesh.project.id), mesh.project.key);
+    const created = result(
+      await raw(framed('tools/call', { name: 'builtin__echo', arguments: { text: 'as a task' } })),
+    );
+    const taskId = created['taskId'] as string;
+    let task: Record<string, any> = {};
+    await expect
+      .poll(
+        async () => {
+          task = result(await raw(framed('tasks/get', { taskId }), taskHeaders(taskId)));
+          return task['status'];
+        },
+        { timeout: 30_000 },
+      )
+      .toBe('input_required');
+    const [requestId, request] = Object.entries(task['inputRequests'] as Record<string, any>)[0]!;
+    expect(request).toMatchObject({
+      method: 'elicitation/create',
+      params: { mode: 'form', requestedSchema: { required: ['approve'] } },
+    });
+    expect(request.params.message).toContain('as a task');
+
+    // Another project's key neither sees the task nor answers it.
+    const foreign = modernDispatch(mesh.mcpUrl(mesh.project.id), other.key);
+    const seen = await foreign(framed('tasks/get', { taskId }), taskHeaders(taskId));
+    expect(seen.kind).toBe('error');
+    const stranger = await foreign(
+      framed('tasks/update', {
+        taskId,
+        inputResponses: { [requestId]: { action: 'accept', content: { approve: true } } },
+      }),
+      taskHeaders(taskId),
+    );
+    expect(stranger.kind).toBe('error');
+    // An answer under another name is refused.
+    const wrong = await raw(
+      framed('tasks/update', { taskId, inputResponses: { nope: { action: 'accept' } } }),
+      taskHeaders(taskId),
+    );
+    expect(wrong).toMatchObject({ kind: 'error', error: { code: -32602 } });
+
+    const updated = await raw(
+      framed('tasks/update', {
+        taskId,
+        inputResponses: { [requestId]: { action: 'accept', content: { approve: true } } },
+      }),
+      taskHeaders(taskId),
+    );
+    expect(updated.kind, JSON.stringify(updated)).toBe('result');
+    await expect
+      .poll(
+        async () =>
+          result(await raw(framed('tasks/get', { taskId }), taskHeaders(taskId)))['status'],
+        { timeout: 30_000 },
+      )
+      .toBe('completed');
+    const done = result(await raw(framed('tasks/get', { taskId }), taskHeaders(taskId)));
+    expect(done['result']).toMatchObject({ structuredContent: { text: 'as a task' } });
+    expect(await mesh.api.store.approvals.get(mesh.project.id, requestId)).toMatchObject({
+      status: 'approved',
+      decided_by: `mcp:${keyId}`,
+    });
+  });
+});
