@@ -55,7 +55,7 @@ describe('approvals and agents', () => {
     // Well past the agent's 2 s tool deadline, the task still waits for the person.
     const row = await mesh.api.store.approvals.get(mesh.project.id, pending.approval_id);
     await until(
-      async () => (Date.now() > row!.requested_at.getTime() + 4_000 ? true : undefined),
+      () => Promise.resolve(Date.now() > row!.requested_at.getTime() + 4_000 ? true : undefined),
       10_000,
     );
     const task = await api('GET', `/tasks/${taskId}`);

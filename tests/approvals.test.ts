@@ -242,7 +242,7 @@ describe('approvals', () => {
       skills.kill('SIGKILL');
       await once(skills, 'exit');
       await until(
-        async () => (Date.now() > Date.parse(row.expires_at) + 200 ? true : undefined),
+        () => Promise.resolve(Date.now() > Date.parse(row.expires_at) + 200 ? true : undefined),
         10_000,
       );
       expect((await api('GET', `/approvals/${pending.approval_id}`)).body.status).toBe('pending');

@@ -49,7 +49,7 @@ async function elicitingClient(
   );
   client.setRequestHandler(ElicitRequestSchema, (req) => {
     asked.push(req.params);
-    return answer(req.params) as never;
+    return answer(req.params);
   });
   await client.connect(
     new StreamableHTTPClientTransport(mesh.mcpUrl(mesh.project.id), {
@@ -128,7 +128,7 @@ describe('approvals through the MCP facade', () => {
       .poll(
         async () => {
           task = result(await raw(framed('tasks/get', { taskId }), taskHeaders(taskId)));
-          return task['status'];
+          return task['status'] as string;
         },
         { timeout: 30_000 },
       )
@@ -170,7 +170,9 @@ describe('approvals through the MCP facade', () => {
     await expect
       .poll(
         async () =>
-          result(await raw(framed('tasks/get', { taskId }), taskHeaders(taskId)))['status'],
+          result(await raw(framed('tasks/get', { taskId }), taskHeaders(taskId)))[
+            'status'
+          ] as string,
         { timeout: 30_000 },
       )
       .toBe('completed');

@@ -64,8 +64,7 @@ export const ERROR_CODES = {
   approval_denied: {
     retryable: false,
     status: 'failed',
-    summary:
-      'the call required a human approval and was denied; details say who decided and why',
+    summary: 'the call required a human approval and was denied; details say who decided and why',
   },
   approval_timeout: {
     retryable: false,

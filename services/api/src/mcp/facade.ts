@@ -352,7 +352,7 @@ export function createFacade(deps: {
                 },
                 ElicitResultSchema,
                 { timeout: timeoutMs },
-              ) as Promise<ElicitAnswer>
+              )
           : undefined,
       }),
     );
