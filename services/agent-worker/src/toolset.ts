@@ -77,7 +77,8 @@ const listSpec: FunctionSpec = {
 };
 
 /** An attached tool's config minus the keys the tool services read (approval settings). */
-function withoutApprovalKeys(config: Record<string, unknown>): Record<string, unknown> {
+function withoutApprovalKeys(config: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (config === undefined) return {};
   if (!('approval' in config) && !('approval_timeout_ms' in config)) return config;
   const { approval: _a, approval_timeout_ms: _t, ...rest } = config;
   return rest;
