@@ -228,6 +228,32 @@ describe('approvals', () => {
     }
   });
 
+  it('an approver that dies between its decision and the publish: the call still runs once', async () => {
+    const { toolCallId, result } = call({ text: 'orphaned decision' });
+    const pending = await pendingOf(toolCallId);
+    // What an api instance killed right after its decision committed leaves behind: the row
+    // decided, the call never published again. The next tool service scan publishes it.
+    const decided = await mesh.api.store.approvals.decide(
+      mesh.project.id,
+      pending.approval_id,
+      'approved',
+      'key:dead-approver',
+      'approved just before the crash',
+    );
+    expect(decided?.decided).toBe(true);
+    const r = await result;
+    expect(r.status).toBe('succeeded');
+    expect(r.content.result).toMatchObject({ text: 'orphaned decision' });
+    // Neither a second decision nor the scan's next pass runs it again.
+    const again = await api('POST', `/approvals/${pending.approval_id}/approve`, {});
+    expect(again.body).toMatchObject({ status: 'approved', decided_by: 'key:dead-approver' });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const cards = await cardsOf(toolCallId);
+    expect(cards.filter((c) => c.kind === 'tool.result')).toHaveLength(1);
+    const done = await api('GET', `/executions/${toolCallId}`);
+    expect(done.body.execution).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
   it('an undecided call times out, filed even though no service ran at its deadline', async () => {
     const set = await api('PUT', '/targets/builtin/approval', {
       approval: 'required',
