@@ -15,6 +15,8 @@ import {
 import {
   collect,
   mcpAdd,
+  mcpDisable,
+  mcpEnable,
   mcpList,
   mcpRefresh,
   mcpRemove,
@@ -449,6 +451,18 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     )
     .argument('<name>')
     .action(run((ctx, name: string) => mcpRefresh(ctx, name)));
+  mcp
+    .command('disable')
+    .description(
+      'switch the server off without deleting it: its tools are disabled and its connections closed',
+    )
+    .argument('<name>')
+    .action(run((ctx, name: string) => mcpDisable(ctx, name)));
+  mcp
+    .command('enable')
+    .description('switch a disabled server on again: its tools come back and it is listed again')
+    .argument('<name>')
+    .action(run((ctx, name: string) => mcpEnable(ctx, name)));
   mcp
     .command('remove')
     .description('delete the server and its tools')

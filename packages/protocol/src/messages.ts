@@ -211,6 +211,11 @@ export const RegistryChange = {
   deleted: 'deleted',
   /** An MCP tool's definition changed on its server: the tool is held until approved. */
   definition_changed: 'definition_changed',
+  /**
+   * An MCP server was switched off: its tools (listed) are disabled, and every tool service
+   * closes its connections to the server named in `server`.
+   */
+  server_disabled: 'server_disabled',
 } as const;
 export type RegistryChange = (typeof RegistryChange)[keyof typeof RegistryChange];
 
@@ -223,6 +228,8 @@ export const RegistryChangedEvent = z.strictObject({
   v: version,
   change: z.enum(RegistryChange),
   tools: z.array(z.string().min(3).max(129)).max(1000),
+  /** The MCP server of a `server_disabled` change. */
+  server: z.string().min(1).max(64).optional(),
 });
 export type RegistryChangedEvent = z.infer<typeof RegistryChangedEvent>;
 

@@ -30,12 +30,19 @@ export {
   MIGRATIONS_DIR,
 } from './migrate.ts';
 export type { Migration, MigrateOptions, EnsureDatabaseOptions } from './migrate.ts';
-export { KeyRole, hashKey } from './projects.ts';
-export type { Project, ApiKey, ProjectsRepo } from './projects.ts';
+export { KeyRole, hashKey, mergeSettings } from './projects.ts';
+export type {
+  Project,
+  ApiKey,
+  ProjectsRepo,
+  ProjectSettings,
+  ProjectSettingsPatch,
+} from './projects.ts';
 export { ToolOrigin } from './tools.ts';
 export type {
   ToolRecord,
   NewTool,
+  ToolFacets,
   ToolFilter,
   ToolPatch,
   ToolUsage,

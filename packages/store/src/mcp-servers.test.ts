@@ -79,7 +79,7 @@ it('adds, updates, disables and re-enables the tools of a server', async () => {
     tool('fetch'),
     tool('manual'),
   ]);
-  expect(third?.updated).toEqual(['docs.fetch']);
+  expect(third).toMatchObject({ updated: ['docs.fetch'] });
   expect((await store.tools.get(P, 'docs.fetch'))?.enabled).toBe(true);
   expect((await store.tools.get(P, 'docs.manual'))?.enabled).toBe(false);
 });

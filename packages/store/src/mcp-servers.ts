@@ -71,6 +71,8 @@ export interface McpServerRecord {
   secret_headers: Record<string, McpSecretHeader>;
   /** Grows with each update of an imported server: a pooled connection to an older one is stale. */
   revision: number;
+  /** Off: its tools are disabled and its connections closed until it is switched on again. */
+  enabled: boolean;
   state: McpServerState;
   last_error: string | null;
   tool_count: number;
@@ -144,6 +146,8 @@ export interface McpToolSpec {
   /** The JSON Schema dialect the server declared (`$schema`), when it declared one. */
   schema?: string;
   vanished?: boolean;
+  /** Disabled because its server was switched off; switching the server on enables it again. */
+  server_disabled?: boolean;
 }
 
 export interface McpServersRepo {
@@ -158,13 +162,26 @@ export interface McpServersRepo {
   importServer(projectId: string, s: ImportedMcpServer): Promise<McpImportOutcome>;
   /** Deletes the server and its tools; the deleted tool names, or undefined when unknown. */
   delete(projectId: string, name: string): Promise<string[] | undefined>;
-  /** Applies a discovery; undefined when the server is gone (deleted meanwhile). */
+  /**
+   * Applies a discovery; undefined when the server is gone (deleted meanwhile), 'disabled' when
+   * it was switched off meanwhile (nothing written).
+   */
   sync(
     projectId: string,
     name: string,
     tools: DiscoveredTool[],
     opts?: { pin?: boolean },
-  ): Promise<McpSyncOutcome | undefined>;
+  ): Promise<McpSyncOutcome | 'disabled' | undefined>;
+  /**
+   * Switches a server off or on with its tools: off disables every enabled tool of the server
+   * and marks it (`spec.server_disabled`); on enables the marked ones. The server and the tool
+   * names switched, or undefined when the server is unknown.
+   */
+  setEnabled(
+    projectId: string,
+    name: string,
+    enabled: boolean,
+  ): Promise<{ server: McpServerRecord; tools: string[] } | undefined>;
   /** A discovery failed: state error with the message; the tools are left as they were. */
   recordError(
     projectId: string,
@@ -174,7 +191,8 @@ export interface McpServersRepo {
 }
 
 const COLUMNS = `server_id, project_id, name, transport, url, headers, auth, command, args, env,
-  import_source, package, secret_env, secret_headers, revision, state, last_error, tool_count, refreshed_at, created_at, updated_at`;
+  import_source, package, secret_env, secret_headers, revision, enabled, state, last_error,
+  tool_count, refreshed_at, created_at, updated_at`;
 
 /** The endpoint columns of a server, in the order of the insert and update below. */
 function endpointValues(s: ImportedMcpServer): unknown[] {
@@ -310,13 +328,15 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
     sync: (projectId, name, tools, opts = {}) =>
       db.tx(async (tx) => {
         // The row lock orders two refreshes of one server: the second sees the first's rows.
-        const server = await tx.query(
+        const server = await tx.query<{ enabled: boolean }>(
           'mcp_servers_lock',
-          `SELECT server_id FROM resource.mcp_servers
+          `SELECT server_id, enabled FROM resource.mcp_servers
            WHERE project_id = $1 AND name = $2 FOR UPDATE`,
           [projectId, name],
         );
         if (server.length === 0) return undefined;
+        // Switched off while the listing ran: its tools stay as the switch left them.
+        if (!server[0]!.enabled) return 'disabled';
         const existing = await tx.query<{
           name: string;
           description: string;
@@ -458,6 +478,34 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
           [projectId, name, out.toolCount],
         );
         return out;
+      }),
+    setEnabled: (projectId, name, enabled) =>
+      db.tx(async (tx) => {
+        const server = (
+          await tx.query<McpServerRecord>(
+            'mcp_servers_set_enabled',
+            `UPDATE resource.mcp_servers SET enabled = $3,
+               updated_at = CASE WHEN enabled = $3 THEN updated_at ELSE now() END
+             WHERE project_id = $1 AND name = $2 RETURNING ${COLUMNS}`,
+            [projectId, name, enabled],
+          )
+        )[0];
+        if (!server) return undefined;
+        const tools = await tx.query<{ name: string }>(
+          'mcp_servers_switch_tools',
+          enabled
+            ? `UPDATE resource.tools SET enabled = true,
+                 spec = spec - 'server_disabled', updated_at = now()
+               WHERE project_id = $1 AND origin = 'mcp' AND spec->>'server' = $2
+                 AND (spec->>'server_disabled')::boolean
+               RETURNING name`
+            : `UPDATE resource.tools SET enabled = false,
+                 spec = spec || '{"server_disabled": true}'::jsonb, updated_at = now()
+               WHERE project_id = $1 AND origin = 'mcp' AND spec->>'server' = $2 AND enabled
+               RETURNING name`,
+          [projectId, name],
+        );
+        return { server, tools: tools.map((t) => t.name).sort() };
       }),
     recordError: async (projectId, name, message) =>
       (

@@ -17,6 +17,10 @@ export interface ImportedTool {
   spec: Record<string, unknown>;
   annotations: Record<string, boolean>;
   options: Record<string, unknown>;
+  /** The document's info.version. */
+  version: string | null;
+  /** The operation is marked `deprecated: true`. */
+  deprecated: boolean;
 }
 
 /** What applying an import did, by full tool name. */
@@ -78,8 +82,8 @@ export function createOpenApiImportsRepo(db: Db): OpenApiImportsRepo {
               'openapi_import_insert',
               `INSERT INTO resource.tools
                  (tool_id, project_id, name, target, description, category, tags, parameters,
-                  origin, options, spec, annotations, import_source)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'http', $9, $10, $11, $12)`,
+                  origin, options, spec, annotations, import_source, version, deprecated)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'http', $9, $10, $11, $12, $13, $14)`,
               [
                 uuidv7(),
                 projectId,
@@ -93,6 +97,8 @@ export function createOpenApiImportsRepo(db: Db): OpenApiImportsRepo {
                 t.spec,
                 t.annotations,
                 source,
+                t.version,
+                t.deprecated,
               ],
             );
             out.added.push(t.name);
@@ -104,12 +110,15 @@ export function createOpenApiImportsRepo(db: Db): OpenApiImportsRepo {
             'openapi_import_update',
             `UPDATE resource.tools SET
                description = $3, category = $4, tags = $5, parameters = $6, options = $7,
-               spec = $8, annotations = $9, enabled = true, updated_at = now()
+               spec = $8, annotations = $9, version = $10, deprecated = $11, enabled = true,
+               updated_at = now()
              WHERE project_id = $1 AND name = $2
                AND (description IS DISTINCT FROM $3 OR category IS DISTINCT FROM $4
                     OR tags IS DISTINCT FROM $5::text[] OR parameters IS DISTINCT FROM $6::jsonb
                     OR options IS DISTINCT FROM $7::jsonb OR spec IS DISTINCT FROM $8::jsonb
-                    OR annotations IS DISTINCT FROM $9::jsonb OR NOT enabled)
+                    OR annotations IS DISTINCT FROM $9::jsonb
+                    OR version IS DISTINCT FROM $10::text OR deprecated IS DISTINCT FROM $11::boolean
+                    OR NOT enabled)
              RETURNING tool_id`,
             [
               projectId,
@@ -121,6 +130,8 @@ export function createOpenApiImportsRepo(db: Db): OpenApiImportsRepo {
               t.options,
               t.spec,
               t.annotations,
+              t.version,
+              t.deprecated,
             ],
           );
           (changed.length === 1 ? out.changed : out.unchanged).push(t.name);

@@ -26,6 +26,41 @@ export interface ApiKey {
   revoked_at: Date | null;
 }
 
+/**
+ * A project's own settings, shaped like the config.toml sections they override; a missing key
+ * follows the deployment's configuration.
+ */
+export interface ProjectSettings {
+  tools?: {
+    /** Overrides [tools] pin_definitions for this project's MCP servers. */
+    pin_definitions?: boolean;
+  };
+}
+
+/** A change of settings: a value sets the key, null removes the project's own value. */
+export interface ProjectSettingsPatch {
+  tools?: { pin_definitions?: boolean | null | undefined } | undefined;
+}
+
+/** Applies a patch to settings: null removes a key, and a section left empty goes too. */
+export function mergeSettings(s: ProjectSettings, patch: ProjectSettingsPatch): ProjectSettings {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [section, values] of Object.entries(s) as [string, Record<string, unknown>][]) {
+    out[section] = { ...values };
+  }
+  for (const [section, values] of Object.entries(patch) as [string, Record<string, unknown>][]) {
+    if (!values) continue;
+    const merged = { ...(out[section] ?? {}) };
+    for (const [k, v] of Object.entries(values)) {
+      if (v === null) delete merged[k];
+      else if (v !== undefined) merged[k] = v;
+    }
+    if (Object.keys(merged).length > 0) out[section] = merged;
+    else delete out[section];
+  }
+  return out as ProjectSettings;
+}
+
 export interface ProjectsRepo {
   /** Undefined when the id is taken. */
   create(projectId: string, name: string): Promise<Project | undefined>;
@@ -39,6 +74,13 @@ export interface ProjectsRepo {
   listKeys(projectId: string): Promise<ApiKey[]>;
   /** False when no active key of that id exists in the project. */
   revokeKey(projectId: string, keyId: string): Promise<boolean>;
+  /** The project's own settings; undefined when there is no such project. */
+  settings(projectId: string): Promise<ProjectSettings | undefined>;
+  /** Applies a patch (see mergeSettings); undefined when there is no such project. */
+  updateSettings(
+    projectId: string,
+    patch: ProjectSettingsPatch,
+  ): Promise<ProjectSettings | undefined>;
   /** The project an active key belongs to. */
   resolveKey(key: string): Promise<{ projectId: string; keyId: string; role: KeyRole } | undefined>;
 }
@@ -99,6 +141,33 @@ export function createProjectsRepo(db: Db): ProjectsRepo {
           [projectId, keyId],
         )
       ).length === 1,
+    settings: async (projectId) =>
+      (
+        await db.query<{ settings: ProjectSettings }>(
+          'projects_settings',
+          'SELECT settings FROM resource.projects WHERE project_id = $1',
+          [projectId],
+        )
+      )[0]?.settings,
+    updateSettings: (projectId, patch) =>
+      db.tx(async (tx) => {
+        // The row lock orders two patches: the second merges into the first's result.
+        const row = (
+          await tx.query<{ settings: ProjectSettings }>(
+            'projects_settings_lock',
+            'SELECT settings FROM resource.projects WHERE project_id = $1 FOR UPDATE',
+            [projectId],
+          )
+        )[0];
+        if (!row) return undefined;
+        const next = mergeSettings(row.settings, patch);
+        await tx.query(
+          'projects_settings_update',
+          'UPDATE resource.projects SET settings = $2 WHERE project_id = $1',
+          [projectId, next],
+        );
+        return next;
+      }),
     resolveKey: async (key) => {
       const row = (
         await db.query<{ project_id: string; key_id: string; role: KeyRole }>(

@@ -37,6 +37,11 @@ export interface ToolRecord {
   definition_hash: string | null;
   /** MCP tools: a changed definition a refresh found, held until approved. */
   pending_definition: PendingDefinition | null;
+  /** The version of the API or server the tool came from (an OpenAPI document's info.version). */
+  version: string | null;
+  /** Still callable, but hidden from lists unless asked for; calls carry a deprecation note. */
+  deprecated: boolean;
+  deprecation_message: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -53,6 +58,9 @@ export interface NewTool {
   spec?: Record<string, unknown>;
   annotations?: ToolAnnotations | undefined;
   output_schema?: Record<string, unknown> | null | undefined;
+  version?: string | null | undefined;
+  deprecated?: boolean | undefined;
+  deprecation_message?: string | null | undefined;
 }
 
 /** The MCP tool annotations the registry keeps; a missing hint is unknown. */
@@ -65,7 +73,10 @@ export interface ToolAnnotations {
 
 export interface ToolFilter {
   category?: string | undefined;
-  tag?: string | undefined;
+  /** Tools carrying every one of these tags. */
+  tags?: readonly string[] | undefined;
+  /** Deprecated tools are listed too (default: they are). */
+  includeDeprecated?: boolean | undefined;
   /** Matched case-insensitively against name and description. */
   q?: string | undefined;
   origin?: ToolOrigin | undefined;
@@ -98,6 +109,18 @@ export interface ToolPatch {
   annotations?: ToolAnnotations | undefined;
   /** null removes the output schema. */
   output_schema?: Record<string, unknown> | null | undefined;
+  /** null removes the version. */
+  version?: string | null | undefined;
+  deprecated?: boolean | undefined;
+  /** null removes the message. */
+  deprecation_message?: string | null | undefined;
+}
+
+/** How many tools of a filtered set fall in each category and carry each tag. */
+export interface ToolFacets {
+  total: number;
+  categories: Record<string, number>;
+  tags: Record<string, number>;
 }
 
 export interface ToolsRepo {
@@ -114,6 +137,8 @@ export interface ToolsRepo {
   syncReserved(tools: NewTool[]): Promise<number>;
   get(projectId: string, name: string): Promise<ToolRecord | undefined>;
   list(projectId: string, f: ToolFilter): Promise<ToolRecord[]>;
+  /** Counts over every tool the filter matches (its page size and cursor are ignored). */
+  facets(projectId: string, f: ToolFilter): Promise<ToolFacets>;
   update(projectId: string, name: string, p: ToolPatch): Promise<ToolRecord | undefined>;
   delete(projectId: string, name: string): Promise<boolean>;
   /**
@@ -131,7 +156,28 @@ export interface ToolsRepo {
 
 export const TOOL_COLUMNS = `tool_id, project_id, name, target, description, category, tags, parameters, origin,
   options, spec, annotations, output_schema, enabled, definition_hash, pending_definition,
-  created_at, updated_at`;
+  version, deprecated, deprecation_message, created_at, updated_at`;
+
+/**
+ * The WHERE clause of a filtered list, over parameters $1 (project) to $6; shared by list and
+ * facets so the counts describe exactly the set listed.
+ */
+const FILTER = `project_id = $1
+  AND ($2::text IS NULL OR category = $2)
+  AND ($3::text[] IS NULL OR tags @> $3::text[])
+  -- strpos, not ILIKE: '_' and '%' in a search (run_cmd) are literal characters.
+  AND ($4::text IS NULL OR strpos(lower(name), lower($4)) > 0
+       OR strpos(lower(description), lower($4)) > 0)
+  AND ($5::text IS NULL OR origin = $5)
+  AND ($6::boolean OR NOT deprecated)`;
+const filterParams = (projectId: string, f: ToolFilter) => [
+  projectId,
+  f.category ?? null,
+  f.tags && f.tags.length > 0 ? [...f.tags] : null,
+  f.q ?? null,
+  f.origin ?? null,
+  f.includeDeprecated ?? true,
+];
 
 export function createToolsRepo(db: Db): ToolsRepo {
   const insert = (projectId: string, t: NewTool) => [
@@ -148,11 +194,14 @@ export function createToolsRepo(db: Db): ToolsRepo {
     t.spec ?? {},
     t.annotations ?? {},
     t.output_schema ?? null,
+    t.version ?? null,
+    t.deprecated ?? false,
+    t.deprecation_message ?? null,
   ];
   const INSERT = `INSERT INTO resource.tools
       (tool_id, project_id, name, target, description, category, tags, parameters, origin, options,
-       spec, annotations, output_schema)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+       spec, annotations, output_schema, version, deprecated, deprecation_message)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
     ON CONFLICT (project_id, name) DO NOTHING RETURNING ${TOOL_COLUMNS}`;
   return {
     create: async (projectId, t) =>
@@ -222,25 +271,30 @@ export function createToolsRepo(db: Db): ToolsRepo {
       db.query<ToolRecord>(
         'tools_list',
         `SELECT ${TOOL_COLUMNS} FROM resource.tools
-         WHERE project_id = $1
-           AND ($2::text IS NULL OR category = $2)
-           AND ($3::text IS NULL OR $3 = ANY (tags))
-           -- strpos, not ILIKE: '_' and '%' in a search (run_cmd) are literal characters.
-           AND ($4::text IS NULL OR strpos(lower(name), lower($4)) > 0
-                OR strpos(lower(description), lower($4)) > 0)
-           AND ($5::text IS NULL OR origin = $5)
-           AND ($7::text IS NULL OR name > $7)
-         ORDER BY name LIMIT $6`,
-        [
-          projectId,
-          f.category ?? null,
-          f.tag ?? null,
-          f.q ?? null,
-          f.origin ?? null,
-          f.limit ?? null,
-          f.after ?? null,
-        ],
+         WHERE ${FILTER} AND ($8::text IS NULL OR name > $8)
+         ORDER BY name LIMIT $7`,
+        [...filterParams(projectId, f), f.limit ?? null, f.after ?? null],
       ),
+    facets: async (projectId, f) => {
+      const row = (
+        await db.query<{ total: string; categories: Record<string, number> | null; tags: Record<string, number> | null }>(
+          'tools_facets',
+          `WITH matched AS (SELECT category, tags FROM resource.tools WHERE ${FILTER})
+           SELECT (SELECT count(*) FROM matched) AS total,
+                  (SELECT jsonb_object_agg(category, n) FROM
+                     (SELECT category, count(*) AS n FROM matched GROUP BY category) c) AS categories,
+                  (SELECT jsonb_object_agg(tag, n) FROM
+                     (SELECT tag, count(*) AS n FROM matched, unnest(tags) AS tag GROUP BY tag) t)
+                    AS tags`,
+          filterParams(projectId, f),
+        )
+      )[0];
+      return {
+        total: Number(row?.total ?? 0),
+        categories: row?.categories ?? {},
+        tags: row?.tags ?? {},
+      };
+    },
     update: async (projectId, name, p) =>
       (
         await db.query<ToolRecord>(
@@ -255,6 +309,10 @@ export function createToolsRepo(db: Db): ToolsRepo {
              spec = coalesce($9, spec),
              annotations = coalesce($10, annotations),
              output_schema = CASE WHEN $11::boolean THEN $12::jsonb ELSE output_schema END,
+             version = CASE WHEN $13::boolean THEN $14::text ELSE version END,
+             deprecated = coalesce($15, deprecated),
+             deprecation_message = CASE WHEN $16::boolean THEN $17::text
+                                        ELSE deprecation_message END,
              updated_at = now()
            WHERE project_id = $1 AND name = $2 RETURNING ${TOOL_COLUMNS}`,
           [
@@ -270,6 +328,11 @@ export function createToolsRepo(db: Db): ToolsRepo {
             p.annotations ?? null,
             p.output_schema !== undefined,
             p.output_schema ?? null,
+            p.version !== undefined,
+            p.version ?? null,
+            p.deprecated ?? null,
+            p.deprecation_message !== undefined,
+            p.deprecation_message ?? null,
           ],
         )
       )[0],

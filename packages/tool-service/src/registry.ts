@@ -22,6 +22,11 @@ export interface RegistryTool {
   readonly parameters: Record<string, unknown>;
   readonly spec: Record<string, unknown>;
   readonly options: Record<string, unknown>;
+  /** Deprecated: still runs, and its cards carry a deprecation note. */
+  readonly deprecated: boolean;
+  readonly deprecationMessage: string | null;
+  /** The version of the API or server the tool came from (not the row's `version` above). */
+  readonly apiVersion: string | null;
 }
 
 export interface Registry {
@@ -51,6 +56,9 @@ const toTool = (r: ToolRecord): RegistryTool => ({
   parameters: r.parameters,
   spec: r.spec,
   options: r.options,
+  deprecated: r.deprecated,
+  deprecationMessage: r.deprecation_message,
+  apiVersion: r.version,
 });
 
 export function createRegistry(o: RegistryOptions): Registry {

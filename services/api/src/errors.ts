@@ -23,6 +23,7 @@ export const ApiErrorCode = {
   missing_variables: 400,
   missing_secret: 400,
   conflict: 409,
+  mcp_server_disabled: 409,
   payload_too_large: 413,
   rate_limited: 429,
   unsupported_media_type: 415,

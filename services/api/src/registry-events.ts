@@ -9,7 +9,13 @@ import { createSubjects, encodeMessage, type RegistryChange } from '@toolmesh/pr
 const FLUSH_WAIT_MS = 1_000;
 
 export interface RegistryEvents {
-  changed(project: string, change: RegistryChange, tools: string[]): Promise<void>;
+  /** `server`: the MCP server of a `server_disabled` change. */
+  changed(
+    project: string,
+    change: RegistryChange,
+    tools: string[],
+    server?: string,
+  ): Promise<void>;
 }
 
 export function createRegistryEvents(
@@ -19,11 +25,16 @@ export function createRegistryEvents(
 ): RegistryEvents {
   const subjects = createSubjects(root);
   return {
-    changed: async (project, change, tools) => {
+    changed: async (project, change, tools, server) => {
       try {
         nc.publish(
           subjects.registryChanged(project),
-          encodeMessage('registry_changed', { v: 1, change, tools }),
+          encodeMessage('registry_changed', {
+            v: 1,
+            change,
+            tools,
+            ...(server ? { server } : {}),
+          }),
         );
         // Bounded: with NATS away the answer must not hang; the services' TTL covers the gap.
         await Promise.race([

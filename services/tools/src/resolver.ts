@@ -84,7 +84,16 @@ export function createResolver(o: ResolverOptions): ToolResolver {
       const tool = await o.registry.get(project, name);
       if (!tool)
         return reject('unknown_tool', `no tool ${name} is registered in project ${project}`);
-      if (!tool.enabled) return reject('tool_disabled', `tool ${name} is disabled`);
+      if (!tool.enabled) {
+        const server = tool.spec['server_disabled'] === true ? tool.spec['server'] : undefined;
+        return typeof server === 'string'
+          ? reject(
+              'tool_disabled',
+              `tool ${name} is disabled: its MCP server ${server} is disabled (POST /v1/projects/${project}/mcp-servers/${server}/enable)`,
+              { mcp_server: server },
+            )
+          : reject('tool_disabled', `tool ${name} is disabled`);
+      }
       if (tool.held) {
         return reject(
           'definition_changed',

@@ -94,6 +94,18 @@ export async function runRegistryCall(
 ): Promise<unknown> {
   const redactor = createRedactor();
   const attempts: AttemptRecord[] = [];
+  if (tool.deprecated) {
+    // The call runs; its card tells whoever reads it that the tool is on its way out.
+    ctx.annotate({
+      deprecation: {
+        deprecated: true,
+        message:
+          tool.deprecationMessage ??
+          `${tool.name} is deprecated: it still runs, but may be removed; look for its replacement`,
+        ...(tool.apiVersion ? { version: tool.apiVersion } : {}),
+      },
+    });
+  }
   const started = performance.now();
   const charge = () => {
     if (!policies.cost) return;

@@ -1,4 +1,5 @@
-// `toolmesh mcp add|list|refresh|remove`: a project's MCP servers over the api. `add` takes a
+// `toolmesh mcp add|list|refresh|disable|enable|remove` (also `toolmesh mcp-servers ...`): a
+// project's MCP servers over the api. `add` takes a
 // URL (streamable HTTP) or a command with its arguments (stdio, run inside a sandbox session);
 // the api asks the tools service to discover the tools, so add and refresh print what it found
 // and exit 1 when the server could not be reached.
@@ -10,6 +11,7 @@ import { projectOf } from '../settings.ts';
 type Row = Record<string, unknown>;
 export interface McpServerOut extends Row {
   name: string;
+  enabled: boolean;
   state: 'pending' | 'connected' | 'error';
   last_error: string | null;
   tool_count: number;
@@ -112,6 +114,34 @@ export async function mcpRefresh(ctx: Context, name: string): Promise<number> {
     timeoutMs: DISCOVERY_WAIT_MS,
   });
   return mcpReport(ctx, server);
+}
+
+export async function mcpDisable(ctx: Context, name: string): Promise<number> {
+  const s = await ctx.api.request<McpServerOut & { tools_disabled: string[] }>({
+    method: 'POST',
+    path: `${base(ctx)}/${encodeURIComponent(name)}/disable`,
+  });
+  if (ctx.settings.json) printJson(ctx.io, s);
+  else {
+    printLine(
+      ctx.io,
+      `${s.name}: disabled, ${s.tools_disabled.length} tools switched off, connections closed`,
+    );
+    for (const t of s.tools_disabled) printLine(ctx.io, `  - ${t}`);
+  }
+  return ExitCode.ok;
+}
+
+export async function mcpEnable(ctx: Context, name: string): Promise<number> {
+  const s = await ctx.api.request<McpServerOut & { tools_enabled: string[] }>({
+    method: 'POST',
+    path: `${base(ctx)}/${encodeURIComponent(name)}/enable`,
+    timeoutMs: DISCOVERY_WAIT_MS,
+  });
+  if (!ctx.settings.json) {
+    printLine(ctx.io, `${s.name}: enabled, ${s.tools_enabled.length} tools switched on again`);
+  }
+  return mcpReport(ctx, s);
 }
 
 export async function mcpRemove(ctx: Context, name: string): Promise<number> {

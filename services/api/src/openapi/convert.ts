@@ -7,7 +7,9 @@
 //   overrides it;
 // - the first security requirement whose scheme the caller mapped to a project secret becomes
 //   the template's auth (oauth2 and openIdConnect tokens are sent as bearer tokens);
-// - the description is the summary and the description.
+// - the description is the summary and the description;
+// - the tool's version is the document's info.version, and an operation marked `deprecated`
+//   makes a deprecated tool (hidden from lists unless asked for, still callable).
 // An operation the http kind cannot run (a non-JSON body, a cookie, a method it does not send,
 // a parameter name it cannot carry) is skipped with the reason, never imported half-working.
 import { ID_PATTERN, type HttpAuth, type HttpSpec } from '@toolmesh/protocol';
@@ -56,6 +58,7 @@ const RUNNABLE: Partial<Record<(typeof METHODS)[number], HttpSpec['method']>> = 
 const IGNORED_HEADERS = new Set(['accept', 'content-type', 'authorization']);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 const MAX_DESCRIPTION = 8_192;
+const MAX_VERSION = 100;
 
 const token = (s: string) =>
   s
@@ -136,6 +139,11 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
   const taken = new Set<string>();
   const unmapped = new Set<string>();
   const paths = isObj(root['paths']) ? root['paths'] : {};
+  const info = isObj(root['info']) ? root['info'] : {};
+  const version =
+    typeof info['version'] === 'string' && info['version'].trim() !== ''
+      ? info['version'].trim().slice(0, MAX_VERSION)
+      : null;
 
   for (const [path, item] of Object.entries(paths)) {
     if (!isObj(item)) continue;
@@ -303,6 +311,8 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
         openWorldHint: true,
       },
       options: {},
+      version,
+      deprecated: op['deprecated'] === true,
     };
   }
 

@@ -63,6 +63,9 @@ export const ServerOut = z
       .object({ name: z.string(), version: z.string(), catalog: z.string().optional() })
       .optional()
       .describe('the server.json entry it was imported from'),
+    enabled: z
+      .boolean()
+      .describe('false: switched off; its tools are disabled and its connections closed'),
     state: z.enum(['pending', 'connected', 'error']),
     last_error: z.string().nullable(),
     tool_count: z.number().int(),
@@ -102,6 +105,7 @@ export const serverOut = (s: McpServerRecord) => ({
         ...(s.package ? { package: s.package } : {}),
       }),
   ...(s.import_source ? { import_source: s.import_source } : {}),
+  enabled: s.enabled,
   state: s.state,
   last_error: s.last_error,
   tool_count: s.tool_count,

@@ -1,5 +1,5 @@
 // A project's MCP servers: register one (http or stdio), list them with their state, refresh
-// their tools, delete one with its tools. Discovery does not run here: the api asks the tools
+// their tools, switch one off and on again (its tools follow), delete one with its tools. Discovery does not run here: the api asks the tools
 // service over `ctl.mcp.<server>.refresh` (core NATS request, one instance answers) and shows
 // what it did. The tools service is where tenant traffic belongs: its egress checks refuse
 // private addresses, it alone reads secret values for auth, it runs stdio servers inside a
@@ -157,8 +157,75 @@ export const mcpServerRoutes =
       },
       async (req) => {
         const { project, name } = req.params;
-        if (!(await store.mcpServers.get(project, name))) throw notFound('MCP server', name);
+        const row = await store.mcpServers.get(project, name);
+        if (!row) throw notFound('MCP server', name);
+        if (!row.enabled) {
+          throw new ApiError(
+            'mcp_server_disabled',
+            `MCP server ${JSON.stringify(name)} is disabled: enable it first (POST .../mcp-servers/${name}/enable)`,
+          );
+        }
         return answer(project, name, await refresh(project, name));
+      },
+    );
+
+    app.post(
+      '/projects/:project/mcp-servers/:name/disable',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['mcp'],
+          summary:
+            'Switch an MCP server off without deleting it: its tools are disabled (calls fail tool_disabled) and its connections closed',
+          params: ServerParams,
+          response: {
+            200: ServerOut.extend({
+              tools_disabled: z.array(z.string()).describe('the tools this switched off'),
+            }).meta({ id: 'McpServerDisabled' }),
+            ...errors,
+          },
+        },
+      },
+      async (req) => {
+        const { project, name } = req.params;
+        const done = await store.mcpServers.setEnabled(project, name, false);
+        if (!done) throw notFound('MCP server', name);
+        log.info({ project, server: name, tools: done.tools.length }, 'MCP server disabled');
+        // Every tool service drops its cached copies and closes its connections to the server.
+        await registryEvents.changed(project, 'server_disabled', done.tools, name);
+        return { ...serverOut(done.server), tools_disabled: done.tools };
+      },
+    );
+
+    app.post(
+      '/projects/:project/mcp-servers/:name/enable',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['mcp'],
+          summary:
+            'Switch a disabled MCP server on again: the tools its disabling switched off come back, and the server is listed again (refresh)',
+          params: ServerParams,
+          response: {
+            200: ServerWithRefreshOut.extend({
+              tools_enabled: z
+                .array(z.string())
+                .describe('the tools switched on again (before the refresh)'),
+            }).meta({ id: 'McpServerEnabled' }),
+            ...errors,
+          },
+        },
+      },
+      async (req) => {
+        const { project, name } = req.params;
+        const done = await store.mcpServers.setEnabled(project, name, true);
+        if (!done) throw notFound('MCP server', name);
+        log.info({ project, server: name, tools: done.tools.length }, 'MCP server enabled');
+        if (done.tools.length > 0) await registryEvents.changed(project, 'updated', done.tools);
+        return {
+          ...(await answer(project, name, await refresh(project, name))),
+          tools_enabled: done.tools,
+        };
       },
     );
 

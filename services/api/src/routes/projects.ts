@@ -1,9 +1,10 @@
-// Projects and their API keys. Creating a project needs the admin key, seeds its tool registry
-// and returns its first API key (shown this once; only a hash is kept).
+// Projects, their settings and their API keys. Creating a project needs the admin key, seeds its
+// tool registry and returns its first API key (shown this once; only a hash is kept). A
+// project's settings override the deployment's configuration key by key (config.toml's shape).
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { KeyRole, type ApiKey, type Project } from '@toolmesh/store';
+import { KeyRole, type ApiKey, type Project, type ProjectSettings } from '@toolmesh/store';
 import { bootstrapTools } from '../bootstrap.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
@@ -41,6 +42,34 @@ const keyOut = (k: ApiKey) => ({
   created_at: k.created_at.toISOString(),
   revoked_at: iso(k.revoked_at),
 });
+const SettingsPatch = z
+  .strictObject({
+    tools: z
+      .strictObject({
+        pin_definitions: z
+          .boolean()
+          .nullable()
+          .optional()
+          .describe(
+            "hold MCP tools whose definition changed until approved; null follows the deployment's [tools] pin_definitions",
+          ),
+      })
+      .optional(),
+  })
+  .describe('keys to change; null removes the project value (the deployment default applies)');
+const SettingsOut = z
+  .object({
+    settings: z
+      .object({
+        tools: z.object({ pin_definitions: z.boolean().optional() }).optional(),
+      })
+      .describe("the project's own values"),
+    effective: z
+      .object({ tools: z.object({ pin_definitions: z.boolean() }) })
+      .describe('what applies: the project value, else the deployment default'),
+  })
+  .meta({ id: 'ProjectSettings' });
+
 const errors = {
   400: ErrorResponse,
   401: ErrorResponse,
@@ -50,8 +79,55 @@ const errors = {
 };
 
 export const projectRoutes =
-  ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, config }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
+    const settingsOut = (s: ProjectSettings) => ({
+      settings: s,
+      effective: {
+        tools: { pin_definitions: s.tools?.pin_definitions ?? config.tools.pin_definitions },
+      },
+    });
+
+    app.get(
+      '/projects/:project/settings',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['projects'],
+          summary:
+            "The project's settings: its own values, and what applies with the deployment's defaults",
+          params: ProjectParams,
+          response: { 200: SettingsOut, ...errors },
+        },
+      },
+      async (req) => {
+        const s = await store.projects.settings(req.params.project);
+        if (!s) throw notFound('project', req.params.project);
+        return settingsOut(s);
+      },
+    );
+
+    app.patch(
+      '/projects/:project/settings',
+      {
+        onRequest: auth.requireProject,
+        schema: {
+          tags: ['projects'],
+          summary:
+            "Change the project's settings: tools.pin_definitions overrides [tools] pin_definitions for its MCP servers (null: back to the default)",
+          params: ProjectParams,
+          body: SettingsPatch,
+          response: { 200: SettingsOut, ...errors },
+        },
+      },
+      async (req) => {
+        const s = await store.projects.updateSettings(req.params.project, req.body);
+        if (!s) throw notFound('project', req.params.project);
+        req.log.info({ project: req.params.project, settings: s }, 'project settings changed');
+        return settingsOut(s);
+      },
+    );
+
     app.post(
       '/projects',
       {

@@ -1,5 +1,6 @@
-// The tool registry of a project: register tools, find them (category, tag, text, origin), read
-// one with its usage, update and delete. A tool is `external` (its own service consumes its
+// The tool registry of a project: register tools, find them (category, tags, text, origin; with
+// counts per category and tag), read one with its usage, update and delete. Deprecated tools are
+// left out of lists unless asked for; they still run. A tool is `external` (its own service consumes its
 // calls) or `http` (the tools service runs it from its request template). Every change is
 // announced on `evt.sys.registry.changed`, so tool services drop their cached copy at once. The seeded `skills.*` and `builtin.*`
 // tools are reserved: they cannot be registered, changed or deleted; the one exception is
@@ -32,6 +33,17 @@ const Tags = z
   .transform((tags) => [...new Set(tags)])
   .describe('up to 32 tags of [A-Za-z0-9_-]; duplicates are dropped');
 const Description = z.string().min(1).max(8192).describe('what the tool does, for the model');
+const Version = z
+  .string()
+  .min(1)
+  .max(100)
+  .describe('the version of the API or server the tool belongs to, e.g. "2.1.0"');
+const DeprecationMessage = z
+  .string()
+  .min(1)
+  .max(2000)
+  .describe('what callers should use instead; written into the card of every call');
+const MAX_TAG_FILTERS = 16;
 
 const DefinitionText = z.object({
   description: z.string(),
@@ -93,6 +105,11 @@ const ToolOut = z
       .describe('JSON Schema of the structured result, when one is known'),
     reserved: z.boolean().describe('a seeded skills.* or builtin.* tool'),
     enabled: z.boolean(),
+    version: z.string().nullable().describe('the version of the API or server it came from'),
+    deprecated: z
+      .boolean()
+      .describe('hidden from lists unless include_deprecated=true; calls run and note it'),
+    deprecation_message: z.string().nullable(),
     pending_definition: PendingDefinitionOut.nullable().describe(
       'MCP tools: a changed definition their server lists, held until approved (calls fail definition_changed meanwhile); null when none',
     ),
@@ -134,6 +151,9 @@ const toolOut = (t: ToolRecord) => ({
   output_schema: t.output_schema,
   reserved: isReserved(t),
   enabled: t.enabled,
+  version: t.version,
+  deprecated: t.deprecated,
+  deprecation_message: t.deprecation_message,
   pending_definition: t.pending_definition
     ? {
         current: {
@@ -182,6 +202,9 @@ export const toolRoutes =
               options: ToolOptions.default({}),
               annotations: ToolAnnotationsSchema.default({}),
               output_schema: OutputSchema.optional(),
+              version: Version.optional(),
+              deprecated: z.boolean().default(false),
+              deprecation_message: DeprecationMessage.optional(),
               kind: z
                 .enum(RegistrableKind)
                 .default('external')
@@ -224,11 +247,16 @@ export const toolRoutes =
         schema: {
           tags: ['tools'],
           summary:
-            'List tools, optionally by category, tag, origin or text in name and description',
+            'List tools, optionally by category, tags (every one given), origin or text in name and description, with counts per category and tag; deprecated tools only with include_deprecated=true',
           params: ProjectParams,
           querystring: z.strictObject({
             category: Category.optional(),
-            tag: Id.optional(),
+            tag: z
+              .union([Id, z.array(Id).max(MAX_TAG_FILTERS)])
+              .optional()
+              .describe(
+                'repeat for several (?tag=a&tag=b): a tool must carry every one given (all, not any)',
+              ),
             q: z
               .string()
               .min(1)
@@ -236,15 +264,43 @@ export const toolRoutes =
               .optional()
               .describe('case-insensitive text in name or description'),
             origin: z.enum(ToolOrigin).optional(),
+            include_deprecated: z
+              .enum(['true', 'false'])
+              .default('false')
+              .describe('true: deprecated tools are listed and counted too'),
             limit: Limit,
             after: ToolName.optional().describe('the last name of the previous page'),
           }),
-          response: { 200: z.object({ tools: z.array(ToolOut) }), ...errors },
+          response: {
+            200: z.object({
+              tools: z.array(ToolOut),
+              counts: z
+                .object({
+                  total: z.number().int().describe('tools matching the filter, on every page'),
+                  categories: z.record(z.string(), z.number().int()),
+                  tags: z.record(z.string(), z.number().int()),
+                })
+                .describe(
+                  'over every tool the filter matches (not only this page): how many per category and per tag',
+                ),
+            }),
+            ...errors,
+          },
         },
       },
-      async (req) => ({
-        tools: (await store.tools.list(req.params.project, req.query)).map(toolOut),
-      }),
+      async (req) => {
+        const { tag, include_deprecated, ...rest } = req.query;
+        const filter = {
+          ...rest,
+          tags: tag === undefined ? undefined : [...new Set(typeof tag === 'string' ? [tag] : tag)],
+          includeDeprecated: include_deprecated === 'true',
+        };
+        const [tools, counts] = await Promise.all([
+          store.tools.list(req.params.project, filter),
+          store.tools.facets(req.params.project, filter),
+        ]);
+        return { tools: tools.map(toolOut), counts };
+      },
     );
 
     app.get(
@@ -287,6 +343,11 @@ export const toolRoutes =
                 'replaces the annotations; {} clears them',
               ),
               output_schema: OutputSchema.nullable().optional().describe('null removes it'),
+              version: Version.nullable().optional().describe('null removes it'),
+              deprecated: z.boolean().optional(),
+              deprecation_message: DeprecationMessage.nullable()
+                .optional()
+                .describe('null removes it'),
               http: HttpToolSpec.optional().describe('replaces the template of an http tool'),
             })
             .refine((b) => Object.keys(b).length > 0, { message: 'nothing to update' }),

@@ -26,7 +26,10 @@ export interface DiscoveryDeps {
   pool: McpPool;
   /** Bounds one discovery: connect and list every page ([tools] mcp_discovery_timeout_ms). */
   timeoutMs: number;
-  /** [tools] pin_definitions: hold tools whose definition changed until approved. */
+  /**
+   * [tools] pin_definitions: hold tools whose definition changed until approved. A project's
+   * own setting (tools.pin_definitions in its settings) overrides it.
+   */
   pinDefinitions: boolean;
   logger: Logger;
 }
@@ -57,6 +60,13 @@ export async function refreshServer(
   if (!row) {
     await deps.pool.drop(project, server);
     return failed('unknown_tool', `MCP server ${server} is not registered`);
+  }
+  if (!row.enabled) {
+    await deps.pool.drop(project, server);
+    return failed(
+      'mcp_server_disabled',
+      `MCP server ${server} is disabled: enable it to list its tools`,
+    );
   }
   let listed;
   try {
@@ -99,10 +109,14 @@ export async function refreshServer(
       ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}),
     });
   });
-  const outcome = await deps.store.mcpServers.sync(project, server, tools, {
-    pin: deps.pinDefinitions,
-  });
+  const settings = await deps.store.projects.settings(project);
+  const pin = settings?.tools?.pin_definitions ?? deps.pinDefinitions;
+  const outcome = await deps.store.mcpServers.sync(project, server, tools, { pin });
   if (!outcome) return failed('unknown_tool', `MCP server ${server} was deleted meanwhile`);
+  if (outcome === 'disabled') {
+    await deps.pool.drop(project, server);
+    return failed('mcp_server_disabled', `MCP server ${server} was disabled meanwhile`);
+  }
   for (const name of outcome.refused) {
     refused.push({ tool: name, reason: `${name} is already the name of another tool` });
   }

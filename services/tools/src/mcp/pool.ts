@@ -63,7 +63,8 @@ export interface McpPool {
   drop(project: string, server: string, only?: McpConnection): Promise<void>;
   /**
    * Follows the registry's change events (every instance hears them): when tools of a server
-   * are deleted (the server was), its connection and sandbox go at once, not at the idle sweep.
+   * are deleted (the server was), or the server is switched off, its connection and sandbox go
+   * at once, not at the idle sweep.
    */
   watchRegistry(bus: Bus): Subscription;
   /** Closes every connection and sandbox. */
@@ -237,6 +238,10 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     if (!row) {
       throw new McpClientError('connect_failed', `MCP server ${server} is not registered`);
     }
+    // A switched-off server is not reached, whoever asks (a call racing the switch, a refresh).
+    if (!row.enabled) {
+      throw new McpClientError('connect_failed', `MCP server ${server} is disabled`);
+    }
     let conn: McpConnection;
     const secretValues: string[] = [];
     try {
@@ -338,12 +343,19 @@ export function createMcpPool(deps: PoolDeps): McpPool {
         try {
           const { project } = bus.subjects.parse(subject);
           const evt = decodeMessage('registry_changed', data);
-          if (evt.change !== 'deleted' && evt.change !== 'updated') return;
+          if (
+            evt.change !== 'deleted' &&
+            evt.change !== 'updated' &&
+            evt.change !== 'server_disabled'
+          )
+            return;
           const servers = new Set(evt.tools.map((t) => t.slice(0, t.indexOf('.'))));
+          if (evt.server) servers.add(evt.server);
           for (const server of servers) {
             if (!entries.has(keyOf(project, server))) continue;
-            if (evt.change === 'deleted') void pool.drop(project, server);
-            else void dropIfStale(project, server);
+            if (evt.change === 'deleted' || evt.change === 'server_disabled') {
+              void pool.drop(project, server);
+            } else void dropIfStale(project, server);
           }
         } catch (err) {
           log.debug({ err, subject }, 'ignoring a malformed registry event');
