@@ -492,7 +492,7 @@ export function createMcpServersRepo(db: Db): McpServersRepo {
         )[0];
         if (!server) return undefined;
         const tools = await tx.query<{ name: string }>(
-          'mcp_servers_switch_tools',
+          enabled ? 'mcp_servers_enable_tools' : 'mcp_servers_disable_tools',
           enabled
             ? `UPDATE resource.tools SET enabled = true,
                  spec = spec - 'server_disabled', updated_at = now()

@@ -277,7 +277,11 @@ export function createToolsRepo(db: Db): ToolsRepo {
       ),
     facets: async (projectId, f) => {
       const row = (
-        await db.query<{ total: string; categories: Record<string, number> | null; tags: Record<string, number> | null }>(
+        await db.query<{
+          total: string;
+          categories: Record<string, number> | null;
+          tags: Record<string, number> | null;
+        }>(
           'tools_facets',
           `WITH matched AS (SELECT category, tags FROM resource.tools WHERE ${FILTER})
            SELECT (SELECT count(*) FROM matched) AS total,

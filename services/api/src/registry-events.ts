@@ -10,12 +10,7 @@ const FLUSH_WAIT_MS = 1_000;
 
 export interface RegistryEvents {
   /** `server`: the MCP server of a `server_disabled` change. */
-  changed(
-    project: string,
-    change: RegistryChange,
-    tools: string[],
-    server?: string,
-  ): Promise<void>;
+  changed(project: string, change: RegistryChange, tools: string[], server?: string): Promise<void>;
 }
 
 export function createRegistryEvents(
