@@ -1,5 +1,8 @@
-// OpenAPI import against real servers: the published Swagger Petstore v3 document (a fixture
-// file, YAML) imported under a prefix; imported tools called through the mesh (api, tools
+// OpenAPI import against real servers: two published documents kept as fixture files (YAML,
+// tests/fixtures/openapi/README.md says where they come from): the Figma REST API (54
+// operations, all imported, its deprecated operations as deprecated tools) with four imported
+// tools called against a local HTTP server implementing them, and Swagger Petstore v3 imported
+// under a prefix; imported tools called through the mesh (api, tools
 // service, NATS, Postgres) against a local HTTP server implementing those Petstore operations;
 // a re-import with one operation changed and one removed (disabled, not deleted); another
 // project's key refused; bad documents and limits refused with clear 4xx answers.
@@ -17,8 +20,14 @@ import { REPO_ROOT } from './support/mesh.ts';
 import { newSecretsKey, startToolsMesh, type ToolsMesh } from './support/tools-mesh.ts';
 
 const PETSTORE = readFileSync(join(REPO_ROOT, 'tests/fixtures/openapi/petstore-v3.yaml'), 'utf8');
+const FIGMA = readFileSync(
+  join(REPO_ROOT, 'tests/fixtures/openapi/figma-rest-api-v0.43.0.yaml'),
+  'utf8',
+);
 const TOKEN = `pet-token-${randomUUID()}`;
-const MAX_OPERATIONS = 25;
+const FIGMA_TOKEN = `figd_${randomUUID()}`;
+const MAX_OPERATIONS = 60;
+const MAX_BYTES = 1_000_000;
 
 interface Pet {
   id: number;
@@ -83,17 +92,95 @@ async function startPetstore() {
   };
 }
 
+interface FigmaComment {
+  id: string;
+  file_key: string;
+  message: string;
+  user: { id: string; handle: string; img_url: string };
+  created_at: string;
+  client_meta: null;
+  order_id: string;
+  reactions: unknown[];
+}
+
+/**
+ * Four operations of the Figma REST API as the published document describes them (paths,
+ * X-Figma-Token auth, answers of the documented shape): getMe, postComment, getComments, and
+ * the deprecated getTeamProjects.
+ */
+async function startFigma() {
+  const comments: FigmaComment[] = [];
+  const seen: { method: string; path: string; token: unknown }[] = [];
+  const me = { id: '1337', handle: 'Ada', img_url: 'https://example.test/ada.png', email: 'a@x' };
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const url = new URL(req.url ?? '/', 'http://figma');
+      seen.push({
+        method: req.method ?? '',
+        path: url.pathname,
+        token: req.headers['x-figma-token'],
+      });
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const json = (status: number, v: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(v));
+      };
+      if (req.headers['x-figma-token'] !== FIGMA_TOKEN) {
+        return json(403, { status: 403, err: 'Invalid token' });
+      }
+      const onFile = /^\/v1\/files\/([^/]+)\/comments$/.exec(url.pathname);
+      if (req.method === 'GET' && url.pathname === '/v1/me') return json(200, me);
+      if (req.method === 'POST' && onFile) {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { message: string };
+        const comment: FigmaComment = {
+          id: String(comments.length + 1),
+          file_key: decodeURIComponent(onFile[1]!),
+          message: body.message,
+          user: { id: me.id, handle: me.handle, img_url: me.img_url },
+          created_at: new Date(0).toISOString(),
+          client_meta: null,
+          order_id: String(comments.length + 1),
+          reactions: [],
+        };
+        comments.push(comment);
+        return json(200, comment);
+      }
+      if (req.method === 'GET' && onFile) {
+        const key = decodeURIComponent(onFile[1]!);
+        return json(200, { comments: comments.filter((c) => c.file_key === key) });
+      }
+      const team = /^\/v1\/teams\/([^/]+)\/projects$/.exec(url.pathname);
+      if (req.method === 'GET' && team) {
+        return json(200, { name: `team ${team[1]}`, projects: [{ id: '7', name: 'Roadmap' }] });
+      }
+      json(404, { status: 404, err: 'Not found' });
+    })();
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    comments,
+    seen,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
 let mesh: ToolsMesh;
 let store: Awaited<ReturnType<typeof startPetstore>>;
+let figma: Awaited<ReturnType<typeof startFigma>>;
 let a: { id: string; key: string };
 let b: { id: string; key: string };
 
 beforeAll(async () => {
   store = await startPetstore();
+  figma = await startFigma();
   mesh = await startToolsMesh({
     CG__SECRETS__KEY: newSecretsKey(),
     CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
-    CG__API__OPENAPI_MAX_BYTES: '200000',
+    CG__API__OPENAPI_MAX_BYTES: String(MAX_BYTES),
     CG__API__OPENAPI_MAX_OPERATIONS: String(MAX_OPERATIONS),
   });
   a = await mesh.api.createProject();
@@ -103,10 +190,16 @@ beforeAll(async () => {
     body: { value: TOKEN },
   });
   expect(res.status, res.raw).toBe(201);
+  const fig = await mesh.request('PUT', `/v1/projects/${a.id}/secrets/figma_token`, {
+    key: a.key,
+    body: { value: FIGMA_TOKEN },
+  });
+  expect(fig.status, fig.raw).toBe(201);
 }, 120_000);
 afterAll(async () => {
   await mesh?.close();
   await store?.close();
+  await figma?.close();
 });
 
 const importDoc = (document: unknown, extra: Record<string, unknown> = {}, project = a) =>
@@ -132,6 +225,164 @@ async function tool(name: string) {
   expect(res.status, res.raw).toBe(200);
   return res.body as Record<string, unknown> & { http: Record<string, unknown> };
 }
+
+describe('importing the published Figma REST API document (54 operations)', () => {
+  const doc = parseYaml(FIGMA) as {
+    info: { version: string };
+    paths: Record<
+      string,
+      Record<string, { operationId: string; deprecated?: boolean; tags?: string[] }>
+    >;
+  };
+  const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
+  const figmaImport = () =>
+    mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+      key: a.key,
+      body: {
+        prefix: 'figma',
+        document: FIGMA,
+        base_url: figma.url,
+        security: { PersonalAccessToken: 'figma_token' },
+      },
+    });
+  const list = async (query: string) => {
+    const res = await mesh.request('GET', `/v1/projects/${a.id}/tools?q=figma.&${query}`, {
+      key: a.key,
+    });
+    expect(res.status, res.raw).toBe(200);
+    return res.body as {
+      tools: { name: string }[];
+      counts: { total: number; categories: Record<string, number>; tags: Record<string, number> };
+    };
+  };
+
+  it('imports every operation as a tool, with the version and the deprecated flag', async () => {
+    expect(operations.length).toBe(54);
+    const res = await figmaImport();
+    expect(res.status, res.raw).toBe(200);
+    const report = res.body as { added: string[]; skipped: unknown[]; warnings: string[] };
+    expect(report.skipped).toEqual([]);
+    expect([...report.added].sort()).toEqual(
+      operations.map((o) => `figma.${o.operationId}`).sort(),
+    );
+    // Schemes left unmapped (other tokens, OAuth) are named; the personal token is used.
+    expect(report.warnings.join('\n')).toContain('OAuth2');
+
+    const me = await tool('figma.getMe');
+    expect(me['version']).toBe('0.43.0');
+    expect(me['deprecated']).toBe(false);
+    expect(me['http']).toEqual({
+      method: 'GET',
+      url: `${figma.url}/v1/me`,
+      auth: { type: 'header', header: 'X-Figma-Token', secret: 'figma_token' },
+    });
+    const deprecated = operations.filter((o) => o.deprecated === true).map((o) => o.operationId);
+    expect(deprecated.sort()).toEqual([
+      'getProjectFiles',
+      'getProjectMeta',
+      'getTeamProjects',
+      'getTeamWebhooks',
+    ]);
+    expect(await tool('figma.getTeamProjects')).toMatchObject({
+      deprecated: true,
+      version: '0.43.0',
+    });
+
+    // Deprecated operations are left out of lists unless asked for; the counts say the same.
+    const shown = await list('');
+    expect(shown.tools).toHaveLength(50);
+    expect(shown.tools.map((t) => t.name)).not.toContain('figma.getTeamProjects');
+    expect(shown.counts.total).toBe(50);
+    expect(shown.counts.categories).toEqual({ openapi: 50 });
+    const commentOps = operations.filter((o) => o.tags?.includes('Comments') && !o.deprecated);
+    expect(shown.counts.tags['Comments']).toBe(commentOps.length);
+    const all = await list('include_deprecated=true');
+    expect(all.counts.total).toBe(54);
+    expect(all.tools.map((t) => t.name)).toContain('figma.getTeamProjects');
+  });
+
+  it('runs imported tools against a server implementing those operations', async () => {
+    const me = await call('figma.getMe', {});
+    expect(me.status, JSON.stringify(me.content)).toBe('succeeded');
+    expect(me.content.result).toMatchObject({ id: '1337', handle: 'Ada' });
+
+    const posted = await call('figma.postComment', {
+      file_key: 'fK3y',
+      body: { message: 'Looks good to me' },
+    });
+    expect(posted.status, JSON.stringify(posted.content)).toBe('succeeded');
+    expect(posted.content.result).toMatchObject({ file_key: 'fK3y', message: 'Looks good to me' });
+    expect(figma.comments).toHaveLength(1);
+
+    const listed = await call('figma.getComments', { file_key: 'fK3y', as_md: true });
+    expect(listed.status, JSON.stringify(listed.content)).toBe('succeeded');
+    expect(listed.content.result).toEqual({ comments: figma.comments });
+    const get = figma.seen.findLast((s) => s.method === 'GET' && s.path.endsWith('/comments'))!;
+    expect(get.token).toBe(FIGMA_TOKEN);
+
+    // A deprecated operation still runs; its card says it is deprecated.
+    const old = await call('figma.getTeamProjects', { team_id: '42' });
+    expect(old.status, JSON.stringify(old.content)).toBe('succeeded');
+    expect(old.content.result).toMatchObject({ name: 'team 42' });
+    const card = await mesh.request('GET', `/v1/projects/${a.id}/cards/${old.card_id}`, {
+      key: a.key,
+    });
+    expect((card.body as { metadata: unknown }).metadata).toMatchObject({
+      deprecation: { deprecated: true, version: '0.43.0' },
+    });
+
+    // The document's schema checks arguments before anything is sent.
+    const before = figma.seen.length;
+    const bad = await call('figma.postComment', { file_key: 'fK3y', body: { text: 'no message' } });
+    expect(bad.content.error?.code).toBe('invalid_arguments');
+    expect(figma.seen.length).toBe(before);
+    expect(JSON.stringify([me, posted, listed, old, bad])).not.toContain(FIGMA_TOKEN);
+  });
+
+  it('a re-import with one operation changed and one removed updates one and disables the other', async () => {
+    const changed = parseYaml(FIGMA) as typeof doc;
+    (changed.paths['/v1/me']!['get'] as unknown as Record<string, unknown>)['summary'] =
+      'Who am I, for this token.';
+    delete changed.paths['/v1/files/{file_key}/comments/{comment_id}']!['delete'];
+    const res = await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+      key: a.key,
+      body: {
+        prefix: 'figma',
+        document: toYaml(changed),
+        base_url: figma.url,
+        security: { PersonalAccessToken: 'figma_token' },
+      },
+    });
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body).toMatchObject({
+      added: [],
+      changed: ['figma.getMe'],
+      removed: ['figma.deleteComment'],
+    });
+    expect((res.body as { unchanged: string[] }).unchanged).toHaveLength(52);
+    expect((await tool('figma.getMe'))['description']).toMatch(/^Who am I, for this token\./);
+    expect((await tool('figma.deleteComment'))['enabled']).toBe(false);
+    const r = await call('figma.deleteComment', { file_key: 'fK3y', comment_id: '1' });
+    expect(r.content.error?.code).toBe('tool_disabled');
+
+    // A new version of the document is a change of every tool's version.
+    const bumped = { ...(parseYaml(FIGMA) as typeof doc) };
+    bumped.info = { ...bumped.info, version: '0.44.0' };
+    const again = await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+      key: a.key,
+      body: {
+        prefix: 'figma',
+        document: bumped,
+        base_url: figma.url,
+        security: { PersonalAccessToken: 'figma_token' },
+      },
+    });
+    expect(again.status, again.raw).toBe(200);
+    expect((again.body as { changed: string[] }).changed).toHaveLength(54);
+    expect((await tool('figma.deleteComment'))['enabled']).toBe(true);
+    expect((await tool('figma.getMe'))['version']).toBe('0.44.0');
+  });
+});
 
 describe('importing Swagger Petstore v3', () => {
   it('turns every operation the http kind can run into a tool, and says why the others were skipped', async () => {
@@ -385,7 +636,7 @@ describe('refusals', () => {
     // Narrowed by exclude, the same document fits.
     expect((await importDoc(many, { prefix: 'many', exclude: ['op0'] })).status).toBe(200);
 
-    const big = await importDoc(PETSTORE + `\n# ${'x'.repeat(250_000)}\n`, { prefix: 'big' });
+    const big = await importDoc(PETSTORE + `\n# ${'x'.repeat(MAX_BYTES)}\n`, { prefix: 'big' });
     expectError(big, 413, 'payload_too_large');
   });
 
