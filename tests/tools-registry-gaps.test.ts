@@ -341,6 +341,19 @@ describe('several tags and counts', () => {
     const whole = await list('');
     expect((whole.counts as { total: number }).total).toBe(whole.names.length);
 
+    // The same from the command line.
+    const cliList = async (args: string[]) => {
+      const r = await cli(['tools', 'list', '--json', ...args], a);
+      expect(r.code, r.stderr).toBe(0);
+      return (JSON.parse(r.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name);
+    };
+    expect(await cliList(['--tag', tag, '--tag', 'fast'])).toEqual(['tagged.both', 'tagged.fast']);
+    expect(await cliList(['--tag', tag, '--tag', 'fast', '--include-deprecated'])).toEqual([
+      'tagged.both',
+      'tagged.fast',
+      'tagged.old',
+    ]);
+
     expectError(await req('GET', '/tools?tag=a%20b'), 400, 'invalid_request');
     const many = Array.from({ length: 17 }, (_, i) => `tag=t${i}`).join('&');
     expectError(await req('GET', `/tools?${many}`), 400, 'invalid_request');

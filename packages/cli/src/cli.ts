@@ -204,6 +204,8 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .command('list')
     .description("list the project's tools")
     .option('--category <name>')
+    .option('--tag <tag>', 'only tools with this tag; repeat: tools with every one', collect)
+    .option('--include-deprecated', 'list deprecated tools too')
     .option('-q, --query <text>', 'text in name or description')
     .option('--origin <origin>')
     .option('--limit <n>')

@@ -6,7 +6,8 @@ import type { Settings } from './settings.ts';
 export interface ApiRequest {
   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
-  query?: Record<string, string | number | undefined>;
+  /** An array repeats the parameter (`?tag=a&tag=b`). */
+  query?: Record<string, string | number | readonly string[] | undefined>;
   json?: unknown;
   form?: FormData;
   timeoutMs?: number;
@@ -36,7 +37,8 @@ export function createApi(s: Settings): Api {
   const send = async (req: ApiRequest): Promise<Response> => {
     const url = new URL(`${s.apiUrl}${req.path}`);
     for (const [k, v] of Object.entries(req.query ?? {})) {
-      if (v !== undefined) url.searchParams.set(k, String(v));
+      if (Array.isArray(v)) for (const one of v) url.searchParams.append(k, String(one));
+      else if (v !== undefined) url.searchParams.set(k, String(v));
     }
     const headers: Record<string, string> = {};
     if (s.apiKey) headers['authorization'] = `Bearer ${s.apiKey}`;

@@ -17,12 +17,21 @@ function show(ctx: Context, body: unknown, rows: Row[], columns: string[]): numb
 
 export async function toolsList(
   ctx: Context,
-  f: { category?: string; query?: string; origin?: string; limit?: string },
+  f: {
+    category?: string;
+    tag?: string[];
+    includeDeprecated?: boolean;
+    query?: string;
+    origin?: string;
+    limit?: string;
+  },
 ): Promise<number> {
   const body = await ctx.api.request<{ tools: Row[] }>({
     path: `${p(ctx)}/tools`,
     query: {
       category: f.category,
+      tag: f.tag,
+      include_deprecated: f.includeDeprecated ? 'true' : undefined,
       q: f.query,
       origin: f.origin,
       limit: intOption(f.limit, '--limit'),
