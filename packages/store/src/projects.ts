@@ -58,7 +58,7 @@ export function mergeSettings(s: ProjectSettings, patch: ProjectSettingsPatch): 
     if (Object.keys(merged).length > 0) out[section] = merged;
     else delete out[section];
   }
-  return out as ProjectSettings;
+  return out;
 }
 
 export interface ProjectsRepo {
