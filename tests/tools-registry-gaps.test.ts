@@ -36,7 +36,7 @@ let b: Project;
 let c: Project;
 
 beforeAll(async () => {
-  web = await startMcpHttpServer({ tools: ['echo', 'fail'], announce: false });
+  web = await startMcpHttpServer({ tools: ['echo', 'fail', 'progress'], announce: false });
   docs = await startMcpHttpServer({ tools: ['echo'], announce: false });
   upstream = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -131,7 +131,7 @@ describe('disabling and enabling an MCP server', () => {
     expect(disabled.body).toMatchObject({
       name: 'web',
       enabled: false,
-      tools_disabled: ['web.echo'],
+      tools_disabled: ['web.echo', 'web.progress'],
     });
     // The tools service closed its pooled connection to the server.
     await until(() => Promise.resolve(closedLines() > closedBefore ? true : undefined), 30_000);
@@ -146,6 +146,14 @@ describe('disabling and enabling an MCP server', () => {
     expect(await facadeTools(a)).not.toContain('web.echo');
     expect((await req('GET', '/mcp-servers/web')).body).toMatchObject({ enabled: false });
     expectError(await req('POST', '/mcp-servers/web/refresh'), 409, 'mcp_server_disabled');
+    // Switched off by hand while the server is off, web.progress stays off when it returns.
+    expect((await req('PATCH', '/tools/web.progress', { enabled: false })).status).toBe(200);
+    // Its tools follow the server: one cannot be switched on alone.
+    expectError(
+      await req('PATCH', '/tools/web.echo', { enabled: true }),
+      409,
+      'mcp_server_disabled',
+    );
     // Disabling again changes nothing and is no error.
     expect((await req('POST', '/mcp-servers/web/disable')).body).toMatchObject({
       enabled: false,
@@ -166,8 +174,9 @@ describe('disabling and enabling an MCP server', () => {
     const back = await call('web.echo', { text: 'back' });
     expect(back.status, JSON.stringify(back.content)).toBe('succeeded');
     expect(await facadeTools(a)).toContain('web.echo');
-    // The tool switched off by hand is still off.
+    // The tools switched off by hand, before and during, are still off.
     expect((await req('GET', '/tools/web.fail')).body).toMatchObject({ enabled: false });
+    expect((await req('GET', '/tools/web.progress')).body).toMatchObject({ enabled: false });
   }, 180_000);
 
   it('toolmesh mcp-servers disable|enable does the same, for its own project only', async () => {

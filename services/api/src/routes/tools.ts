@@ -394,9 +394,26 @@ export const toolRoutes =
             req.body.parameters ?? current.parameters,
           );
         }
+        // A tool its MCP server's disabling switched off follows the server: it cannot be
+        // switched on alone, and one switched off by hand now stays off when the server returns.
+        let serverSpec: Record<string, unknown> | undefined;
+        if (current.origin === ToolOrigin.mcp && current.spec['server_disabled'] === true) {
+          const server = String(current.spec['server']);
+          if (req.body.enabled === true) {
+            throw new ApiError(
+              'mcp_server_disabled',
+              `tool ${JSON.stringify(name)} is off because its MCP server ${JSON.stringify(server)} is disabled: enable the server (POST .../mcp-servers/${server}/enable)`,
+            );
+          }
+          if (req.body.enabled === false) {
+            const { server_disabled: _marker, ...rest } = current.spec;
+            serverSpec = rest;
+          }
+        }
         const updated = await store.tools.update(project, name, {
           ...patch,
           ...(options ? { options } : {}),
+          ...(serverSpec ? { spec: serverSpec } : {}),
           ...(http ? { spec: http } : {}),
         });
         if (!updated) throw notFound('tool', name);
