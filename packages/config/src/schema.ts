@@ -154,7 +154,8 @@ export const toolsSchema = section({
   oauth_refresh_margin_ms: intAtLeast(0).default(60_000),
   oauth_token_timeout_ms: positiveInt().default(15_000),
   // Pin MCP tool definitions: a refresh that changes a tool's name, description, input schema
-  // or annotations holds the tool (definition_changed) until someone approves the change.
+  // or annotations holds the tool (definition_changed) until someone approves the change. The
+  // default of every project; a project's settings (tools.pin_definitions) override it.
   pin_definitions: z.boolean().default(true),
   // Human approvals: the default wait for a decision (1 ms to one week), and how often each tool
   // service files the calls whose wait ended (approval_timeout).
