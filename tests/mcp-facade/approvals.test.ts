@@ -2,8 +2,16 @@
 // mechanism: a 2025-era client that declared elicitation is asked while its tools/call waits, and
 // its answer approves (the call runs once) or denies it (approval_denied, decided by its key); a
 // 2026-07-28 task of such a call is input_required with the elicitation as its input request,
-// and tasks/update decides it. Another project's key can neither read nor answer that task.
+// and tasks/update decides it. Another project's key can neither read nor answer that task. A
+// plain 2026-07-28 tools/call of a client that declared elicitation is answered input_required
+// (the elicitation, a requestState); the re-sent request decides the approval and returns the
+// call's card, the same call's, and a requestState replayed under another project's key is
+// refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernTransport,
+} from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -15,7 +23,7 @@ const TASKS = 'io.modelcontextprotocol/tasks';
 let mesh: FacadeMesh;
 let other: { id: string; key: string };
 let keyId: string;
-const clients: Client[] = [];
+const clients: { close(): Promise<void> }[] = [];
 beforeAll(async () => {
   mesh = await startFacadeMesh();
   other = await mesh.api.createProject();
@@ -60,7 +68,11 @@ async function elicitingClient(
   return { client, asked };
 }
 
-function framed(method: string, params: Record<string, unknown>) {
+function framed(
+  method: string,
+  params: Record<string, unknown>,
+  capabilities: Record<string, unknown> = { extensions: { [TASKS]: {} } },
+) {
   return {
     method,
     params: {
@@ -68,10 +80,31 @@ function framed(method: string, params: Record<string, unknown>) {
       _meta: {
         'io.modelcontextprotocol/protocolVersion': '2026-07-28',
         'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
-        'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } },
+        'io.modelcontextprotocol/clientCapabilities': capabilities,
       },
     },
   };
+}
+
+/** A 2.x client negotiating 2026-07-28 that declares elicitation and answers with `answer`. */
+async function modernApprover(answer: { action: string; content?: Record<string, unknown> }) {
+  const asked: Record<string, unknown>[] = [];
+  const client = new ModernClient(
+    { name: 'modern-approver', version: '1.0.0' },
+    { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: 'auto' } },
+  );
+  client.setRequestHandler('elicitation/create', (req) => {
+    asked.push(req.params as Record<string, unknown>);
+    return answer as never;
+  });
+  clients.push(client);
+  await client.connect(
+    new ModernTransport(mesh.mcpUrl(mesh.project.id), {
+      requestInit: { headers: { authorization: `Bearer ${mesh.project.key}` } },
+    }),
+  );
+  expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+  return { client, asked };
 }
 const taskHeaders = (taskId: string) => ({ context: { headers: { 'mcp-name': taskId } } });
 const result = (r: JsonRpcResponse) => {
@@ -182,5 +215,117 @@ describe('approvals through the MCP facade', () => {
       status: 'approved',
       decided_by: `mcp:${keyId}`,
     });
+  });
+
+  it('a 2026-07-28 tools/call is answered input_required and its re-send returns the one card', async () => {
+    const { client, asked } = await modernApprover({
+      action: 'accept',
+      content: { approve: true, reason: 'go ahead' },
+    });
+    const res = await client.callTool({ name: 'builtin__echo', arguments: { text: 'mrtr yes' } });
+    expect(res.isError, JSON.stringify(res)).toBeFalsy();
+    expect(res.structuredContent).toMatchObject({ text: 'mrtr yes' });
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!['message']).toContain('mrtr yes');
+    expect(asked[0]!['requestedSchema']).toMatchObject({ required: ['approve'] });
+    const id = (res._meta as Record<string, string>)['io.toolmesh/tool-call-id']!;
+    expect(await mesh.api.store.approvals.forCall(mesh.project.id, id)).toMatchObject({
+      status: 'approved',
+      decided_by: `mcp:${keyId}`,
+      decision_reason: 'go ahead',
+    });
+    expect(await mesh.api.store.executions.get(mesh.project.id, id)).toMatchObject({
+      status: 'succeeded',
+      attempts: 1,
+    });
+    expect(await mesh.api.store.cards.countToolResults(mesh.project.id, id)).toBe(1);
+  });
+
+  it('a 2026-07-28 client that declines denies the call: approval_denied', async () => {
+    const { client } = await modernApprover({ action: 'decline' });
+    const res = await client.callTool({ name: 'builtin__echo', arguments: { text: 'mrtr no' } });
+    expect(res.isError).toBe(true);
+    expect(res.structuredContent).toMatchObject({
+      status: 'failed',
+      error: {
+        code: 'approval_denied',
+        details: { decided_by: `mcp:${keyId}`, reason: 'declined by the MCP client' },
+      },
+    });
+    const id = (res._meta as Record<string, string>)['io.toolmesh/tool-call-id']!;
+    expect(await mesh.api.store.cards.countToolResults(mesh.project.id, id)).toBe(1);
+  });
+
+  it("refuses a requestState replayed with another project's key; its own key's answer decides", async () => {
+    const elicits = { elicitation: { form: {} } };
+    const raw = modernDispatch(mesh.mcpUrl(mesh.project.id), mesh.project.key);
+    const call = { name: 'builtin__echo', arguments: { text: 'replayed' } };
+    const first = result(await raw(framed('tools/call', call, elicits)));
+    expect(first['resultType']).toBe('input_required');
+    const [requestId, request] = Object.entries(first['inputRequests'] as Record<string, any>)[0]!;
+    expect(request).toMatchObject({ method: 'elicitation/create', params: { mode: 'form' } });
+    const requestState = first['requestState'] as string;
+    const approve = { [requestId]: { action: 'accept', content: { approve: true } } };
+
+    const foreign = modernDispatch(mesh.mcpUrl(other.id), other.key);
+    const replayed = await foreign(
+      framed('tools/call', { ...call, requestState, inputResponses: approve }, elicits),
+    );
+    expect(replayed).toMatchObject({ kind: 'error', error: { code: -32602 } });
+    expect(await mesh.api.store.approvals.get(mesh.project.id, requestId)).toMatchObject({
+      status: 'pending',
+    });
+    // A state that is not one the server issued is refused too.
+    const forged = await raw(
+      framed(
+        'tools/call',
+        { ...call, requestState: 'bm90IG1pbmU', inputResponses: approve },
+        elicits,
+      ),
+    );
+    expect(forged).toMatchObject({ kind: 'error', error: { code: -32602 } });
+
+    const done = result(
+      await raw(framed('tools/call', { ...call, requestState, inputResponses: approve }, elicits)),
+    );
+    expect(done['structuredContent']).toMatchObject({ text: 'replayed' });
+    const id = (done['_meta'] as Record<string, string>)['io.toolmesh/tool-call-id']!;
+    expect(await mesh.api.store.approvals.get(mesh.project.id, requestId)).toMatchObject({
+      status: 'approved',
+      tool_call_id: id,
+      decided_by: `mcp:${keyId}`,
+    });
+    expect(await mesh.api.store.cards.countToolResults(mesh.project.id, id)).toBe(1);
+  });
+
+  it('a 2026-07-28 client that did not declare elicitation waits for a decision made elsewhere', async () => {
+    const raw = modernDispatch(mesh.mcpUrl(mesh.project.id), mesh.project.key);
+    const call = { name: 'builtin__echo', arguments: { text: 'not asked' } };
+    const answer = raw(framed('tools/call', call, {}));
+    let approvalId = '';
+    await expect
+      .poll(
+        async () => {
+          const res = await mesh.api.request('GET', `/v1/projects/${mesh.project.id}/approvals`, {
+            key: mesh.project.key,
+          });
+          const found = (
+            res.body.approvals as { approval_id: string; arguments: Record<string, unknown> }[]
+          ).find((a) => a.arguments['text'] === 'not asked');
+          approvalId = found?.approval_id ?? '';
+          return approvalId;
+        },
+        { timeout: 30_000 },
+      )
+      .not.toBe('');
+    const approved = await mesh.api.request(
+      'POST',
+      `/v1/projects/${mesh.project.id}/approvals/${approvalId}/approve`,
+      { key: mesh.project.key, body: {} },
+    );
+    expect(approved.status, approved.raw).toBe(200);
+    const done = result(await answer);
+    expect(done['resultType']).not.toBe('input_required');
+    expect(done['structuredContent']).toMatchObject({ text: 'not asked' });
   });
 });

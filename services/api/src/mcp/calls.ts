@@ -118,11 +118,20 @@ export interface MeshCall {
   traceparent?: string | undefined;
   /** Aborted when the client cancels the request (or the connection is gone). */
   signal: AbortSignal;
+  /**
+   * Aborted to stop waiting for the result without cancelling the call: it is answered another
+   * way (a 2026-07-28 request answered input_required while the call waits for its approval).
+   * run then returns DETACHED.
+   */
+  detach?: AbortSignal | undefined;
   /** Called once per progress event of the call. */
   onProgress?: ((ev: ToolProgressEvent) => void) | undefined;
 }
 
 type ProgressOf = Pick<MeshCall, 'project' | 'tool' | 'onProgress'>;
+
+/** What run returns for a call whose wait was detached (never sent to a client). */
+export const DETACHED: CallToolResult = errorResult('detached', 'the wait was detached');
 
 export function createMeshCalls(deps: CallDeps) {
   const { store, client, nc, config } = deps;
@@ -344,9 +353,11 @@ export function createMeshCalls(deps: CallDeps) {
     call.signal.addEventListener('abort', onAbort, { once: true });
     try {
       if (progress) await nc.flush();
-      const result = await awaitResult({ ...req, toolCallId: id }, call.signal);
+      const waitSignal = call.detach ? AbortSignal.any([call.signal, call.detach]) : call.signal;
+      const result = await awaitResult({ ...req, toolCallId: id }, waitSignal);
       return toCallToolResult(result.content, id, call.tool.origin);
     } catch (err) {
+      if (call.detach?.aborted && !call.signal.aborted) return DETACHED;
       if (call.signal.aborted) {
         // The SDK sends no response to a cancelled request; this value is never seen.
         return errorResult('canceled', 'the request was cancelled', { tool_call_id: id });
@@ -372,6 +383,62 @@ export function createMeshCalls(deps: CallDeps) {
     }
   }
 
-  return { run, start, answered };
+  /**
+   * Waits for the answer of a call published earlier (by this instance or another), without
+   * publishing anything: its card if it has one, else its result event on the bus, then its card.
+   * Waits `notBeforeMs` (the time left to decide its approval) plus the tool's deadline and a
+   * grace; undefined when that passes first; rejects when `signal` aborts.
+   */
+  async function follow(
+    project: string,
+    tool: ToolRecord,
+    id: string,
+    notBeforeMs: number,
+    signal: AbortSignal,
+  ): Promise<CallToolResult | undefined> {
+    const registered = (tool.options as { timeout_ms?: unknown }).timeout_ms;
+    const deadline =
+      typeof registered === 'number'
+        ? Math.min(registered, config.tools.max_timeout_ms)
+        : config.tools.max_timeout_ms;
+    const waitMs = Math.max(0, notBeforeMs) + deadline + 5_000;
+    let resolveEvent!: (content: ToolResultContent | undefined) => void;
+    const event = new Promise<ToolResultContent | undefined>((r) => (resolveEvent = r));
+    const sub = nc.subscribe(
+      client.subjects.toolResult({ project, channel: MCP_CHANNEL, target: tool.target }),
+      {
+        callback: (err, msg) => {
+          if (err) return;
+          try {
+            const ev = decodeMessage('tool_result', msg.data);
+            if (ev.tool_call_id === id) resolveEvent(ev.content);
+          } catch {
+            // Another sender's malformed event.
+          }
+        },
+      },
+    );
+    const timer = setTimeout(() => resolveEvent(undefined), waitMs);
+    const onAbort = () => resolveEvent(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      // Subscribed before the card is read: a result written in between is seen either way.
+      await nc.flush();
+      const done = await answered(project, id);
+      if (done) return done;
+      const content = await event;
+      if (signal.aborted)
+        throw signal.reason instanceof Error ? signal.reason : new Error('aborted');
+      if (!content) return undefined;
+      // The card is written before the result event; the event's content is the same card's.
+      return (await answered(project, id)) ?? toCallToolResult(content, id, tool.origin);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      sub.unsubscribe();
+    }
+  }
+
+  return { run, start, answered, follow };
 }
 export type MeshCalls = ReturnType<typeof createMeshCalls>;

@@ -26,7 +26,7 @@ import type { Client } from '@toolmesh/client';
 import type { ToolProgressEvent } from '@toolmesh/protocol';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
-import { IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
+import { DETACHED, IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
 import { buildNameTable, mcpToolName, type NameTable } from './names.ts';
 import { readArtifact } from './resources.ts';
 import type { ToolCache } from './tool-cache.ts';
@@ -49,6 +49,11 @@ export interface FacadeScope {
   agent?: string | undefined;
   /** Who answers for this client when it decides an approval (`mcp:<key id>`). */
   caller?: string | undefined;
+}
+
+/** A call that waits for an approval, its wait detached (handleCall's `park`). */
+export interface Parked {
+  parked: { approvalId: string; toolCallId: string; tool: ToolRecord };
 }
 
 /** Does a profile's `allowed_tools` (a name, or `<target>.*`) admit a tool? As the agent worker. */
@@ -174,8 +179,13 @@ export function createFacade(deps: {
       notifyLater?: ((n: ProgressNotification) => Promise<void>) | undefined;
       /** Present when the client declared elicitation: asks it to decide an approval. */
       elicit?: ((p: ElicitParams, timeoutMs: number) => Promise<ElicitAnswer>) | undefined;
+      /**
+       * Stop waiting once the call waits for an approval, and answer `{parked}` instead (the
+       * call goes on; a 2026-07-28 request asks its client with an input_required result).
+       */
+      park?: boolean | undefined;
     },
-  ): Promise<CallToolResult | CreateTaskResult> {
+  ): Promise<CallToolResult | CreateTaskResult | Parked> {
     let name = params.name;
     let args = params.arguments ?? {};
     const searching = name === SEARCH_TOOLS || name === CALL_TOOL;
@@ -293,15 +303,30 @@ export function createFacade(deps: {
         forward?.(ev);
       };
     }
-    return calls.run({
+    let parked: Parked['parked'] | undefined;
+    const detach = extra.park ? new AbortController() : undefined;
+    if (detach) {
+      const forward = onProgress;
+      onProgress = (ev) => {
+        const id = ev.detail?.['approval_id'];
+        if (!parked && ev.detail?.['status'] === 'awaiting_approval' && typeof id === 'string') {
+          parked = { approvalId: id, toolCallId: ev.tool_call_id, tool };
+          detach.abort();
+        }
+        forward?.(ev);
+      };
+    }
+    const result = await calls.run({
       project: scope.project,
       tool,
       arguments: args,
       idempotencyKey: key,
       traceparent: typeof traceparent === 'string' ? traceparent : undefined,
       signal: extra.signal,
+      detach: detach?.signal,
       onProgress,
     });
+    return result === DETACHED && parked ? { parked } : result;
   }
 
   /** tools/list of a scope. */
@@ -336,25 +361,30 @@ export function createFacade(deps: {
       readArtifact({ store, artifacts }, scope.project, req.params.uri),
     );
 
+    // No `park` on a 2025 session: its client is asked by elicitation while the call waits.
     server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
-      handleCall(scope, req.params, {
-        ...extra,
-        // Outside the request: the session's standalone stream (GET), which the client keeps.
-        notifyLater: (n) => server.notification(n),
-        // Only a client that declared elicitation is asked to approve (on this request's stream).
-        elicit: server.getClientCapabilities()?.elicitation
-          ? (params, timeoutMs) =>
-              extra.sendRequest(
-                // The form is plain JSON Schema; the SDK types each property kind apart.
-                {
-                  method: 'elicitation/create',
-                  params: params as unknown as ElicitRequest['params'],
-                },
-                ElicitResultSchema,
-                { timeout: timeoutMs },
-              )
-          : undefined,
-      }),
+      (handleCall as (...a: Parameters<typeof handleCall>) => Promise<CallToolResult>)(
+        scope,
+        req.params,
+        {
+          ...extra,
+          // Outside the request: the session's standalone stream (GET), which the client keeps.
+          notifyLater: (n) => server.notification(n),
+          // Only a client that declared elicitation is asked to approve (on this request's stream).
+          elicit: server.getClientCapabilities()?.elicitation
+            ? (params, timeoutMs) =>
+                extra.sendRequest(
+                  // The form is plain JSON Schema; the SDK types each property kind apart.
+                  {
+                    method: 'elicitation/create',
+                    params: params as unknown as ElicitRequest['params'],
+                  },
+                  ElicitResultSchema,
+                  { timeout: timeoutMs },
+                )
+            : undefined,
+        },
+      ),
     );
     return server;
   }

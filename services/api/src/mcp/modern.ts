@@ -22,7 +22,7 @@ import type { Client } from '@toolmesh/client';
 import type { Store } from '@toolmesh/store';
 import type { MeshCalls } from './calls.ts';
 import { IDEMPOTENCY_META_KEY } from './calls.ts';
-import type { Facade, FacadeScope } from './facade.ts';
+import type { Facade, FacadeScope, Parked } from './facade.ts';
 import { FACADE_NAME, FACADE_VERSION } from './facade.ts';
 import {
   TASKS_EXTENSION,
@@ -30,6 +30,7 @@ import {
   declaresTasks,
   registerModernTasks,
 } from './modern-tasks.ts';
+import { declaresElicitation, parkedAnswer, resumeParked } from './modern-approval.ts';
 import type { readArtifact } from './resources.ts';
 import type { ApprovalDecider } from '../approvals.ts';
 
@@ -79,6 +80,20 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
     // The two SDK lines type JSON Schemas apart; the values are the same registry JSON.
     server.setRequestHandler('tools/list', async () => (await facade.handleList(scope)) as never);
     server.setRequestHandler('tools/call', async (req, c) => {
+      // A re-sent request of a call that waited for its approval (modern-approval.ts): decided
+      // by its answer and answered from that call's card, never published again.
+      const state = c.mcpReq.requestState();
+      if (state !== undefined) {
+        if (typeof state !== 'string') throw new Error('requestState is not a string');
+        return (await resumeParked(
+          deps,
+          scope,
+          req.params,
+          state,
+          c.mcpReq.inputResponses,
+          c.mcpReq.signal,
+        )) as never;
+      }
       // A task only when the request declares the extension; the server chooses its ttl. A
       // `task` field is the 2025-11 form and means nothing here.
       const task = declaresTasks(c.mcpReq.envelope, req.params)
@@ -90,8 +105,15 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
         {
           signal: c.mcpReq.signal,
           sendNotification: (n) => c.mcpReq.notify(n),
+          // A client that answers elicitation is asked to decide an approval the call waits
+          // for, with an input_required result; any other waits as before.
+          park: !task && declaresElicitation(c.mcpReq.envelope),
         },
       );
+      if ('parked' in result) {
+        const { parked } = result as Parked;
+        return (await parkedAnswer(deps, project, parked, c.mcpReq.signal)) as never;
+      }
       const created = (result as Partial<CreateTaskResult>).task;
       if (task && created) {
         const row = await deps.store.mcpTasks.get(project, created.taskId);
