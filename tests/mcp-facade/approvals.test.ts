@@ -94,7 +94,7 @@ async function modernApprover(answer: { action: string; content?: Record<string,
     { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: 'auto' } },
   );
   client.setRequestHandler('elicitation/create', (req) => {
-    asked.push(req.params as Record<string, unknown>);
+    asked.push(req.params);
     return answer as never;
   });
   clients.push(client);

@@ -1,9 +1,11 @@
 // Approvals asked of the MCP client that made the call, in its revision's own input mechanism:
 // on a 2025-era session whose client declared `elicitation`, an elicitation request sent while
 // the call waits; on 2026-07-28, a task of such a call is `input_required` with the same
-// elicitation as an input request, answered with tasks/update. Either answer decides the
-// approval like the api's routes do (approvals.ts): one conditional update, first one wins. A
-// client that cancels the prompt decides nothing: the call keeps waiting for someone else.
+// elicitation as an input request, answered with tasks/update; a plain 2026-07-28 tools/call is
+// answered input_required with it, and its re-send carries the answer (modern-approval.ts). Each
+// answer decides the approval like the api's routes do (approvals.ts): one conditional update,
+// first one wins. A 2025 client or a task that cancels the prompt decides nothing: the call keeps
+// waiting for someone else (the re-sent request treats a cancel as a denial).
 import type { ApprovalRecord } from '@toolmesh/store';
 import type { ApprovalDecider } from '../approvals.ts';
 

@@ -85,14 +85,14 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
       const state = c.mcpReq.requestState();
       if (state !== undefined) {
         if (typeof state !== 'string') throw new Error('requestState is not a string');
-        return (await resumeParked(
+        return await resumeParked(
           deps,
           scope,
           req.params,
           state,
           c.mcpReq.inputResponses,
           c.mcpReq.signal,
-        )) as never;
+        );
       }
       // A task only when the request declares the extension; the server chooses its ttl. A
       // `task` field is the 2025-11 form and means nothing here.
@@ -112,7 +112,7 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
       );
       if ('parked' in result) {
         const { parked } = result as Parked;
-        return (await parkedAnswer(deps, project, parked, c.mcpReq.signal)) as never;
+        return await parkedAnswer(deps, project, parked, c.mcpReq.signal);
       }
       const created = (result as Partial<CreateTaskResult>).task;
       if (task && created) {
