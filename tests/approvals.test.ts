@@ -254,6 +254,33 @@ describe('approvals', () => {
     expect(done.body.execution).toMatchObject({ status: 'succeeded', attempts: 1 });
   });
 
+  it('a call canceled while it waits ends canceled at once, and its approval says so', async () => {
+    const { toolCallId, result } = call({ text: 'never mind' });
+    const pending = await pendingOf(toolCallId);
+    await mesh.client.cancel({
+      project: mesh.project.id,
+      channel: 'main',
+      toolCallId,
+      reason: 'the user changed their mind',
+    });
+    const r = await result;
+    expect(r.status).toBe('canceled');
+    expect(r.content.error?.message).toContain('the user changed their mind');
+    const row = (await api('GET', `/approvals/${pending.approval_id}`)).body;
+    expect(row).toMatchObject({ status: 'canceled', decided_by: 'cancel' });
+    const listed = await api('GET', '/approvals?status=canceled');
+    expect(
+      (listed.body.approvals as { approval_id: string }[]).map((a) => a.approval_id),
+    ).toContain(pending.approval_id);
+    // Nobody can approve it any more; it never runs.
+    const late = await api('POST', `/approvals/${pending.approval_id}/approve`, {});
+    expect(late.status).toBe(409);
+    const cards = await cardsOf(toolCallId);
+    expect(cards.filter((c) => c.kind === 'tool.result')).toHaveLength(1);
+    const done = await api('GET', `/executions/${toolCallId}`);
+    expect(done.body.execution.status).toBe('canceled');
+  });
+
   it('an undecided call times out, filed even though no service ran at its deadline', async () => {
     const set = await api('PUT', '/targets/builtin/approval', {
       approval: 'required',

@@ -272,7 +272,7 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
   approvals
     .command('list')
     .description('pending approvals, newest first (with their arguments)')
-    .option('--status <status>', 'pending (default), approved, denied or timed_out')
+    .option('--status <status>', 'pending (default), approved, denied, timed_out or canceled')
     .option('--limit <n>', 'at most this many (1-500, default 50)')
     .action(run((ctx, f: ApprovalsListFlags) => approvalsList(ctx, f)));
   approvals

@@ -11,6 +11,7 @@ export const ApprovalStatus = {
   approved: 'approved',
   denied: 'denied',
   timed_out: 'timed_out',
+  canceled: 'canceled',
 } as const;
 export type ApprovalStatus = (typeof ApprovalStatus)[keyof typeof ApprovalStatus];
 
@@ -113,6 +114,16 @@ export interface ApprovalsRepo {
     by: string,
     reason: string | undefined,
   ): Promise<{ decided: boolean; record: DecidedApproval } | undefined>;
+  /**
+   * A pending approval whose call was canceled ends `canceled` (by `by`, with the cancel's
+   * reason); undefined when the call has no pending approval.
+   */
+  cancel(
+    projectId: string,
+    toolCallId: string,
+    by: string,
+    reason: string,
+  ): Promise<DecidedApproval | undefined>;
   /** Pending approvals past their deadline become timed_out (SKIP LOCKED: once each). */
   expire(limit: number): Promise<DecidedApproval[]>;
   /** Decided approvals whose call was not published again `olderThanMs` after the decision. */
@@ -182,7 +193,8 @@ export function createApprovalsRepo(db: Db): ApprovalsRepo {
         if (!inserted) {
           const [existing] = await tx.query<ApprovalRecord>(
             'approvals_park_existing',
-            `SELECT ${COLUMNS} FROM state.approvals WHERE project_id = $1 AND tool_call_id = $2`,
+            `SELECT ${COLUMNS} FROM state.approvals
+            WHERE project_id = $1 AND md5(tool_call_id) = md5($2) AND tool_call_id = $2`,
             [c.projectId, c.toolCallId],
           );
           return existing!;
@@ -270,6 +282,18 @@ export function createApprovalsRepo(db: Db): ApprovalsRepo {
       );
       return first ? { decided: false, record: first } : undefined;
     },
+    cancel: async (projectId, toolCallId, by, reason) =>
+      (
+        await db.query<DecidedApproval>(
+          'approvals_cancel',
+          `UPDATE state.approvals
+              SET status = 'canceled', decided_at = now(), decided_by = $3, decision_reason = $4
+            WHERE project_id = $1 AND md5(tool_call_id) = md5($2) AND tool_call_id = $2
+              AND status = 'pending'
+            RETURNING ${DECIDED}`,
+          [projectId, toolCallId, by, reason],
+        )
+      )[0],
     expire: (limit) =>
       db.query<DecidedApproval>(
         'approvals_expire',

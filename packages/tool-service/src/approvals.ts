@@ -38,6 +38,12 @@ export type GateOutcome =
 
 export interface ApprovalGate {
   check(d: Delivery, ids: CallIds, call: ToolCall, argumentsKept: unknown): Promise<GateOutcome>;
+  /**
+   * A stored cancel of a call: if the call waits for approval, the approval ends `canceled` and
+   * the call is published again, so its delivery files it canceled now (the cancel's tombstone
+   * is already written) rather than when someone decides.
+   */
+  canceled(project: string, toolCallId: string, reason: string): Promise<void>;
   start(): void;
   stop(): void;
 }
@@ -134,6 +140,16 @@ export function refusalOf(a: ApprovalRecord): ToolResultContent | undefined {
       code: 'approval_timeout',
       message: `${a.tool_name} was not approved within ${waitedMs} ms; nobody decided before ${a.expires_at.toISOString()}`,
       details: { ...details, timeout_ms: waitedMs },
+    };
+  } else if (a.status === 'canceled') {
+    return {
+      status: 'canceled',
+      error: {
+        code: 'canceled',
+        message: a.decision_reason ?? 'canceled while it waited for approval',
+        details,
+      },
+      duration_ms: 0,
     };
   } else {
     return undefined;
@@ -252,12 +268,22 @@ export function createApprovalGate(o: ApprovalGateOptions): ApprovalGate {
           return { kind: 'run', approval };
         case 'denied':
         case 'timed_out':
+        case 'canceled':
           return { kind: 'refuse', approval, content: refusalOf(approval)! };
         default: {
           const never: never = approval.status;
           throw new Error(`unknown approval status ${String(never)}`);
         }
       }
+    },
+    canceled: async (project, toolCallId, reason) => {
+      const a = await store.approvals.cancel(project, toolCallId, 'cancel', reason);
+      if (!a) return;
+      log.info(
+        { project, tool_call_id: toolCallId, approval_id: a.approval_id },
+        'call canceled while it waited for approval',
+      );
+      await dispatchDecided(bus, store, a);
     },
     start: () => {
       sub = bus.subscribe(bus.subjects.registryChangedFilter(), (subject) => {

@@ -42,7 +42,12 @@ const CATCH_UP_MS = 10_000;
 export const cancelMessage = (req: CancelRequest): string =>
   req.reason ? `canceled: ${req.reason}` : 'canceled by request';
 
-export function createCancelRegistry(bus: Bus, log: Logger): CancelRegistry {
+export function createCancelRegistry(
+  bus: Bus,
+  log: Logger,
+  /** After a stored cancel's tombstone is written (a call parked for approval ends here). */
+  onRecorded?: (project: string, toolCallId: string, reason: string) => Promise<void>,
+): CancelRegistry {
   const running = new Map<string, AbortController>();
   // Insertion-ordered, so the oldest entries are the first to go.
   const recent = new Map<string, { reason: string; at: number }>();
@@ -89,6 +94,8 @@ export function createCancelRegistry(bus: Bus, log: Logger): CancelRegistry {
     const key = bus.names.leaseKey(project, req.tool_call_id);
     const mark = await bus.leases().cancel(key, cancelMessage(req));
     log.debug({ project, tool_call_id: req.tool_call_id, mark }, 'cancel recorded');
+    // A failure here is redelivered: the tombstone write is idempotent, and so is this.
+    await onRecorded?.(project, req.tool_call_id, cancelMessage(req));
     return { type: 'ack' };
   }
 

@@ -481,7 +481,12 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
 
   return {
     start: async () => {
-      cancels = createCancelRegistry(bus, log);
+      cancels = createCancelRegistry(
+        bus,
+        log,
+        async (project, toolCallId, reason) =>
+          await approvals?.canceled(project, toolCallId, reason),
+      );
       approvals = createApprovalGate({
         bus,
         store,
