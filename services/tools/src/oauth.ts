@@ -24,6 +24,7 @@ import { egressDeniedIn, type Egress } from './egress.ts';
 import { UpstreamFailure } from './kinds/kind.ts';
 import { createRedactor } from './redact.ts';
 import { secretMissing } from './secrets.ts';
+import { untilAborted } from './abort.ts';
 
 export interface OAuthTokenOptions {
   /** The token the upstream just answered 401 to: a new one is fetched unless it was already. */
@@ -358,15 +359,4 @@ export function toolErrorIn(err: unknown): ToolError | undefined {
     e = (e as { cause?: unknown }).cause;
   }
   return undefined;
-}
-
-/** `p`, or the signal's reason once it fires first (`p` goes on for whoever else awaits it). */
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }

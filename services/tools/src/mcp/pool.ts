@@ -18,6 +18,7 @@ import { ensurePackageEnv, type PackageEnvOptions } from './package-env.ts';
 import { UpstreamFailure } from '../kinds/kind.ts';
 import type { OAuthTokens } from '../oauth.ts';
 import { openServerSession, type ServerSession, type SessionDeps } from './session.ts';
+import { untilAborted } from '../abort.ts';
 
 export interface PoolDeps extends SessionDeps {
   store: Store;
@@ -390,15 +391,4 @@ function redactedError(err: unknown, secrets: readonly string[]): unknown {
     });
   }
   return new Error(message);
-}
-
-/** `p`, or the signal's reason once it fires first (`p` goes on for whoever else awaits it). */
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
