@@ -13,3 +13,5 @@ export { TimeoutReason, CancelReason } from './execute.ts';
 export { limitsFromConfig } from './limits.ts';
 export { createRegistry } from './registry.ts';
 export type { Registry, RegistryOptions, RegistryTool } from './registry.ts';
+export { buildEnvInSandbox, hostOf, readyEnvRow, urlSecrets } from './env-build.ts';
+export type { EnvBuildDeps, EnvBuildJob } from './env-build.ts';

@@ -11,7 +11,7 @@
 // e2b: a sandbox is a VM of its own, so the same script runs inside the session's sandbox, once
 // per sandbox (a marker file), and the row records the last build's outcome.
 import { ToolError } from '@toolmesh/protocol';
-import { SANDBOX_PATH, type ExecResult, type Sandbox } from '@toolmesh/sandbox';
+import { SANDBOX_PATH, type Sandbox } from '@toolmesh/sandbox';
 import {
   dependencyKinds,
   SkillDependencyError,
@@ -19,6 +19,14 @@ import {
   type SkillDependencies,
 } from '@toolmesh/skills';
 import type { SkillEnvKey, SkillEnvRecord } from '@toolmesh/store';
+import {
+  buildEnvInSandbox,
+  hostOf,
+  readyEnvRow,
+  urlSecrets,
+  type EnvBuildDeps,
+  type EnvBuildJob,
+} from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
 
 export interface EnvOptions {
@@ -43,8 +51,6 @@ export interface EnvView {
   vars: Record<string, string>;
 }
 
-const TAIL_BYTES = 8 * 1024;
-const POLL_MS = 250;
 /** The workdir-relative folder an e2b sandbox installs a skill's environment into. */
 const e2bLocation = (name: string, version: string) =>
   `.skill-envs/${name}-${version.slice(0, 16)}`;
@@ -70,11 +76,6 @@ fi
 touch env/.ready
 echo "== done"
 `;
-
-function hostOf(url: string): string {
-  const u = new URL(url);
-  return u.port ? `${u.hostname}:${u.port}` : u.hostname;
-}
 
 /** Hosts a build may reach: the indexes', the registry's and the download hosts. */
 export function buildHosts(o: EnvOptions, deps: SkillDependencies): string[] {
@@ -113,25 +114,6 @@ function envVars(kinds: readonly string[], location: string): Record<string, str
   }
   vars['PATH'] = [...path, SANDBOX_PATH].join(':');
   return vars;
-}
-
-/** Credentials in the configured index URLs (a private mirror's user:token). */
-function secretsOf(o: EnvOptions): string[] {
-  const found: string[] = [];
-  for (const url of [...o.pythonIndexes, o.npmRegistry]) {
-    const u = new URL(url);
-    for (const part of [u.password, decodeURIComponent(u.password)]) {
-      if (part.length > 0) found.push(part);
-    }
-  }
-  return found;
-}
-
-/** The installer's last output, with any index credential masked: it reaches cards and the api. */
-function tailOf(r: ExecResult, o: EnvOptions): string {
-  let text = `${r.stdout.text}${r.stderr.text ? `\n${r.stderr.text}` : ''}`;
-  for (const secret of secretsOf(o)) text = text.split(secret).join('****');
-  return text.length > TAIL_BYTES ? text.slice(text.length - TAIL_BYTES) : text;
 }
 
 async function putDeps(sandbox: Sandbox, dir: string, deps: SkillDependencies): Promise<void> {
@@ -200,8 +182,55 @@ export async function ensureSkillEnv(
     version: req.version,
     provider: deps.sandboxes.kind,
   };
-  if (deps.sandboxes.kind === 'e2b') return ensureInSandbox(deps, sandbox, req, key, wanted, kinds);
-  const row = await readyRow(deps, req, key, wanted, kinds);
+  const o = deps.envs;
+  const build: EnvBuildDeps = {
+    envs: deps.store.skillEnvs,
+    provider: deps.sandboxes,
+    instanceId: deps.instanceId,
+    buildTimeoutMs: o.buildTimeoutMs,
+    leaseMs: o.leaseMs,
+  };
+  const job: EnvBuildJob = {
+    key,
+    kinds,
+    agent: 'skill-env',
+    hosts: buildHosts(o, wanted),
+    script: BUILD_SCRIPT,
+    vars: (dir) => buildVars(o, dir),
+    putFiles: (sb, dir) => putDeps(sb, dir, wanted),
+    secrets: urlSecrets([...o.pythonIndexes, o.npmRegistry]),
+    failure: (row) => failure(req.skill, req.version, row),
+    stillBuilding: () =>
+      new ToolError(`the dependencies of skill ${req.skill} are still being installed`, {
+        code: 'timeout',
+        details: { skill: req.skill, version: req.version },
+      }),
+    takenOver: () =>
+      new ToolError('the build of this skill environment was taken over', { code: 'unavailable' }),
+    deadline: req.deadline,
+    signal: req.signal,
+    logger: deps.logger.child({ skill: req.skill, version: req.version, component: 'skill-env' }),
+    log: {
+      building: 'building a skill environment',
+      buildingKinds: true,
+      built: 'skill environment built',
+      removeFailed: 'removing a failed build failed',
+    },
+  };
+  if (deps.sandboxes.kind === 'e2b') {
+    const dir = e2bLocation(req.skill, req.version);
+    const location = `${sandbox.workdir}/${dir}/env`;
+    await buildEnvInSandbox(build, job, sandbox, dir);
+    const row = await deps.store.skillEnvs.get(key);
+    return {
+      status: 'ready',
+      kinds,
+      location,
+      builds: row?.builds ?? 1,
+      vars: envVars(kinds, location),
+    };
+  }
+  const row = await readyEnvRow(build, job);
   const location = row.location!;
   if (!sandbox.grantRead) {
     throw new ToolError('this sandbox provider cannot mount a skill environment', {
@@ -215,182 +244,6 @@ export async function ensureSkillEnv(
     location,
     builds: row.builds,
     vars: envVars(row.kinds, location),
-  };
-}
-
-/** Waits for (or builds) the ready row of a local environment. */
-async function readyRow(
-  deps: SkillsDeps,
-  req: EnvRequest,
-  key: SkillEnvKey,
-  wanted: SkillDependencies,
-  kinds: string[],
-): Promise<SkillEnvRecord> {
-  const o = deps.envs;
-  const log = deps.logger.child({ skill: req.skill, version: req.version, component: 'skill-env' });
-  let seen = await deps.store.skillEnvs.get(key);
-  // Set once this request has waited on someone else's build: that build's failure is then
-  // this request's answer (a failure from before it arrived is built again instead).
-  let waited = false;
-  for (;;) {
-    if (seen?.status === 'ready') return seen;
-    if (seen?.status === 'failed' && waited) throw failure(req.skill, req.version, seen);
-    if (seen === undefined || seen.status === 'failed' || seen.lease_until.getTime() < Date.now()) {
-      const claimed = await deps.store.skillEnvs.claim(key, kinds, deps.instanceId, o.leaseMs);
-      if (claimed) return build(deps, req, key, wanted, claimed, log);
-    }
-    waited = true;
-    if (req.signal.aborted) throw req.signal.reason as Error;
-    if (Date.now() > req.deadline) {
-      throw new ToolError(`the dependencies of skill ${req.skill} are still being installed`, {
-        code: 'timeout',
-        details: { skill: req.skill, version: req.version },
-      });
-    }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    seen = await deps.store.skillEnvs.get(key);
-  }
-}
-
-async function build(
-  deps: SkillsDeps,
-  req: EnvRequest,
-  key: SkillEnvKey,
-  wanted: SkillDependencies,
-  claimed: SkillEnvRecord,
-  log: SkillsDeps['logger'],
-): Promise<SkillEnvRecord> {
-  const o = deps.envs;
-  const envs = deps.store.skillEnvs;
-  log.info({ builds: claimed.builds, kinds: claimed.kinds }, 'building a skill environment');
-  const renew = setInterval(
-    () => {
-      envs
-        .renew(key, deps.instanceId, o.leaseMs)
-        .catch((err: unknown) => log.warn({ err }, 'renewing a build lease failed'));
-    },
-    Math.max(500, Math.floor(o.leaseMs / 3)),
-  );
-  let sandbox: Sandbox | undefined;
-  try {
-    sandbox = await deps.sandboxes.create({
-      key: { project: req.project, agent: 'skill-env', session: req.version.slice(0, 32) },
-      network: { allowedDomains: buildHosts(o, wanted) },
-    });
-    const location = `${sandbox.workdir}/env`;
-    await envs.setSandbox(key, deps.instanceId, sandbox.id, location);
-    await putDeps(sandbox, '.', wanted);
-    const result = await sandbox.exec(
-      { shell: BUILD_SCRIPT },
-      {
-        env: buildVars(o, '.'),
-        timeoutMs: o.buildTimeoutMs,
-        limits: { stdoutBytes: TAIL_BYTES, stderrBytes: TAIL_BYTES },
-      },
-    );
-    const ok = result.exitCode === 0 && !result.timedOut;
-    const done = await envs.finish(key, deps.instanceId, {
-      status: ok ? 'ready' : 'failed',
-      outputTail: tailOf(result, deps.envs),
-      error: ok
-        ? null
-        : {
-            message: result.timedOut
-              ? `the installer ran past ${o.buildTimeoutMs} ms`
-              : `the installer exited with ${result.exitCode ?? result.signal}`,
-            exit_code: result.exitCode,
-            timed_out: result.timedOut,
-          },
-    });
-    if (!done)
-      throw new ToolError('the build of this skill environment was taken over', {
-        code: 'unavailable',
-      });
-    log.info(
-      { status: done.status, durationMs: Math.round(result.durationMs) },
-      'skill environment built',
-    );
-    if (!ok) {
-      await sandbox
-        .destroy()
-        .catch((err: unknown) => log.warn({ err }, 'removing a failed build failed'));
-      sandbox = undefined;
-      throw failure(req.skill, req.version, done);
-    }
-    await sandbox.close();
-    return done;
-  } catch (err) {
-    // The row stays `building` until its lease passes unless it was finished above; a failure
-    // of our own before the install (the provider refused a sandbox) is recorded now.
-    const row = await envs.get(key).catch(() => undefined);
-    if (row?.status === 'building' && row.owner_instance === deps.instanceId) {
-      await envs
-        .finish(key, deps.instanceId, {
-          status: 'failed',
-          outputTail: '',
-          error: { message: err instanceof Error ? err.message : String(err) },
-        })
-        .catch(() => undefined);
-      await sandbox?.destroy().catch(() => undefined);
-    }
-    throw err;
-  } finally {
-    clearInterval(renew);
-  }
-}
-
-/** e2b: installs into the session's own sandbox, once per sandbox. */
-async function ensureInSandbox(
-  deps: SkillsDeps,
-  sandbox: Sandbox,
-  req: EnvRequest,
-  key: SkillEnvKey,
-  wanted: SkillDependencies,
-  kinds: string[],
-): Promise<EnvView> {
-  const dir = e2bLocation(req.skill, req.version);
-  const location = `${sandbox.workdir}/${dir}/env`;
-  const ready = await sandbox.getFile(`${dir}/env/.ready`).then(
-    () => true,
-    () => false,
-  );
-  const envs = deps.store.skillEnvs;
-  if (!ready) {
-    // Rows record the last build; sandboxes do not wait on each other (each is its own VM).
-    await envs.claim(key, kinds, deps.instanceId, deps.envs.leaseMs).catch(() => undefined);
-    await putDeps(sandbox, dir, wanted);
-    const result = await sandbox.exec(
-      { shell: BUILD_SCRIPT },
-      {
-        env: buildVars(deps.envs, dir),
-        timeoutMs: Math.max(1, Math.min(deps.envs.buildTimeoutMs, req.deadline - Date.now())),
-        signal: req.signal,
-        limits: { stdoutBytes: TAIL_BYTES, stderrBytes: TAIL_BYTES },
-      },
-    );
-    const ok = result.exitCode === 0 && !result.timedOut;
-    const end = {
-      status: ok ? ('ready' as const) : ('failed' as const),
-      outputTail: tailOf(result, deps.envs),
-      error: ok
-        ? null
-        : {
-            message: `the installer exited with ${result.exitCode ?? result.signal}`,
-            exit_code: result.exitCode,
-            timed_out: result.timedOut,
-          },
-    };
-    await envs.finish(key, deps.instanceId, end).catch(() => undefined);
-    if (!ok)
-      throw failure(req.skill, req.version, { output_tail: end.outputTail, error: end.error });
-  }
-  const row = await envs.get(key);
-  return {
-    status: 'ready',
-    kinds,
-    location,
-    builds: row?.builds ?? 1,
-    vars: envVars(kinds, location),
   };
 }
 
