@@ -2,12 +2,12 @@
 // once per project, package version and sandbox provider, the way a skill's dependencies are
 // (services/skills/src/skills/envs.ts): the durable build job of @toolmesh/tool-service
 // (env-build.ts) on a state.skill_envs row keyed by `mcp-npm:<identifier>` and the sha256 of
-// `npm\0<identifier>\0<version>`. The first instance that
-// needs it claims the row and installs in a sandbox of its own whose network reaches only
-// `[skills] npm_registry` (`npm install --ignore-scripts`, so no install script of the package
-// runs); everyone else, on any instance, waits on the row; a builder that died is taken over once
-// its lease passes. The build's `env/` folder is then mounted read-only into the server's sandbox
-// and the package's bin is run with node.
+// `npm\0<identifier>\0<version>`. The first instance that needs it claims the row and installs
+// in a sandbox of its own whose network reaches only `[skills] npm_registry` (`npm install
+// --ignore-scripts`, so no install script of the package runs); everyone else, on any instance,
+// waits on the row; a builder that died is taken over once its lease passes. The build's `env/`
+// folder is then mounted read-only into the server's sandbox and the package's bin is run with
+// node.
 // e2b: every sandbox is a VM of its own, so the same install runs inside the server's sandbox,
 // once per sandbox (a marker file).
 import { createHash } from 'node:crypto';
