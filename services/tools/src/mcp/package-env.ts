@@ -77,12 +77,12 @@ if (bin && typeof bin === 'object') {
   bin = bin[short] !== undefined ? bin[short] : keys.length === 1 ? bin[keys[0]] : undefined;
 }
 if (typeof bin !== 'string') {
-  console.error(name + ' declares no bin to run (package.json "bin")');
+  process.stderr.write(name + ' declares no bin to run (package.json "bin")\\n');
   process.exit(3);
 }
 const file = path.normalize(path.join(dir, bin));
 if (!file.startsWith(dir + path.sep)) {
-  console.error(name + ': its bin points outside the package');
+  process.stderr.write(name + ': its bin points outside the package\\n');
   process.exit(3);
 }
 process.stdout.write(path.join('node', file));
