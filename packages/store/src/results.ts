@@ -106,7 +106,8 @@ card AS (
   UNION ALL
   SELECT c.project_id, c.tool_call_id, c.card_id, c.created_at, c.content, false
   FROM input t JOIN cards c
-    ON c.tool_call_id = t.tool_call_id AND c.project_id = t.project_id AND c.kind = 'tool.result'
+    ON c.project_id = t.project_id AND md5(c.tool_call_id) = md5(t.tool_call_id)
+   AND c.tool_call_id = t.tool_call_id AND c.kind = 'tool.result'
   WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.project_id = t.project_id AND ins.tool_call_id = t.tool_call_id)
     AND NOT EXISTS (SELECT 1 FROM taken k
                     WHERE k.project_id = t.project_id AND k.tool_call_id = t.tool_call_id)
@@ -156,7 +157,8 @@ UNION ALL
 SELECT project_id, tool_call_id, NULL, NULL, NULL, false, true FROM taken`;
 
 const EXISTING_SQL = `SELECT project_id, tool_call_id, card_id, created_at, content, false AS inserted
-  FROM cards WHERE tool_call_id = $2 AND project_id = $1 AND kind = 'tool.result'`;
+  FROM cards WHERE project_id = $1 AND md5(tool_call_id) = md5($2) AND tool_call_id = $2
+   AND kind = 'tool.result'`;
 
 interface Row {
   project_id: string;

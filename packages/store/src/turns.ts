@@ -205,7 +205,8 @@ export function createTurnsRepo(db: Db): TurnsRepo {
         'turns_mark_published',
         `UPDATE state.turn_calls SET published_at = now(),
            deadline_at = now() + make_interval(secs => deadline_ms::float8 / 1000)
-         WHERE project_id = $1 AND tool_call_id = ANY($2::text[]) AND published_at IS NULL`,
+         WHERE project_id = $1 AND md5(tool_call_id) = ANY (SELECT md5(x) FROM unnest($2::text[]) x)
+           AND tool_call_id = ANY($2::text[]) AND published_at IS NULL`,
         [projectId, ids],
       );
     },

@@ -1,0 +1,10 @@
+-- Lookups of one call by its tool_call_id. These tables are unique on
+-- (project_id, md5(tool_call_id)) (a b-tree row has a size limit a long id could exceed), so a
+-- query naming tool_call_id itself could only use the project_id prefix of that index and
+-- walked every call the project ever made: applying one tool result to an agent's inbox read
+-- each of the project's turn_calls rows. A hash index answers an equality on the id at the same
+-- cost however long the id and however many calls the project has (cards and tool_executions
+-- have one since 0001).
+CREATE INDEX turn_calls_tool_call_id ON state.turn_calls USING hash (tool_call_id);
+CREATE INDEX approvals_tool_call_id ON state.approvals USING hash (tool_call_id);
+CREATE INDEX execution_edges_tool_call_id ON state.execution_edges USING hash (tool_call_id);
