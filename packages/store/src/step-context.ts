@@ -1,9 +1,9 @@
 // Everything a step reads before it asks the model, in one statement: the agent's profile, the
-// project's tools, the tools attached to the agent, and the turn's conversation (its cards, and
-// its calls each with its result card). Five reads were five round trips and five statements
-// for Postgres to parse, plan and answer per step; one statement aggregating each part to JSON
-// costs one. Dates come back as JSON text and are turned back into Dates here, so the records
-// are the same as the repositories' own.
+// project's tools, the tools attached to the agent, the turn's conversation (its cards, and its
+// calls each with its result card) and the task's place in its thread. Six reads were six round
+// trips and six statements for Postgres to parse, plan and answer per step; one statement
+// aggregating each part to JSON costs one. Dates come back as JSON text and are turned back into
+// Dates here, so the records are the same as the repositories' own.
 import type { AgentToolRecord } from './agents.ts';
 import { AGENT_TOOL } from './agents.ts';
 import type { Card } from './cards.ts';
@@ -23,6 +23,8 @@ export interface StepContext {
   /** The tools attached to the agent; undefined when the agent does not exist. */
   attached: AgentToolRecord[] | undefined;
   conversation: Conversation;
+  /** The task's thread and its number there, when the task is a message of a thread. */
+  place: { thread_id: string; seq: number } | undefined;
 }
 
 // Built on first use: turns.ts, which defines CALL, imports this module.
@@ -50,7 +52,10 @@ SELECT
                    '[]')
    FROM (SELECT ${CALL} FROM state.turn_calls WHERE turn_id = $3::uuid) c
    LEFT JOIN (SELECT ${CARD_COLUMNS} FROM cards WHERE project_id = $1) r
-     ON r.card_id = c.result_card_id) AS calls`);
+     ON r.card_id = c.result_card_id) AS calls,
+  (SELECT row_to_json(k) FROM (
+     SELECT thread_id, thread_seq FROM state.tasks WHERE project_id = $1 AND task_id = $4) k
+  ) AS place`);
 
 /** A record as JSON gives it: its Date fields are text. */
 type Json<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
@@ -64,6 +69,7 @@ interface Row {
     call: Omit<TurnCallRecord, 'published_at'> & { published_at: string | null };
     result: Json<Card, 'created_at'> | null;
   }[];
+  place: { thread_id: string | null; thread_seq: number | null } | null;
 }
 
 const card = (c: Json<Card, 'created_at'>): Card => ({ ...c, created_at: new Date(c.created_at) });
@@ -73,8 +79,9 @@ export async function readStepContext(db: Db, t: TurnRecord): Promise<StepContex
     t.project_id,
     t.agent_id,
     t.turn_id,
+    t.task_id,
   ]);
-  const { profile, registry, attached, cards, calls } = row!;
+  const { profile, registry, attached, cards, calls, place } = row!;
   const results = new Map<string, Card>();
   for (const { call, result } of calls) if (result) results.set(call.tool_call_id, card(result));
   return {
@@ -99,5 +106,9 @@ export async function readStepContext(db: Db, t: TurnRecord): Promise<StepContex
       })),
       results,
     },
+    place:
+      place?.thread_id && place.thread_seq !== null
+        ? { thread_id: place.thread_id, seq: place.thread_seq }
+        : undefined,
   };
 }

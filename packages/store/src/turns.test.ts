@@ -142,6 +142,7 @@ describe('turns', () => {
       registry: await store.tools.list(P, {}),
       attached: await store.agents.listTools(P, A),
       conversation: conv,
+      place: await store.threads.placeOf(P, owner!.task_id),
     });
     expect(conv.cards.map((c) => c.kind)).toEqual(['message', 'message', 'tool.call']);
 

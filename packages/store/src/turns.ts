@@ -168,6 +168,24 @@ interface ResultColumns {
   r_created_at: Date | null;
 }
 
+/**
+ * Claims the oldest due turn: of one agent (a wakeup; through turns_runnable_agent) or of any
+ * (the scan). Two statements rather than one with an optional scope, so each has a plan that
+ * uses its index.
+ */
+const claimSql = (scoped: boolean) => {
+  const n = scoped ? 2 : 0;
+  return `UPDATE state.turns SET status = 'running', claims = claims + 1, run_token = $${n + 2},
+     run_owner = $${n + 1}, lease_until = now() + make_interval(secs => $${n + 3}::float8 / 1000),
+     updated_at = now()
+   WHERE turn_id = (
+     SELECT turn_id FROM state.turns
+     WHERE (status = 'ready' OR (status = 'running' AND lease_until < now()))
+       ${scoped ? 'AND project_id = $1 AND agent_id = $2' : ''}
+     ORDER BY updated_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+   RETURNING ${TURN}`;
+};
+
 export function createTurnsRepo(db: Db): TurnsRepo {
   return {
     applyInbox: (projectId, agentId, instanceId) => applyInbox(db, projectId, agentId, instanceId),
@@ -175,16 +193,14 @@ export function createTurnsRepo(db: Db): TurnsRepo {
     claim: async (scope, instanceId, leaseMs) =>
       (
         await db.query<ClaimedTurn>(
-          'turns_claim',
-          `UPDATE state.turns SET status = 'running', claims = claims + 1, run_token = $4, run_owner = $3,
-             lease_until = now() + make_interval(secs => $5::float8 / 1000), updated_at = now()
-           WHERE turn_id = (
-             SELECT turn_id FROM state.turns
-             WHERE (status = 'ready' OR (status = 'running' AND lease_until < now()))
-               AND ($1::text IS NULL OR (project_id = $1 AND agent_id = $2))
-             ORDER BY updated_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-           RETURNING ${TURN}`,
-          [scope?.projectId ?? null, scope?.agentId ?? null, instanceId, randomUUID(), leaseMs],
+          scope ? 'turns_claim_agent' : 'turns_claim',
+          claimSql(scope !== undefined),
+          [
+            ...(scope ? [scope.projectId, scope.agentId] : []),
+            instanceId,
+            randomUUID(),
+            leaseMs,
+          ],
         )
       )[0],
 

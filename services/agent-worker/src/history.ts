@@ -124,8 +124,10 @@ export async function withThreadHistory(
   turn: TurnRecord,
   cfg: { thread_history_tokens: number; tool_result_max_chars: number },
   messages: ChatMessage[],
+  /** The task's place in its thread when already read (the step context has it). */
+  known?: { place: { thread_id: string; seq: number } | undefined },
 ): Promise<ChatMessage[]> {
-  const place = await store.threads.placeOf(turn.project_id, turn.task_id);
+  const place = known ? known.place : await store.threads.placeOf(turn.project_id, turn.task_id);
   if (!place || place.seq === 1) return messages;
   const turns = await store.threads.turns(turn.project_id, place.thread_id, {
     beforeSeq: place.seq,

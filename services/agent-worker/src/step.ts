@@ -171,7 +171,8 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<boolea
     }
     // What the step reads, in one statement (the project's tools too: an agent without a
     // profile, which needs none of them, is rare).
-    const { profile, registry, attached, conversation: conv } = await store.turns.stepContext(turn);
+    const ctx = await store.turns.stepContext(turn);
+    const { profile, registry, attached, conversation: conv } = ctx;
     const tools = buildToolset(
       profile,
       profile ? registry : [],
@@ -195,6 +196,7 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<boolea
         conv,
         deps.agent.tool_result_max_chars,
       ),
+      ctx,
     );
     // Sent while the model is asked; a failure to publish it still fails the step, after.
     const thinking = publish.state(turn, 'thinking');
