@@ -8,6 +8,7 @@ export default tseslint.config(
     ignores: [
       '**/node_modules/**',
       '.data/**',
+      '.tmp/**',
       'bench/results/**',
       'coverage/**',
       'packages/console/dist/**',
