@@ -195,12 +195,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
         await db.query<ClaimedTurn>(
           scope ? 'turns_claim_agent' : 'turns_claim',
           claimSql(scope !== undefined),
-          [
-            ...(scope ? [scope.projectId, scope.agentId] : []),
-            instanceId,
-            randomUUID(),
-            leaseMs,
-          ],
+          [...(scope ? [scope.projectId, scope.agentId] : []), instanceId, randomUUID(), leaseMs],
         )
       )[0],
 
