@@ -33,6 +33,8 @@ try {
     CG__POSTGRES__URL: db.url,
     CG__LOG__LEVEL: 'warn',
     ...(auth ? { CG__NATS__CREDS: await auth.creds('skills') } : {}),
+    // Settings to try (CG__TOOLS__CONCURRENCY=128 ...) pass through to the skills service.
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('CG__'))),
   };
   // BENCH_PROFILE=1 writes a CPU profile of the skills service to .tmp/profiles/.
   const profile = process.env['BENCH_PROFILE']

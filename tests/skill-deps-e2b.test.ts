@@ -1,8 +1,7 @@
 // Skill dependencies on the e2b provider (the real SDK against the fake E2B server): a sandbox
 // is a VM of its own, so the install runs inside the session's sandbox, once per sandbox, from
-// the configured index, and the build row records it. The fake runs commands on this host
-// with the sandbox's folder mapped under /home/user, so absolute sandbox paths do not resolve
-// there: the venv is checked through its path relative to the skill folder.
+// the configured index, and the build row records it. The fake runs commands on this host,
+// with the sandbox paths they name (/home/user/...) mapped into the sandbox's folder.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,11 +61,10 @@ it('installs inside the session sandbox once, and the build row records it', asy
   const env = loaded.content.result.environment as { status: string; location: string };
   expect(env).toMatchObject({ status: 'ready', kinds: ['python'] });
   expect(env.location).toMatch(/^\/home\/user\/work\/\.skill-envs\/e2b-skill-[0-9a-f]{16}\/env$/);
-  const relative = `../../${env.location.slice('/home/user/work/'.length)}`;
   const r = await call('run_cmd', {
     skill: 'e2b-skill',
     session_id: 'vm',
-    command: `${relative}/venv/bin/python -c "import e2bpkg; print(e2bpkg.VALUE)"`,
+    command: `${env.location}/venv/bin/python -c "import e2bpkg; print(e2bpkg.VALUE)"`,
   });
   expect(r.status, JSON.stringify(r.content)).toBe('succeeded');
   expect(r.content.result.stdout.trim()).toBe('from-the-index');

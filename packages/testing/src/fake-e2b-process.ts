@@ -99,6 +99,12 @@ export async function processRpc(sandbox: FakeSandbox, call: ProcessCall): Promi
   }
 }
 
+/** `/home/user` where it begins a path (not `/home/username`). */
+const SANDBOX_PATH = new RegExp(`${SANDBOX_HOME}(?=/|$|[\\s'"\`:;])`, 'g');
+
+const mapValues = (o: Record<string, string>, f: (v: string) => string) =>
+  Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
+
 async function start(
   sandbox: FakeSandbox,
   request: StartRequest,
@@ -117,7 +123,11 @@ async function start(
   if (!dir?.isDirectory()) {
     throw new ConnectError('invalid_argument', `cwd '${config.cwd ?? ''}' does not exist`);
   }
-  const child = spawn(config.cmd, [...config.args], {
+  // A command names sandbox paths (`/home/user/...`, as a real VM has them); here they are the
+  // sandbox's folder on this host, in the command line and the environment alike.
+  const home = hostPath(sandbox, SANDBOX_HOME);
+  const mapped = (text: string) => text.replace(SANDBOX_PATH, home);
+  const child = spawn(mapped(config.cmd), config.args.map(mapped), {
     cwd,
     detached: true,
     stdio: [request.stdin === true ? 'pipe' : 'ignore', 'pipe', 'pipe'],
@@ -127,8 +137,8 @@ async function start(
       HOME: hostPath(sandbox, SANDBOX_HOME),
       USER: 'user',
       LANG: 'C.UTF-8',
-      ...sandbox.envVars,
-      ...config.envs,
+      ...mapValues(sandbox.envVars, mapped),
+      ...mapValues(config.envs, mapped),
     },
   });
   await new Promise<void>((resolve, reject) => {
