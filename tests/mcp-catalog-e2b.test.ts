@@ -44,6 +44,7 @@ const entry = {
   packages: [
     {
       registryType: 'npm',
+      registryBaseUrl: 'https://npm.acme.example',
       identifier: PKG,
       version: '1.0.0',
       transport: { type: 'stdio' },
@@ -126,6 +127,10 @@ it('installs the package inside the server sandbox and runs it there', async () 
     package: { registry_type: 'npm', identifier: PKG, version: '1.0.0' },
   });
   expect(res.body.refresh.added).toEqual(['env-mcp.whoami']);
+  // The entry's own registry is not reached: the install comes from the deployment's.
+  expect(res.body.import.warnings).toEqual([
+    expect.stringContaining('registryBaseUrl https://npm.acme.example is not used'),
+  ]);
   expect(tarballHits()).toBe(1);
 
   const { r, facts } = await whoami();

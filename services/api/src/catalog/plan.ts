@@ -394,6 +394,9 @@ function argsOf(list: readonly ServerJsonArgument[], ctx: Inputs): string[] {
   return out;
 }
 
+/** The public registry an entry names by default; the deployment's registry stands in for it. */
+const PUBLIC_NPM = /^https:\/\/registry\.npmjs\.org\/?$/;
+
 function packageServer(
   name: string,
   source: McpImportSource,
@@ -406,6 +409,13 @@ function packageServer(
   if (!EXACT_VERSION.test(pkg.version)) {
     throw invalid(
       `package version ${JSON.stringify(pkg.version)} must be one exact version (x.y.z), not a range or tag`,
+    );
+  }
+  if (pkg.registryBaseUrl !== undefined && !PUBLIC_NPM.test(pkg.registryBaseUrl)) {
+    // An entry cannot choose where the deployment downloads from: installs reach only the
+    // operator's registry ([skills] npm_registry), which must serve this package.
+    ctx.warnings.push(
+      `registryBaseUrl ${pkg.registryBaseUrl} is not used: the package is installed from the deployment's npm registry ([skills] npm_registry)`,
     );
   }
   if ((pkg.runtimeArguments ?? []).length > 0) {
