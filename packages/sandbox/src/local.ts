@@ -6,34 +6,28 @@
 // its own network namespace with egress only through the runtime's proxies (which allow the
 // session's hosts and nothing else), its own pid namespace, a scrubbed environment, an
 // unprivileged uid (sandbox-user.ts), RLIMIT_FSIZE, and caps on processes, memory and CPU
-// (cgroups where this host lets us make them, rlimits otherwise).
+// (cgroups where this host lets us make them, rlimits otherwise). This file makes, opens and
+// destroys sandboxes and keeps their warm executors; one sandbox's commands and files are
+// local-sandbox.ts.
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { probeSandboxCgroups, type SandboxCgroups } from './cgroup.ts';
+import { probeSandboxCgroups } from './cgroup.ts';
 import { SandboxError } from './errors.ts';
-import { launchEnv, LAUNCHER, SANDBOX_PATH } from './launch.ts';
-import { launch, type LaunchSpec, type Running } from './local-process.ts';
-import { checkDirInside, ensureDirInside, readFileInside, writeFileInside } from './paths.ts';
-import type {
-  BackgroundProcess,
-  CommandSpec,
-  CreateSandboxOptions,
-  ExecLimits,
-  ExecOptions,
-  ExecResult,
-  InteractiveOptions,
-  InteractiveProcess,
-  GetFileOptions,
-  Sandbox,
-  SandboxProvider,
-  SessionKey,
-  SpawnOptions,
-} from './provider.ts';
-import { acquireRuntime, type Runtime } from './runtime.ts';
+import { SANDBOX_PATH } from './launch.ts';
+import type { Running } from './local-process.ts';
+import type { CreateSandboxOptions, ExecLimits, Sandbox, SandboxProvider } from './provider.ts';
+import { acquireRuntime } from './runtime.ts';
 import { startWarmExecutor, type WarmExecutor } from './local-warm.ts';
-import { assertReachable, hostArgv, sandboxUserFor, type SandboxUser } from './sandbox-user.ts';
+import { assertReachable, sandboxUserFor, type SandboxUser } from './sandbox-user.ts';
+import {
+  LocalSandbox,
+  TMP_DIR,
+  type Meta,
+  type ProviderDeps,
+  type SandboxHost,
+} from './local-sandbox.ts';
 
 export const DEFAULT_LIMITS: ExecLimits = {
   stdoutBytes: 64 * 1024,
@@ -60,7 +54,6 @@ export type ResourceLimitMode = (typeof ResourceLimitMode)[keyof typeof Resource
 export const DEFAULT_MEMORY_BYTES = 2 * 1024 * 1024 * 1024;
 export const DEFAULT_CPU_PERCENT = 100;
 /** Exit status of a command killed by SIGXCPU (RLIMIT_CPU), as the sandbox's layers pass it. */
-const SIGXCPU_STATUS = 128 + 24;
 
 export interface LocalSandboxOptions {
   /** Folder holding every sandbox of this provider. */
@@ -105,18 +98,6 @@ export interface LocalSandboxProvider extends SandboxProvider {
 }
 
 const ID_PATTERN = /^lsb_[0-9a-f]{20}$/;
-/** TMPDIR of commands, inside the workdir: the only place a command may write. */
-const TMP_DIR = '.tmp';
-/** Denials kept per command. */
-const MAX_DENIALS = 50;
-
-interface Meta {
-  readonly key: SessionKey;
-  readonly allowedDomains: readonly string[];
-  readonly createdAt: string;
-  /** Host folders this sandbox's commands may also read (`grantRead`). */
-  readonly readPaths?: readonly string[];
-}
 
 export async function createLocalSandboxProvider(
   options: LocalSandboxOptions,
@@ -181,24 +162,9 @@ export async function createLocalSandboxProvider(
   return provider;
 }
 
-interface ProviderDeps {
-  readonly rootDir: string;
-  readonly runtime: Runtime;
-  readonly cgroups: SandboxCgroups | undefined;
-  readonly processLimit: ProcessLimitMode;
-  readonly logger: Logger;
-  readonly allowedDomains: readonly string[];
-  readonly allowRead: readonly string[];
-  readonly limits: ExecLimits;
-  readonly warmIdleMs: number;
-  readonly user: SandboxUser | undefined;
-  readonly memoryBytes: number;
-  readonly cpuPercent: number;
-}
-
 export const DEFAULT_WARM_IDLE_MS = 60_000;
 
-class LocalProvider implements LocalSandboxProvider {
+class LocalProvider implements LocalSandboxProvider, SandboxHost {
   readonly kind = 'local' as const;
   readonly rootDir: string;
   readonly processLimit: ProcessLimitMode;
@@ -346,287 +312,4 @@ class LocalProvider implements LocalSandboxProvider {
   #assertOpen(): void {
     if (this.#closed) throw new SandboxError('closed', 'the local sandbox provider is closed');
   }
-}
-
-class LocalSandbox implements Sandbox {
-  readonly id: string;
-  readonly key: SessionKey;
-  readonly workdir: string;
-  readonly #provider: LocalProvider;
-  readonly #allowedDomains: readonly string[];
-  #meta: Meta;
-  #closed = false;
-
-  constructor(provider: LocalProvider, id: string, meta: Meta) {
-    this.#provider = provider;
-    this.id = id;
-    this.key = meta.key;
-    this.#meta = meta;
-    this.workdir = join(provider.rootDir, id, 'work');
-    this.#allowedDomains = [...provider.deps.allowedDomains, ...meta.allowedDomains];
-  }
-
-  async exec(command: CommandSpec, options: ExecOptions): Promise<ExecResult> {
-    // The warm path has no stdin to give (the executor's stdin carries its requests).
-    if (options.stdin === undefined && options.signal?.aborted !== true) {
-      const prepared = await this.#prepare(command, options);
-      const warm = await this.#provider.warmFor(this, this.#allowedDomains);
-      const result = await warm?.run({
-        vars: prepared.env,
-        processes: prepared.limits.processes,
-        stdoutBytes: prepared.limits.stdoutBytes,
-        stderrBytes: prepared.limits.stderrBytes,
-        timeoutMs: options.timeoutMs,
-        signal: options.signal,
-        maxDenials: MAX_DENIALS,
-      });
-      if (result !== undefined) return withCpuLimit(result, prepared.env);
-    }
-    const running = await this.#start(command, options);
-    return running.done;
-  }
-
-  async spawn(command: CommandSpec, options: SpawnOptions = {}): Promise<BackgroundProcess> {
-    const running = await this.#start(command, options);
-    return {
-      pid: running.pid,
-      startedAt: running.startedAt,
-      procStartTime: running.procStartTime,
-      wait: () => running.done,
-      kill: () => running.kill(),
-    };
-  }
-
-  async interact(command: CommandSpec, options: InteractiveOptions): Promise<InteractiveProcess> {
-    const { onStdout, onStderr, ...rest } = options;
-    const running = await this.#start(command, rest, { onStdout, onStderr });
-    const stdin = running.stdin!;
-    let ended = false;
-    void running.done.finally(() => (ended = true));
-    return {
-      pid: running.pid,
-      startedAt: running.startedAt,
-      procStartTime: running.procStartTime,
-      wait: () => running.done,
-      kill: () => running.kill(),
-      write: (data) =>
-        new Promise<void>((resolve, reject) => {
-          if (ended || stdin.destroyed || stdin.writableEnded) {
-            reject(new SandboxError('closed', `the command in sandbox ${this.id} has ended`));
-            return;
-          }
-          stdin.write(data, (err) =>
-            err
-              ? reject(
-                  new SandboxError('closed', `could not write to the command: ${err.message}`, {
-                    cause: err,
-                  }),
-                )
-              : resolve(),
-          );
-        }),
-      closeStdin: () =>
-        new Promise<void>((resolve) => {
-          if (stdin.writableEnded || stdin.destroyed) resolve();
-          else stdin.end(resolve);
-        }),
-    };
-  }
-
-  get readPaths(): readonly string[] {
-    return this.#meta.readPaths ?? [];
-  }
-
-  async grantRead(hostPath: string): Promise<void> {
-    this.#assertOpen();
-    if (!isAbsolute(hostPath) || resolve(hostPath) !== hostPath) {
-      throw new SandboxError(
-        'path_escape',
-        `a granted read path must be absolute and normal: ${hostPath}`,
-      );
-    }
-    if (this.readPaths.includes(hostPath)) return;
-    this.#meta = { ...this.#meta, readPaths: [...this.readPaths, hostPath] };
-    await writeFile(
-      join(this.#provider.rootDir, this.id, 'meta.json'),
-      JSON.stringify(this.#meta),
-      {
-        mode: 0o600,
-      },
-    );
-    // A running warm executor was bound without the folder; the next command starts anew.
-    await this.#provider.stopWarm(this.id);
-  }
-
-  async putFile(path: string, data: string | Uint8Array): Promise<void> {
-    this.#assertOpen();
-    await writeFileInside(this.workdir, path, data, this.#provider.deps.user);
-  }
-
-  async getFile(path: string, options: GetFileOptions = {}): Promise<Buffer> {
-    this.#assertOpen();
-    return readFileInside(this.workdir, path, options.maxBytes);
-  }
-
-  close(): Promise<void> {
-    this.#closed = true;
-    return Promise.resolve();
-  }
-
-  async destroy(): Promise<void> {
-    this.#closed = true;
-    await this.#provider.destroy(this.id);
-  }
-
-  /** Checks a command's options; returns its launcher variables and limits. */
-  async #prepare(
-    command: CommandSpec,
-    options: SpawnOptions,
-  ): Promise<{ cwd: string; limits: ExecLimits; env: Record<string, string> }> {
-    this.#assertOpen();
-    const { deps } = this.#provider;
-    if (
-      options.timeoutMs !== undefined &&
-      !(options.timeoutMs > 0 && Number.isFinite(options.timeoutMs))
-    ) {
-      throw new SandboxError(
-        'invalid_command',
-        `timeoutMs must be a positive number of milliseconds`,
-      );
-    }
-    const cwd = await checkDirInside(this.workdir, options.cwd ?? '.');
-    // A command may have removed it; TMPDIR should exist for the next one. If a command put a
-    // file or a link in its place, leave that alone: the command chose to break its TMPDIR.
-    await ensureDirInside(this.workdir, TMP_DIR, deps.user).catch(() => undefined);
-    const limits: ExecLimits = { ...deps.limits, ...options.limits };
-    const cpuSec =
-      this.#provider.cpuLimit === 'rlimit' && options.timeoutMs !== undefined
-        ? Math.max(1, Math.ceil(((options.timeoutMs / 1000) * deps.cpuPercent) / 100))
-        : undefined;
-    const env = launchEnv({
-      command,
-      env: {
-        PATH: SANDBOX_PATH,
-        HOME: this.workdir,
-        LANG: 'C.UTF-8',
-        TMPDIR: join(this.workdir, TMP_DIR),
-        // Debian's bash sources ~/.bashrc when stdin is a socket (Node's pipes are) unless it
-        // is nested; SHLVL=1 makes the command's first bash count as nested, as in a login.
-        SHLVL: '1',
-        ...options.env,
-      },
-      cwd,
-      limits,
-      rlimitProcesses: this.#provider.processLimit === 'rlimit',
-      ...(this.#provider.memoryLimit === 'rlimit' ? { rlimitMemoryBytes: deps.memoryBytes } : {}),
-      ...(cpuSec === undefined ? {} : { rlimitCpuSec: cpuSec }),
-    });
-    return { cwd, limits, env };
-  }
-
-  async #start(
-    command: CommandSpec,
-    options: SpawnOptions,
-    interactive?: LaunchSpec['interactive'],
-  ): Promise<Running> {
-    const { deps } = this.#provider;
-    const { cwd, limits, env } = await this.#prepare(command, options);
-    const commandId = randomBytes(16).toString('base64url');
-    const undo: (() => void | Promise<void>)[] = [];
-    const cleanup = async (): Promise<void> => {
-      for (const step of undo.reverse()) await step();
-      undo.length = 0;
-    };
-    let oomKilled = 0;
-    try {
-      let cgroupProcs: readonly string[] = [];
-      const { cgroups } = deps;
-      if (cgroups) {
-        const group = await cgroups.create(this.id, commandId, {
-          processes: limits.processes,
-          memoryBytes: deps.memoryBytes,
-          cpuPercent: deps.cpuPercent,
-        });
-        undo.push(() => cgroups.remove(this.id, commandId));
-        // Runs before the removal above (undo runs in reverse): the kernel's count of
-        // out-of-memory kills in the command's cgroup.
-        undo.push(async () => {
-          oomKilled = await group.oomKills();
-        });
-        cgroupProcs = group.procs;
-      }
-      undo.push(deps.runtime.allowHosts(commandId, this.#allowedDomains));
-      const stopCollecting = deps.runtime.collect(commandId, MAX_DENIALS);
-      undo.push(() => void stopCollecting());
-      const wrapped = await deps.runtime
-        .wrap({
-          script: LAUNCHER,
-          commandId,
-          workdir: this.workdir,
-          allowRead: [...deps.allowRead, ...this.readPaths],
-        })
-        .catch((err: unknown) => {
-          throw new SandboxError(
-            'unavailable',
-            `sandbox-runtime could not wrap the command: ${String(err)}`,
-            {
-              cause: err,
-            },
-          );
-        });
-      undo.push(wrapped.ended);
-      const running = await launch({
-        argv: hostArgv(wrapped.line, { cgroupProcs, user: deps.user }),
-        env,
-        cwd,
-        stdin: options.stdin,
-        interactive,
-        stdoutBytes: limits.stdoutBytes,
-        stderrBytes: limits.stderrBytes,
-        timeoutMs: options.timeoutMs,
-        signal: options.signal,
-        denials: stopCollecting,
-        killTree: () => (cgroups ? cgroups.kill(this.id, commandId) : Promise.resolve()),
-        cleanup,
-      });
-      const done = running.done.then((result) =>
-        withCpuLimit(oomKilled > 0 ? { ...result, limitExceeded: 'memory' as const } : result, env),
-      );
-      const tracked: Running = { ...running, done, kill: () => running.kill().then(() => done) };
-      this.#track(tracked);
-      return tracked;
-    } catch (err) {
-      await cleanup();
-      throw err;
-    }
-  }
-
-  #track(running: Running): void {
-    const all = this.#provider.running;
-    let set = all.get(this.id);
-    if (!set) all.set(this.id, (set = new Set()));
-    set.add(running);
-    const forget = (): void => {
-      set.delete(running);
-      if (set.size === 0 && all.get(this.id) === set) all.delete(this.id);
-    };
-    running.done.then(forget, forget);
-  }
-
-  #assertOpen(): void {
-    if (this.#closed || this.#provider.closed) {
-      throw new SandboxError('closed', `sandbox ${this.id} is closed`);
-    }
-  }
-}
-
-/**
- * A command that died of SIGXCPU under RLIMIT_CPU: the layers between it and us (bash, the
- * seccomp helper, bwrap) turn its signal into the exit status 128 + 24.
- */
-function withCpuLimit(result: ExecResult, vars: Readonly<Record<string, string>>): ExecResult {
-  if (result.limitExceeded !== undefined || vars.TOOLMESH_CPU === undefined) return result;
-  return result.exitCode === SIGXCPU_STATUS || result.signal === 'SIGXCPU'
-    ? { ...result, limitExceeded: 'cpu' }
-    : result;
 }
