@@ -162,6 +162,9 @@ export const reaperSchema = section({
   retry_max_ms: positiveInt().default(900_000),
   health_host: hostName().default('127.0.0.1'),
   health_port: port().default(8091),
+  // Installed environments (skill dependencies, MCP server packages) nothing refers to any more
+  // are removed once they have not been written for this long; 0 keeps them all.
+  unused_envs_after_sec: intAtLeast(0).default(3600),
 }).superRefine((reaper, ctx) => {
   if (reaper.retry_base_ms > reaper.retry_max_ms) {
     ctx.addIssue({

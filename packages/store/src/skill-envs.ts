@@ -53,6 +53,13 @@ export interface SkillEnvsRepo {
   renew(key: SkillEnvKey, owner: string, leaseMs: number): Promise<boolean>;
   /** Records where the build's files are, while it runs (so a takeover can clean them up). */
   setSandbox(key: SkillEnvKey, owner: string, sandboxId: string, location: string): Promise<void>;
+  /**
+   * Deletes up to `limit` environments nothing refers to any more, last written more than
+   * `olderThanMs` ago: a skill version that no longer exists (its skill deleted), an npm package
+   * no MCP server of the project runs, anything of a deleted project. A build in progress is
+   * left alone. Returns the deleted rows, whose sandboxes the caller destroys.
+   */
+  deleteUnused(olderThanMs: number, limit: number): Promise<UnusedSkillEnv[]>;
   /** Ends the owner's build; undefined when it was no longer its own. */
   finish(
     key: SkillEnvKey,
@@ -64,6 +71,45 @@ export interface SkillEnvsRepo {
     },
   ): Promise<SkillEnvRecord | undefined>;
 }
+
+/** An environment deleted as unused: where its files were. */
+export interface UnusedSkillEnv {
+  project_id: string;
+  skill_name: string;
+  version: string;
+  provider: 'local' | 'e2b';
+  sandbox_id: string | null;
+  location: string | null;
+}
+
+/** The prefix of an MCP server package's environment (services/tools, package-env.ts). */
+const MCP_PACKAGE = 'mcp-npm:';
+
+// An MCP package's version column is the sha256 of `npm\0<identifier>\0<version>` (a text
+// value cannot hold NUL, so the digest is taken over bytes).
+const DELETE_UNUSED_SQL = `
+DELETE FROM state.skill_envs e USING (
+  SELECT x.project_id, x.skill_name, x.version, x.provider FROM state.skill_envs x
+  WHERE x.status <> 'building'
+    AND x.updated_at < now() - make_interval(secs => $1::float8 / 1000)
+    AND NOT EXISTS (
+      SELECT 1 FROM resource.mcp_servers s
+      WHERE x.skill_name LIKE '${MCP_PACKAGE}%' AND s.project_id = x.project_id
+        AND s.package->>'identifier' = substr(x.skill_name, ${MCP_PACKAGE.length + 1})
+        AND encode(sha256('npm'::bytea || '\\x00'::bytea
+                          || convert_to(s.package->>'identifier', 'UTF8') || '\\x00'::bytea
+                          || convert_to(s.package->>'version', 'UTF8')), 'hex') = x.version)
+    AND NOT EXISTS (
+      SELECT 1 FROM resource.skills k JOIN resource.skill_versions v ON v.skill_id = k.skill_id
+      WHERE x.skill_name NOT LIKE '${MCP_PACKAGE}%' AND k.project_id = x.project_id
+        AND k.name = x.skill_name AND v.version = x.version)
+  ORDER BY x.updated_at
+  LIMIT $2
+  FOR UPDATE OF x SKIP LOCKED
+) d
+WHERE e.project_id = d.project_id AND e.skill_name = d.skill_name AND e.version = d.version
+  AND e.provider = d.provider
+RETURNING e.project_id, e.skill_name, e.version, e.provider, e.sandbox_id, e.location`;
 
 const COLS = `project_id, skill_name, version, provider, status, kinds, owner_instance, lease_until,
   location, sandbox_id, output_tail, error, builds, started_at, finished_at, updated_at`;
@@ -96,6 +142,12 @@ export function createSkillEnvsRepo(db: Db): SkillEnvsRepo {
         keyValues(key),
       );
       return rows[0];
+    },
+    deleteUnused(olderThanMs, limit) {
+      return db.query<UnusedSkillEnv>('skill_envs_delete_unused', DELETE_UNUSED_SQL, [
+        olderThanMs,
+        limit,
+      ]);
     },
     listForSkill(projectId, skillName) {
       return db.query<SkillEnvRecord>(

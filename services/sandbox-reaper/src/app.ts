@@ -1,13 +1,15 @@
 // Builds the sandbox-reaper from its configuration: the store, the providers it destroys
 // through, the /healthz server, and the loop: a pass every reaper.interval_ms (at once again
 // when a pass took a full batch, so a backlog drains), each preceded by a heartbeat in
-// state.service_instances that the api can show. stop() lets the pass in flight finish.
+// state.service_instances that the api can show, and followed by the removal of installed
+// environments nothing uses any more (envs.ts). stop() lets the pass in flight finish.
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Config } from '@toolmesh/config';
 import { createStoreFromConfig, instanceIdOf, startHealthServer } from '@toolmesh/service';
 import { reaperHealth, type HealthState } from './health.ts';
 import { destroyersFromConfig, type Destroyers } from './providers.ts';
+import { collectUnusedEnvs } from './envs.ts';
 import { createSandboxReaper } from './reaper.ts';
 import { startRetention, type RetentionLoop } from './retention.ts';
 
@@ -78,6 +80,16 @@ export async function startReaperService(
       startedAt,
     });
     const s = await reaper.runPass();
+    if (r.unused_envs_after_sec > 0) {
+      // Its own failure is logged: it must not hold up the sandboxes' pass.
+      await collectUnusedEnvs({
+        store,
+        destroyers,
+        olderThanMs: r.unused_envs_after_sec * 1000,
+        batchSize: r.batch_size,
+        logger: log,
+      }).catch((err: unknown) => log.warn({ err }, 'removing unused environments failed'));
+    }
     health.lastPassAt = new Date();
     health.lastPass = s;
     health.lastError = undefined;
