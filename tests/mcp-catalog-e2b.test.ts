@@ -5,28 +5,22 @@
 // secret environment variable; no card and no log line holds the secret. A refresh reuses the
 // installed package instead of downloading it again.
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createClient, type Client } from '@toolmesh/client';
 import { loadConfig } from '@toolmesh/config';
 import { createSecretBox } from '@toolmesh/store';
-import {
-  bundleMcpStdioServer,
-  MCP_ENV_SERVER_PATH,
-  startPackageIndex,
-  type McpStdioBundle,
-  type PackageIndex,
-} from '@toolmesh/testing';
+import { startPackageIndex, type McpStdioBundle, type PackageIndex } from '@toolmesh/testing';
 import { startTestApi, type TestApi } from '../services/api/src/test/support.ts';
 import { startToolsService, type ToolsService } from '../services/tools/src/app.ts';
+import { ENV_MCP_PKG, envMcpNpmPackage, publishEnvMcp } from './support/env-mcp-package.ts';
 import { PROVIDER_SETUPS } from './support/sandbox-providers.ts';
 
 const e2b = PROVIDER_SETUPS.find((s) => s.name === 'e2b')!;
 const SECRETS_KEY = randomBytes(32).toString('base64');
 const PKG_TOKEN = `ptok-${randomBytes(8).toString('hex')}`;
-const PKG = '@acme/env-mcp';
+const PKG = ENV_MCP_PKG;
 
 let api: TestApi;
 let tools: ToolsService;
@@ -41,34 +35,12 @@ const entry = {
   name: 'io.github.acme/env-mcp',
   description: 'Tells what its environment holds',
   version: '1.0.0',
-  packages: [
-    {
-      registryType: 'npm',
-      registryBaseUrl: 'https://npm.acme.example',
-      identifier: PKG,
-      version: '1.0.0',
-      transport: { type: 'stdio' },
-      packageArguments: [{ type: 'named', name: '--mode', value: 'e2b' }],
-      environmentVariables: [
-        { name: 'CATALOG_TOKEN', description: 'API token', isRequired: true, isSecret: true },
-        { name: 'GREETING', description: 'How to greet', default: 'hello' },
-      ],
-    },
-  ],
+  packages: [envMcpNpmPackage('e2b', { registryBaseUrl: 'https://npm.acme.example' })],
 };
 
 beforeAll(async () => {
   index = await startPackageIndex();
-  bundle = await bundleMcpStdioServer({ input: MCP_ENV_SERVER_PATH });
-  await index.addNpmPackage(PKG, '1.0.0', {
-    'package.json': JSON.stringify({
-      name: PKG,
-      version: '1.0.0',
-      type: 'module',
-      bin: { 'env-mcp': 'server.mjs' },
-    }),
-    'server.mjs': await readFile(bundle.file, 'utf8'),
-  });
+  bundle = await publishEnvMcp(index);
   api = await startTestApi({
     ...(await e2b.env()),
     CG__SECRETS__KEY: SECRETS_KEY,

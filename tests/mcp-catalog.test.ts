@@ -20,8 +20,6 @@ import { createClient, type Client } from '@toolmesh/client';
 import { loadConfig } from '@toolmesh/config';
 import { createSecretBox } from '@toolmesh/store';
 import {
-  bundleMcpStdioServer,
-  MCP_ENV_SERVER_PATH,
   startMcpHttpServer,
   startPackageIndex,
   type McpHttpFixture,
@@ -31,11 +29,12 @@ import {
 import { ADMIN_KEY, startTestApi, type TestApi } from '../services/api/src/test/support.ts';
 import { startToolsService, type ToolsService } from '../services/tools/src/app.ts';
 import { runToolmesh } from './support/cli.ts';
+import { ENV_MCP_PKG, envMcpNpmPackage, publishEnvMcp } from './support/env-mcp-package.ts';
 
 const SECRETS_KEY = randomBytes(32).toString('base64');
 const REMOTE_TOKEN = `rtok-${randomBytes(8).toString('hex')}`;
 const PKG_TOKEN = `ptok-${randomBytes(8).toString('hex')}`;
-const PKG = '@acme/env-mcp';
+const PKG = ENV_MCP_PKG;
 
 let api: TestApi;
 let tools: ToolsService;
@@ -82,20 +81,11 @@ const packageEntry = () => ({
   repository: { url: 'https://github.com/acme/env-mcp', source: 'github' },
   packages: [
     { registryType: 'pypi', identifier: 'env-mcp', version: '1.0.0', transport: { type: 'stdio' } },
-    {
-      registryType: 'npm',
+    envMcpNpmPackage('catalog', {
       registryBaseUrl: 'https://registry.npmjs.org',
-      identifier: PKG,
-      version: '1.0.0',
       runtimeHint: 'npx',
       runtimeArguments: [{ type: 'positional', value: '-y' }],
-      transport: { type: 'stdio' },
-      packageArguments: [{ type: 'named', name: '--mode', value: 'catalog' }],
-      environmentVariables: [
-        { name: 'CATALOG_TOKEN', description: 'API token', isRequired: true, isSecret: true },
-        { name: 'GREETING', description: 'How to greet', default: 'hello' },
-      ],
-    },
+    }),
   ],
 });
 
@@ -103,16 +93,7 @@ beforeAll(async () => {
   sandboxRoot = await mkdtemp(join(tmpdir(), 'toolmesh-catalog-sandboxes-'));
   catalogDir = await mkdtemp(join(tmpdir(), 'toolmesh-catalog-'));
   index = await startPackageIndex();
-  bundle = await bundleMcpStdioServer({ input: MCP_ENV_SERVER_PATH });
-  await index.addNpmPackage(PKG, '1.0.0', {
-    'package.json': JSON.stringify({
-      name: PKG,
-      version: '1.0.0',
-      type: 'module',
-      bin: { 'env-mcp': 'server.mjs' },
-    }),
-    'server.mjs': await readFile(bundle.file, 'utf8'),
-  });
+  bundle = await publishEnvMcp(index);
   http = await startMcpHttpServer({ announce: false });
   api = await startTestApi({
     CG__SANDBOX__ROOT_DIR: sandboxRoot,

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '@toolmesh/config';
 import { collectUnusedEnvs } from '../services/sandbox-reaper/src/envs.ts';
 import { startReaperService } from '../services/sandbox-reaper/src/app.ts';
+import type { Destroyers } from '../services/sandbox-reaper/src/providers.ts';
 import { countingDestroyers, startReaperWorld, type ReaperWorld } from './support/reaper-rows.ts';
 
 let world: ReaperWorld;
@@ -99,6 +100,15 @@ const exists = (folder: string) =>
     () => true,
     () => false,
   );
+/** One pass over environments unwritten for an hour. */
+const collect = (destroyers: Destroyers) =>
+  collectUnusedEnvs({
+    store: world.store,
+    destroyers,
+    olderThanMs: 3_600_000,
+    batchSize: 100,
+    logger: pino({ level: 'silent' }),
+  });
 const keyOf = (e: Env) => ({ project_id: e.project, skill_name: e.skill, version: e.version });
 
 it('removes what no skill version or MCP server of its project refers to, and nothing else', async () => {
@@ -126,13 +136,7 @@ it('removes what no skill version or MCP server of its project refers to, and no
   const failed = await env(A, 'failed-skill', sha('failed'), { status: 'failed' });
 
   const { destroyers, calls } = countingDestroyers(world.provider);
-  const pass = await collectUnusedEnvs({
-    store: world.store,
-    destroyers,
-    olderThanMs: 3_600_000,
-    batchSize: 100,
-    logger: pino({ level: 'silent' }),
-  });
+  const pass = await collect(destroyers);
   expect(pass).toEqual({ deleted: 5, destroyed: 5, failed: 0 });
 
   const gone = [deletedSkill, otherProjectsSkill, older, otherProjectsPkg, failed];
@@ -158,15 +162,7 @@ it('removes what no skill version or MCP server of its project refers to, and no
   }
 
   // A second pass finds nothing more.
-  expect(
-    await collectUnusedEnvs({
-      store: world.store,
-      destroyers,
-      olderThanMs: 3_600_000,
-      batchSize: 100,
-      logger: pino({ level: 'silent' }),
-    }),
-  ).toEqual({ deleted: 0, destroyed: 0, failed: 0 });
+  expect(await collect(destroyers)).toEqual({ deleted: 0, destroyed: 0, failed: 0 });
 });
 
 it('reports a destroy that fails and goes on with the others', async () => {
@@ -175,13 +171,7 @@ it('reports a destroy that fails and goes on with the others', async () => {
   const { destroyers } = countingDestroyers(world.provider, (id) =>
     id === first.sandboxId ? 1 : 0,
   );
-  const pass = await collectUnusedEnvs({
-    store: world.store,
-    destroyers,
-    olderThanMs: 3_600_000,
-    batchSize: 100,
-    logger: pino({ level: 'silent' }),
-  });
+  const pass = await collect(destroyers);
   expect(pass).toEqual({ deleted: 2, destroyed: 1, failed: 1 });
   expect(await exists(second.folder)).toBe(false);
   // The row is gone (no session mounts it again); the folder that could not be removed is left.

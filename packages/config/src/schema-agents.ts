@@ -8,6 +8,7 @@ import {
   intAtLeast,
   matching,
   section,
+  notAbove,
 } from './schema-kit.ts';
 
 export const llmSchema = section({
@@ -23,13 +24,7 @@ export const llmSchema = section({
   request_timeout_ms: positiveInt().default(120_000),
   stream: z.boolean(expected('true or false')).default(true),
 }).superRefine((llm, ctx) => {
-  if (llm.retry_base_ms > llm.retry_max_ms) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['retry_base_ms'],
-      message: `must not exceed llm.retry_max_ms (${llm.retry_max_ms}), got ${llm.retry_base_ms}`,
-    });
-  }
+  notAbove(ctx, 'llm', llm, 'retry_base_ms', 'retry_max_ms');
 });
 
 export const agentSchema = section({

@@ -54,3 +54,20 @@ export function section<T extends z.core.$ZodLooseShape>(shape: T) {
 export const ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 export const HTTP_URL_OR_EMPTY = /^$|^https?:\/\/\S+$/;
+
+/** Refuses a key of a section that exceeds another key of the same section. */
+export function notAbove<K extends string>(
+  ctx: z.RefinementCtx,
+  section: string,
+  values: Record<K, number>,
+  key: K,
+  limit: K,
+): void {
+  if (values[key] > values[limit]) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [key],
+      message: `must not exceed ${section}.${limit} (${values[limit]}), got ${values[key]}`,
+    });
+  }
+}

@@ -10,6 +10,7 @@ import {
   matching,
   section,
   HTTP_URL_OR_EMPTY,
+  notAbove,
 } from './schema-kit.ts';
 
 export const ArtifactsKind = { fs: 'fs', gcs: 'gcs' } as const;
@@ -94,13 +95,7 @@ export const skillsSchema = section({
   health_host: hostName().default('127.0.0.1'),
   health_port: port().default(0),
 }).superRefine((skills, ctx) => {
-  if (skills.run_timeout_default_ms > skills.run_timeout_max_ms) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['run_timeout_default_ms'],
-      message: `must not exceed skills.run_timeout_max_ms (${skills.run_timeout_max_ms}), got ${skills.run_timeout_default_ms}`,
-    });
-  }
+  notAbove(ctx, 'skills', skills, 'run_timeout_default_ms', 'run_timeout_max_ms');
 });
 
 export const SandboxProviderKind = { local: 'local', e2b: 'e2b' } as const;
@@ -142,13 +137,7 @@ export const sandboxSchema = section({
   lock_wait_ms: intAtLeast(0).default(30_000),
   lock_margin_ms: positiveInt().default(30_000),
 }).superRefine((sandbox, ctx) => {
-  if (sandbox.idle_ttl_sec > sandbox.hard_ttl_sec) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['idle_ttl_sec'],
-      message: `must not exceed sandbox.hard_ttl_sec (${sandbox.hard_ttl_sec}), got ${sandbox.idle_ttl_sec}`,
-    });
-  }
+  notAbove(ctx, 'sandbox', sandbox, 'idle_ttl_sec', 'hard_ttl_sec');
 });
 
 export const reaperSchema = section({
@@ -166,13 +155,7 @@ export const reaperSchema = section({
   // are removed once they have not been written for this long; 0 keeps them all.
   unused_envs_after_sec: intAtLeast(0).default(3600),
 }).superRefine((reaper, ctx) => {
-  if (reaper.retry_base_ms > reaper.retry_max_ms) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['retry_base_ms'],
-      message: `must not exceed reaper.retry_max_ms (${reaper.retry_max_ms}), got ${reaper.retry_base_ms}`,
-    });
-  }
+  notAbove(ctx, 'reaper', reaper, 'retry_base_ms', 'retry_max_ms');
 });
 
 export const e2bSchema = section({

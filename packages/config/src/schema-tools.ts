@@ -1,7 +1,15 @@
 // The configuration of tool calls: the tool services' limits, per-project quotas, the built-in
 // tools, the MCP facade's OAuth and the MCP server catalog.
 import { z } from 'zod';
-import { expected, positiveInt, hostName, port, intAtLeast, section } from './schema-kit.ts';
+import {
+  expected,
+  positiveInt,
+  hostName,
+  port,
+  intAtLeast,
+  section,
+  notAbove,
+} from './schema-kit.ts';
 
 export const toolsSchema = section({
   concurrency: positiveInt().default(64),
@@ -57,20 +65,8 @@ export const toolsSchema = section({
   health_host: hostName().default('127.0.0.1'),
   health_port: port().default(8092),
 }).superRefine((tools, ctx) => {
-  if (tools.default_timeout_ms > tools.max_timeout_ms) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['default_timeout_ms'],
-      message: `must not exceed tools.max_timeout_ms (${tools.max_timeout_ms}), got ${tools.default_timeout_ms}`,
-    });
-  }
-  if (tools.retry_base_ms > tools.retry_max_ms) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['retry_base_ms'],
-      message: `must not exceed tools.retry_max_ms (${tools.retry_max_ms}), got ${tools.retry_base_ms}`,
-    });
-  }
+  notAbove(ctx, 'tools', tools, 'default_timeout_ms', 'max_timeout_ms');
+  notAbove(ctx, 'tools', tools, 'retry_base_ms', 'retry_max_ms');
 });
 
 // Per-project quotas of the skills service, counted in Postgres so every instance sees one count;
