@@ -339,6 +339,65 @@ describe('importing the published Figma REST API document (54 operations)', () =
     expect(JSON.stringify([me, posted, listed, old, bad])).not.toContain(FIGMA_TOKEN);
   });
 
+  it("maps the OAuth2 scheme to an OAuth 2.0 config, asking for each operation's scopes", async () => {
+    const oauth = {
+      type: 'oauth2',
+      grant: 'refresh_token',
+      token_url_secret: 'figma_token_url',
+      client_id_secret: 'figma_client_id',
+      client_secret_secret: 'figma_client_secret',
+      refresh_token_secret: 'figma_refresh_token',
+    };
+    const res = await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+      key: a.key,
+      body: {
+        prefix: 'figmaoauth',
+        document: FIGMA,
+        base_url: figma.url,
+        security: { OAuth2: oauth },
+      },
+    });
+    expect(res.status, res.raw).toBe(200);
+    // getMe accepts a personal token or OAuth2 with two scopes: the mapped OAuth2 is used.
+    expect((await tool('figmaoauth.getMe'))['http']).toEqual({
+      method: 'GET',
+      url: `${figma.url}/v1/me`,
+      auth: { ...oauth, scope: 'current_user:read files:read' },
+    });
+    // A scope the config names wins over the requirement's.
+    const again = await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+      key: a.key,
+      body: {
+        prefix: 'figmaoauth',
+        document: FIGMA,
+        base_url: figma.url,
+        security: { OAuth2: { ...oauth, scope: 'current_user:read' } },
+      },
+    });
+    expect(again.status, again.raw).toBe(200);
+    expect((await tool('figmaoauth.getMe'))['http']).toMatchObject({
+      auth: { scope: 'current_user:read' },
+    });
+
+    // An OAuth 2.0 config for a scheme that is not OAuth, or one missing its client, is refused.
+    const apiKey = await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+      key: a.key,
+      body: { prefix: 'figmabad', document: FIGMA, security: { PersonalAccessToken: oauth } },
+    });
+    expect(apiKey.status, apiKey.raw).toBe(400);
+    expect(apiKey.body.error).toMatchObject({
+      code: 'invalid_request',
+      message: expect.stringContaining('PersonalAccessToken is of type apiKey'),
+    });
+    const { client_id_secret: _, ...noClient } = oauth;
+    const incomplete = await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+      key: a.key,
+      body: { prefix: 'figmabad', document: FIGMA, security: { OAuth2: noClient } },
+    });
+    expect(incomplete.status, incomplete.raw).toBe(400);
+    expect(incomplete.raw).toContain('security');
+  });
+
   it('a re-import with one operation changed and one removed updates one and disables the other', async () => {
     const changed = parseYaml(FIGMA) as typeof doc;
     (changed.paths['/v1/me']!['get'] as unknown as Record<string, unknown>)['summary'] =

@@ -6,14 +6,17 @@
 // - the base URL is the operation's (or path's, or document's) first server, unless the caller
 //   overrides it;
 // - the first security requirement whose scheme the caller mapped to a project secret becomes
-//   the template's auth (oauth2 and openIdConnect tokens are sent as bearer tokens);
+//   the template's auth (a secret of an oauth2 or openIdConnect scheme is sent as a bearer
+//   token; an OAuth 2.0 config mapped to one makes the tools service get and refresh tokens,
+//   with the requirement's scopes);
 // - the description is the summary and the description;
 // - the tool's version is the document's info.version, and an operation marked `deprecated`
 //   makes a deprecated tool (hidden from lists unless asked for, still callable).
 // An operation the http kind cannot run (a non-JSON body, a cookie, a method it does not send,
 // a parameter name it cannot carry) is skipped with the reason, never imported half-working.
-import { ID_PATTERN, type HttpAuth, type HttpSpec } from '@toolmesh/protocol';
+import { ID_PATTERN, type HttpAuth, type HttpSpec, type OAuth2Auth } from '@toolmesh/protocol';
 import type { ImportedTool } from '@toolmesh/store';
+import { ApiError } from '../errors.ts';
 import { toJsonSchema } from './schema.ts';
 import type { OpenApiDocument } from './load.ts';
 
@@ -24,8 +27,8 @@ export interface ConvertOptions {
   prefix: string;
   /** Replaces the document's servers. */
   baseUrl?: string | undefined;
-  /** Security scheme name -> project secret name. */
-  security: Record<string, string>;
+  /** Security scheme name -> project secret name, or an OAuth 2.0 config (oauth2 schemes). */
+  security: Record<string, string | OAuth2Auth>;
   /** Operation ids or tags: only these (when given), and never those. */
   include?: string[] | undefined;
   exclude?: string[] | undefined;
@@ -79,10 +82,12 @@ function serverUrl(server: unknown): string | undefined {
   return /^https?:\/\/[^\s{}]+$/.test(url) ? url : undefined;
 }
 
+const OAUTH_SCHEMES = new Set(['oauth2', 'openIdConnect']);
+
 function authFor(
   requirements: unknown,
   schemes: Obj,
-  mapped: Record<string, string>,
+  mapped: Record<string, string | OAuth2Auth>,
 ): { auth?: HttpAuth; missing?: string[] } {
   if (!Array.isArray(requirements) || requirements.length === 0) return {};
   const wanted: string[] = [];
@@ -98,6 +103,14 @@ function authFor(
     const scheme = schemes[name];
     if (!secret || !isObj(scheme)) continue;
     const type = scheme['type'];
+    if (typeof secret !== 'string') {
+      // The tools service runs the grant; the requirement's scopes are asked for unless the
+      // config names its own.
+      const scopes = req[name];
+      const scope =
+        Array.isArray(scopes) && scopes.length > 0 ? scopes.map(String).join(' ') : undefined;
+      return { auth: { ...(scope ? { scope } : {}), ...secret } };
+    }
     if (type === 'http' && String(scheme['scheme']).toLowerCase() === 'bearer')
       return { auth: { type: 'bearer', secret } };
     if (type === 'http' && String(scheme['scheme']).toLowerCase() === 'basic')
@@ -129,9 +142,16 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
   const root = doc as unknown as Obj;
   const components = isObj(root['components']) ? root['components'] : {};
   const schemes = isObj(components['securitySchemes']) ? components['securitySchemes'] : {};
-  for (const scheme of Object.keys(o.security)) {
-    if (!(scheme in schemes)) {
+  for (const [scheme, value] of Object.entries(o.security)) {
+    const declared = schemes[scheme];
+    if (!isObj(declared)) {
       out.warnings.push(`security scheme ${scheme} is not in the document's securitySchemes`);
+    } else if (typeof value !== 'string' && !OAUTH_SCHEMES.has(String(declared['type']))) {
+      throw new ApiError(
+        'invalid_request',
+        `security scheme ${scheme} is of type ${String(declared['type'])}: an OAuth 2.0 config maps only an oauth2 or openIdConnect scheme; map it to a project secret`,
+        { scheme, type: declared['type'] },
+      );
     }
   }
   const include = o.include && o.include.length > 0 ? new Set(o.include) : undefined;

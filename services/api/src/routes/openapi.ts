@@ -6,7 +6,7 @@
 // fetches the document on the user's side and sends it here.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { HttpSpec } from '@toolmesh/protocol';
+import { HttpSpec, OAuth2Auth } from '@toolmesh/protocol';
 import type { ImportedTool } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse } from '../errors.ts';
@@ -34,9 +34,11 @@ const ImportBody = z.strictObject({
     .optional()
     .describe("replaces the document's servers (needed when they are relative)"),
   security: z
-    .record(z.string().min(1).max(200), Id)
+    .record(z.string().min(1).max(200), z.union([Id, OAuth2Auth]))
     .default({})
-    .describe('security scheme name -> project secret sent for it'),
+    .describe(
+      "security scheme name -> the project secret sent for it, or for an oauth2 or openIdConnect scheme an OAuth 2.0 auth config (the tools service gets and refreshes the tokens; the scopes of the operation's requirement unless it names a scope)",
+    ),
   include: z
     .array(Selector)
     .max(1000)
