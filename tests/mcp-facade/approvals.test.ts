@@ -16,6 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
+import { idempotentCallId } from '../../services/api/src/mcp/calls.ts';
 import { modernDispatch, startFacadeMesh, type FacadeMesh } from './support.ts';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
@@ -147,6 +148,51 @@ describe('approvals through the MCP facade', () => {
         code: 'approval_denied',
         details: { decided_by: `mcp:${keyId}`, reason: 'not now' },
       },
+    });
+  });
+
+  it('a client re-sending a keyed call that already waits for approval is asked too', async () => {
+    // The call is parked by a client that cannot be asked; its awaiting_approval event is long
+    // gone when the re-send arrives, so the facade finds the approval in Postgres.
+    const plain = new Client({ name: 'plain', version: '1.0.0' });
+    await plain.connect(
+      new StreamableHTTPClientTransport(mesh.mcpUrl(mesh.project.id), {
+        requestInit: { headers: { authorization: `Bearer ${mesh.project.key}` } },
+      }),
+    );
+    clients.push(plain);
+    const key = `parked-${Date.now()}`;
+    const params = {
+      name: 'builtin__echo',
+      arguments: { text: 'parked first' },
+      _meta: { 'io.toolmesh/idempotency-key': key },
+    };
+    const first = plain.callTool(params);
+    const id = idempotentCallId(mesh.project.id, key);
+    await expect
+      .poll(async () => (await mesh.api.store.approvals.forCall(mesh.project.id, id))?.status, {
+        timeout: 20_000,
+      })
+      .toBe('pending');
+    const { client, asked } = await elicitingClient(() => ({
+      action: 'accept',
+      content: { approve: true, reason: 'seen on the re-send' },
+    }));
+    const second = await client.callTool(params);
+    expect(second.isError, JSON.stringify(second)).toBeFalsy();
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.message).toContain('parked first');
+    // Both requests get the one call's card.
+    const firstResult = await first;
+    expect(firstResult.structuredContent).toEqual(second.structuredContent);
+    expect((second._meta as Record<string, string>)['io.toolmesh/tool-call-id']).toBe(id);
+    expect(await mesh.api.store.approvals.forCall(mesh.project.id, id)).toMatchObject({
+      status: 'approved',
+      decision_reason: 'seen on the re-send',
+    });
+    expect(await mesh.api.store.executions.get(mesh.project.id, id)).toMatchObject({
+      status: 'succeeded',
+      attempts: 1,
     });
   });
 
