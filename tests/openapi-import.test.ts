@@ -8,8 +8,10 @@
 // project's key refused; bad documents and limits refused with clear 4xx answers.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -622,6 +624,43 @@ describe('toolmesh tools import-openapi', () => {
     );
     expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ added: [], changed: [], removed: [] });
+
+    // The OAuth 2.0 scheme mapped to a config in a file, with @<file>.
+    const dir = await mkdtemp(join(tmpdir(), 'toolmesh-openapi-cli-'));
+    const oauth = {
+      type: 'oauth2',
+      grant: 'client_credentials',
+      token_url_secret: 'petstore_token_url',
+      client_id_secret: 'petstore_client_id',
+      client_secret_secret: 'petstore_client_secret',
+    };
+    await writeFile(join(dir, 'oauth.json'), JSON.stringify(oauth));
+    const oauthed = await runToolmesh(
+      [
+        ...args.slice(0, 2),
+        file,
+        '--prefix',
+        'clioauth',
+        '--security',
+        `petstore_auth=@${join(dir, 'oauth.json')}`,
+        '--include',
+        'pet',
+        '--base-url',
+        `${store.url}/api/v3`,
+      ],
+      env,
+    );
+    expect(oauthed.code, oauthed.stderr).toBe(0);
+    expect((await tool('clioauth.findPetsByStatus'))['http']).toMatchObject({
+      auth: { ...oauth, scope: 'write:pets read:pets' },
+    });
+    const missing = await runToolmesh(
+      [...args.slice(0, 2), file, '--prefix', 'clioauth', '--security', 'petstore_auth=@nope.json'],
+      env,
+    );
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('cannot read nope.json');
+    await rm(dir, { recursive: true, force: true });
   }, 120_000);
 });
 

@@ -228,7 +228,10 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
       'a fixed request header (repeatable)',
       (v: string, prev: string[] = []) => [...prev, v],
     )
-    .option('--auth <spec>', 'bearer:<secret>, basic:<secret> or header:<Header-Name>:<secret>')
+    .option(
+      '--auth <spec>',
+      'bearer:<secret>, basic:<secret>, header:<Header-Name>:<secret>, or @<file>: an OAuth 2.0 config (JSON)',
+    )
     .option('--options <json>', 'policies: timeout_ms, rate_limit, retries, cost')
     .action(run((ctx, name: string | undefined, f: AddHttpFlags) => toolsAddHttp(ctx, name, f)));
 
@@ -242,7 +245,7 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .option('--base-url <url>', "replaces the document's servers")
     .option(
       '--security <scheme=secret>',
-      'send this project secret for a security scheme (repeatable)',
+      'send this project secret for a security scheme, or <scheme>=@<file>: an OAuth 2.0 config (JSON) for an oauth2 scheme (repeatable)',
       (v: string, prev: string[] = []) => [...prev, v],
     )
     .option('--include <ids>', 'comma-separated operation ids or tags to import')

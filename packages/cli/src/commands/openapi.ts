@@ -9,6 +9,7 @@ import type { Context } from '../context.ts';
 import { CliError, ExitCode, usageError } from '../exit.ts';
 import { printJson, printLine } from '../output.ts';
 import { projectOf } from '../settings.ts';
+import { jsonObjectFile } from './parse.ts';
 
 /** A document larger than this is not fetched further (the api's own limit is [api] openapi_max_bytes). */
 const MAX_FETCH_BYTES = 16 * 1024 * 1024;
@@ -93,11 +94,18 @@ export async function toolsImportOpenApi(
   source: string,
   f: ImportOpenApiFlags,
 ): Promise<number> {
-  const security: Record<string, string> = {};
+  const security: Record<string, string | Record<string, unknown>> = {};
   for (const s of f.security ?? []) {
     const i = s.indexOf('=');
-    if (i <= 0) throw usageError(`--security is <scheme>=<secret>, got ${JSON.stringify(s)}`);
-    security[s.slice(0, i)] = s.slice(i + 1);
+    if (i <= 0)
+      throw usageError(
+        `--security is <scheme>=<secret> or <scheme>=@<file>, got ${JSON.stringify(s)}`,
+      );
+    const value = s.slice(i + 1);
+    // `@<file>`: an OAuth 2.0 config for an oauth2 or openIdConnect scheme.
+    security[s.slice(0, i)] = value.startsWith('@')
+      ? await jsonObjectFile(value, '--security')
+      : value;
   }
   let text: string;
   let baseUrl = f.baseUrl;

@@ -1,4 +1,5 @@
 // Checks of flag values that commander leaves to us; each bad value is a usage error (exit 2).
+import { readFile } from 'node:fs/promises';
 import { usageError } from '../exit.ts';
 
 export function jsonObject(text: string, flag: string): Record<string, unknown> {
@@ -20,4 +21,13 @@ export function intOption(text: string | undefined, flag: string): number | unde
   if (!Number.isSafeInteger(n) || n <= 0)
     throw usageError(`${flag} must be a positive integer, got ${JSON.stringify(text)}`);
   return n;
+}
+
+/** The JSON object in the file an `@<path>` flag value names (an OAuth 2.0 auth config, say). */
+export async function jsonObjectFile(at: string, flag: string): Promise<Record<string, unknown>> {
+  const path = at.slice(1);
+  const text = await readFile(path, 'utf8').catch((err: unknown) => {
+    throw usageError(`${flag}: cannot read ${path}: ${(err as Error).message}`);
+  });
+  return jsonObject(text, `${flag} (${path})`);
 }

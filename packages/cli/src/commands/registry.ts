@@ -7,7 +7,7 @@ import type { Context } from '../context.ts';
 import { CliError, ExitCode, usageError } from '../exit.ts';
 import { printJson, printLine, printTable } from '../output.ts';
 import { projectOf } from '../settings.ts';
-import { jsonObject } from './parse.ts';
+import { jsonObject, jsonObjectFile } from './parse.ts';
 
 const p = (ctx: Context) => `/v1/projects/${encodeURIComponent(projectOf(ctx.settings))}`;
 
@@ -96,11 +96,15 @@ const list = (text: string | undefined) =>
         .filter(Boolean);
 
 /** `bearer:<secret>`, `basic:<secret>` or `header:<Header-Name>:<secret>`. */
-function parseAuth(text: string): Record<string, string> {
+function parseAuth(text: string): Promise<Record<string, unknown>> | Record<string, unknown> {
+  // An OAuth 2.0 config (grant, token URL and client secrets) does not fit in a flag: a file.
+  if (text.startsWith('@')) return jsonObjectFile(text, '--auth');
   const [type, a, b] = text.split(':');
   if ((type === 'bearer' || type === 'basic') && a && b === undefined) return { type, secret: a };
   if (type === 'header' && a && b) return { type, header: a, secret: b };
-  throw usageError('--auth is bearer:<secret>, basic:<secret> or header:<Header-Name>:<secret>');
+  throw usageError(
+    '--auth is bearer:<secret>, basic:<secret>, header:<Header-Name>:<secret> or @<file> (an OAuth 2.0 config)',
+  );
 }
 
 export async function toolsAddHttp(
@@ -135,7 +139,7 @@ export async function toolsAddHttp(
     if (query) http['query'] = query;
     const body = list(f.body);
     if (body) http['body'] = body;
-    if (f.auth !== undefined) http['auth'] = parseAuth(f.auth);
+    if (f.auth !== undefined) http['auth'] = await parseAuth(f.auth);
     tool = {
       name,
       description: f.description ?? `${http['method'] as string} ${f.url}`,
