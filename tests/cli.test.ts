@@ -420,6 +420,44 @@ describe('secrets and HTTP tools', () => {
     expect((await toolmesh(['tools', 'add-http', '--file', join(tmp, 'none.json')])).code).toBe(4);
   });
 
+  it('registers an HTTP tool whose OAuth 2.0 config comes from a file', async () => {
+    const oauth = {
+      type: 'oauth2',
+      grant: 'client_credentials',
+      token_url_secret: 'oauth_token_url',
+      client_id_secret: 'oauth_client_id',
+      client_secret_secret: 'oauth_client_secret',
+      scope: 'items:read',
+    };
+    const file = join(tmp, 'oauth.json');
+    await writeFile(file, JSON.stringify(oauth));
+    const add = await toolmesh([
+      'tools',
+      'add-http',
+      'web.oauthed',
+      '--url',
+      `${up.url}/echo/oauthed`,
+      '--auth',
+      `@${file}`,
+      '--json',
+    ]);
+    expect(add.code, add.stderr).toBe(0);
+    expect(json(add)).toMatchObject({ name: 'web.oauthed', http: { auth: oauth } });
+    const broken = join(tmp, 'broken.json');
+    await writeFile(broken, '{"type": "oauth2"');
+    const bad = await toolmesh([
+      'tools',
+      'add-http',
+      'web.o2',
+      '--url',
+      up.url,
+      '--auth',
+      `@${broken}`,
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('is not valid JSON');
+  });
+
   it('a call to an unregistered tool fails at once instead of hanging', async () => {
     const r = await toolmesh(['call', 'nothing.here', '--json']);
     expect(r.code).toBe(1);
