@@ -23,6 +23,7 @@ import {
 } from '@toolmesh/protocol';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { watchApproval } from './approval-watch.ts';
 import { artifactLinks } from './resources.ts';
 
 /** The `_meta` key a client sets to make a re-sent call the same call. */
@@ -36,14 +37,6 @@ const QUEUED_BY = 'api';
  * tool service opens its running row after as long (packages/tool-service/src/service.ts).
  */
 const QUEUED_ROW_AFTER_MS = 50;
-/**
- * When a waiting call's approval is looked up in Postgres (ms after the request began). The
- * `awaiting_approval` progress event that normally tells the facade is core NATS: lost on a
- * reconnect, and never sent again for a call that was already parked when this request began
- * (a re-send of a keyed call). Later checks are spaced out to keep a long call cheap.
- */
-const APPROVAL_CHECKS_MS = [1_000, 4_000, 10_000, 30_000];
-const APPROVAL_CHECK_EVERY_MS = 30_000;
 
 /**
  * The tool_call_id of a keyed call: the project and the key hashed into a UUID-shaped id, so a
@@ -175,48 +168,6 @@ export function createMeshCalls(deps: CallDeps) {
     if (!card) return undefined;
     const tool = await store.tools.get(project, e.tool_name);
     return toCallToolResult(card.content as ToolResultContent, id, tool?.origin);
-  }
-
-  /**
-   * Passes a pending approval of the call to onProgress as its `awaiting_approval` event, when
-   * that event has not come over the bus (see APPROVAL_CHECKS_MS); once per approval.
-   */
-  function watchApproval(call: ProgressOf, id: string, seen: Set<string>): () => void {
-    const onProgress = call.onProgress;
-    if (!onProgress) return () => undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let stopped = false;
-    const schedule = (n: number) => {
-      const at = APPROVAL_CHECKS_MS[n];
-      const prev = n === 0 ? 0 : (APPROVAL_CHECKS_MS[n - 1] ?? 0);
-      const delay = at === undefined ? APPROVAL_CHECK_EVERY_MS : at - prev;
-      timer = setTimeout(() => void check(n), delay);
-      timer.unref();
-    };
-    const check = async (n: number) => {
-      const a = await store.approvals.forCall(call.project, id).catch(() => undefined);
-      if (stopped) return;
-      if (a?.status === 'pending' && !seen.has(a.approval_id)) {
-        seen.add(a.approval_id);
-        onProgress({
-          v: 1,
-          tool_call_id: id,
-          tool_name: call.tool.name,
-          at: new Date().toISOString(),
-          detail: {
-            status: 'awaiting_approval',
-            approval_id: a.approval_id,
-            expires_at: a.expires_at.toISOString(),
-          },
-        });
-      }
-      schedule(n + 1);
-    };
-    schedule(0);
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
   }
 
   function listenProgress(
@@ -407,7 +358,7 @@ export function createMeshCalls(deps: CallDeps) {
     if (answer) return answer;
     const seen = new Set<string>();
     const progress = listenProgress(call, id, seen);
-    const stopWatching = watchApproval(call, id, seen);
+    const stopWatching = watchApproval(store, call, id, seen);
     const onAbort = () => {
       client
         .cancel({ project, channel: MCP_CHANNEL, toolCallId: id, reason: 'MCP request cancelled' })
