@@ -1,7 +1,8 @@
 // Group commit: requests that arrive in the same turn of the event loop, or while a statement is
 // in flight, are gathered and written by the next statement as one batch. At low load a request
-// goes out at the end of its turn; under load one round trip and one commit serve many calls, which is what lets a tool service
-// write thousands of result cards per second on a small machine.
+// goes out at the end of its turn; under load one round trip and one commit serve many calls,
+// which is what lets a tool service write thousands of result cards per second on a small
+// machine.
 
 export interface BatcherOptions<I, O> {
   /** Writes a batch; returns one outcome per item, in order (an Error rejects that item). */
