@@ -153,12 +153,7 @@ export { FilePathError, normalizeFilePath } from './files.ts';
 export type { FileEntry, FileLimits, FilesRepo, ProjectFile, WriteOutcome } from './files.ts';
 export type { Document, DocumentHit, DocumentsRepo, NewDocument } from './documents.ts';
 export { SkillEnvStatus } from './skill-envs.ts';
-export type {
-  SkillEnvKey,
-  SkillEnvRecord,
-  SkillEnvsRepo,
-  UnusedSkillEnv,
-} from './skill-envs.ts';
+export type { SkillEnvKey, SkillEnvRecord, SkillEnvsRepo, UnusedSkillEnv } from './skill-envs.ts';
 export type {
   ArtifactListing,
   ConsoleReadsRepo,
