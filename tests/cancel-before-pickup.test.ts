@@ -1,6 +1,7 @@
 // Regression: a cancel sent while no tool-service instance runs is not lost. The call and its
 // cancel wait in the stream; an instance started afterwards ends the call `canceled` with one
-// card and never runs it (the file its command would write does not exist). A cancel sent under
+// card and never runs it (the file its command would write does not exist). A pure tool's call
+// (builtin.echo, no lease) ends canceled the same way, through the stored cancel. A cancel sent under
 // another project, over HTTP or straight on the bus, does not touch a call of this project.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectError, type TestResponse } from '../services/api/src/test/support.ts';
@@ -28,15 +29,13 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60
 }
 
 /** Queues a command in the session over HTTP without waiting; returns its execution id. */
-async function queue(command: string): Promise<string> {
+const queue = (command: string) => queueCall('skills.run_cmd', { command, session_id: session });
+
+/** Queues a call over HTTP without waiting; returns its execution id. */
+async function queueCall(tool: string, args: Record<string, unknown>): Promise<string> {
   const res = await mesh.api.request('POST', `/v1/projects/${mesh.project.id}/executions`, {
     key: mesh.project.key,
-    body: {
-      tool: 'skills.run_cmd',
-      arguments: { command, session_id: session },
-      wait: false,
-      timeout_ms: 60_000,
-    },
+    body: { tool, arguments: args, wait: false, timeout_ms: 60_000 },
   });
   expect(res.status, res.raw).toBe(202);
   expect(res.body.execution.status).toBe('queued');
@@ -52,6 +51,16 @@ it(
   async () => {
     const canceled = await queue('echo ran > canceled-proof.txt');
     const kept = await queue('echo ran > kept-proof.txt');
+    // builtin.echo is a pure tool: its calls take no lease, so no tombstone stops them; the
+    // stored cancel does, when the result is filed.
+    const pureCanceled = await queueCall('builtin.echo', { text: 'never mind' });
+    const pureKept = await queueCall('builtin.echo', { text: 'still wanted' });
+    const pureCancel = await mesh.api.request(
+      'POST',
+      `/v1/projects/${mesh.project.id}/executions/${pureCanceled}/cancel`,
+      { key: mesh.project.key, body: { reason: 'not needed' } },
+    );
+    expect(pureCancel.status, pureCancel.raw).toBe(202);
 
     const cancel = await mesh.api.request(
       'POST',
@@ -82,6 +91,24 @@ it(
       error: { code: 'canceled', message: 'canceled: changed my mind' },
     });
     expect(await mesh.api.store.cards.countToolResults(mesh.project.id, canceled)).toBe(1);
+
+    let pure: TestResponse | undefined;
+    await until('the canceled echo has its result', async () => {
+      pure = await execution(pureCanceled);
+      return pure.body.execution.status !== 'queued' && pure.body.execution.status !== 'running';
+    });
+    expect(pure?.body.execution).toMatchObject({ status: 'canceled', error_code: 'canceled' });
+    expect(pure?.body.card.content).toMatchObject({
+      status: 'canceled',
+      error: { code: 'canceled', message: 'canceled: not needed' },
+    });
+    expect(pure?.body.card.content.result).toBeUndefined();
+    expect(await mesh.api.store.cards.countToolResults(mesh.project.id, pureCanceled)).toBe(1);
+    await until(
+      'the echo nobody canceled succeeded',
+      async () => (await execution(pureKept)).body.execution.status === 'succeeded',
+    );
+    expect((await execution(pureKept)).body.card.content.result).toEqual({ text: 'still wanted' });
 
     await until(
       'the call canceled under another project ran',

@@ -39,6 +39,11 @@ export interface RecordToolResult {
   context?: CallContext | undefined;
   /** As the publisher's CG-Credential-Id named it (see CREDENTIAL_OF). */
   credentialId?: string | undefined;
+  /**
+   * File the call `canceled` instead when a cancel of it was stored (recordCancel) before: for
+   * a call that took no lease, so met no tombstone (a pure tool's).
+   */
+  checkCancel?: boolean | undefined;
 }
 
 export interface RecordedResult {
@@ -51,6 +56,8 @@ export interface RecordedResult {
 
 export interface ResultsRepo {
   record(r: RecordToolResult): Promise<RecordedResult>;
+  /** Stores a cancel of a call (the durable cancel consumer does, beside its tombstone). */
+  recordCancel(projectId: string, toolCallId: string, reason: string): Promise<void>;
 }
 
 const COLUMNS = [
@@ -77,14 +84,35 @@ const COLUMNS = [
   'session_id text',
   'context_metadata jsonb',
   'credential_id text',
+  'check_cancel boolean',
 ] as const;
 
 const UNNEST = COLUMNS.map((c, i) => `$${i + 1}::${c.split(' ')[1]}[]`).join(', ');
 const NAMES = COLUMNS.map((c) => c.split(' ')[0]).join(', ');
 
+/** The columns of a row as given, but for those a stored cancel replaces. */
+const KEPT = COLUMNS.map((c) => c.split(' ')[0]!)
+  .filter((n) => !['content', 'status', 'error_code', 'check_cancel'].includes(n))
+  .map((n) => `r.${n}`)
+  .join(', ');
+
+// A row asking for it (a pure tool's call, which took no lease and so met no tombstone) is filed
+// `canceled` instead of its result when a cancel of the call was stored first.
 const RECORD_SQL = `
-WITH input AS (
+WITH raw AS (
   SELECT * FROM unnest(${UNNEST}) AS t(${NAMES})
+),
+input AS (
+  SELECT ${KEPT},
+    CASE WHEN cc.reason IS NULL THEN r.content
+         ELSE jsonb_build_object('status', 'canceled', 'duration_ms', r.duration_ms,
+                'error', jsonb_build_object('code', 'canceled', 'message', cc.reason)) END AS content,
+    CASE WHEN cc.reason IS NULL THEN r.status ELSE 'canceled' END AS status,
+    CASE WHEN cc.reason IS NULL THEN r.error_code ELSE 'canceled' END AS error_code,
+    cc.reason IS NOT NULL AS canceled
+  FROM raw r LEFT JOIN state.call_cancels cc
+    ON r.check_cancel AND cc.project_id = r.project_id
+   AND md5(cc.tool_call_id) = md5(r.tool_call_id) AND cc.tool_call_id = r.tool_call_id
 ),
 taken AS (
   SELECT t.project_id, t.tool_call_id FROM input t
@@ -101,8 +129,9 @@ ins AS (
   RETURNING card_id, project_id, tool_call_id, created_at
 ),
 card AS (
-  SELECT project_id, tool_call_id, card_id, created_at, NULL::jsonb AS content, true AS inserted
-  FROM ins
+  SELECT i.project_id, i.tool_call_id, i.card_id, i.created_at,
+         CASE WHEN t.canceled THEN t.content END AS content, true AS inserted
+  FROM ins i JOIN input t ON t.project_id = i.project_id AND t.tool_call_id = i.tool_call_id
   UNION ALL
   SELECT c.project_id, c.tool_call_id, c.card_id, c.created_at, c.content, false
   FROM input t JOIN cards c
@@ -200,6 +229,7 @@ function toColumns(items: RecordToolResult[]): unknown[][] {
       r.arguments === undefined ? null : JSON.stringify(r.arguments),
       ...contextValues(r.context),
       r.credentialId ?? null,
+      r.checkCancel === true,
     ];
     values.forEach((v, i) => cols[i]!.push(v));
   }
@@ -274,5 +304,15 @@ export function createResultsRepo(db: Db, opts: ResultsRepoOptions = {}): Result
     },
   });
 
-  return { record: (r) => batcher.submit(r) };
+  return {
+    record: (r) => batcher.submit(r),
+    recordCancel: async (projectId, toolCallId, reason) => {
+      await db.query(
+        'results_record_cancel',
+        `INSERT INTO state.call_cancels (project_id, tool_call_id, reason) VALUES ($1, $2, $3)
+         ON CONFLICT (project_id, md5(tool_call_id)) DO NOTHING`,
+        [projectId, toolCallId, reason],
+      );
+    },
+  };
 }

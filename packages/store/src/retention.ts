@@ -1,8 +1,8 @@
 // Retention of the execution log: finished executions older than the configured age are
-// deleted with their tool.call and tool.result cards and their execution edge. One batch is one
-// statement (its own short transaction) over rows locked with SKIP LOCKED, so a writer closing
-// a row or two retention passes running at once never wait on each other. Rows of turns still
-// in progress are kept: the turn's conversation is rebuilt from those cards.
+// deleted with their tool.call and tool.result cards, their execution edge and a stored cancel.
+// One batch is one statement (its own short transaction) over rows locked with SKIP LOCKED, so
+// a writer closing a row or two retention passes running at once never wait on each other.
+// Rows of turns still in progress are kept: the turn's conversation is rebuilt from those cards.
 import type { Db } from './db.ts';
 
 export interface RetentionBatch {
@@ -43,6 +43,11 @@ cards_gone AS (
 edges_gone AS (
   DELETE FROM state.execution_edges x USING gone g
   WHERE x.tool_call_id = g.tool_call_id AND x.project_id = g.project_id
+),
+cancels_gone AS (
+  DELETE FROM state.call_cancels x USING gone g
+  WHERE x.project_id = g.project_id AND md5(x.tool_call_id) = md5(g.tool_call_id)
+    AND x.tool_call_id = g.tool_call_id
 )
 SELECT (SELECT count(*) FROM gone) AS executions, (SELECT count(*) FROM cards_gone) AS cards`;
 

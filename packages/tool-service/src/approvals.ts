@@ -38,6 +38,8 @@ export type GateOutcome =
 
 export interface ApprovalGate {
   check(d: Delivery, ids: CallIds, call: ToolCall, argumentsKept: unknown): Promise<GateOutcome>;
+  /** Whether the project's settings make this call wait for a person (cached like check's). */
+  required(ids: CallIds): Promise<boolean>;
   /**
    * A stored cancel of a call: if the call waits for approval, the approval ends `canceled` and
    * the call is published again, so its delivery files it canceled now (the cancel's tombstone
@@ -219,6 +221,7 @@ export function createApprovalGate(o: ApprovalGateOptions): ApprovalGate {
   }
 
   return {
+    required: async (ids) => requirementOf(await policyOf(ids), o.defaultTimeoutMs) !== undefined,
     check: async (d, ids, call, argumentsKept) => {
       const marked = d.header(Header.approvalId) !== undefined;
       const need = requirementOf(await policyOf(ids), o.defaultTimeoutMs);

@@ -48,6 +48,12 @@ export interface RunnableTool {
    * the call says `rerun_on_takeover`.
    */
   readonly idempotent?: boolean | undefined;
+  /**
+   * The handler only computes its result from its arguments, in this process: no effect
+   * anywhere, nothing to stop. Its calls take no lease (copies may run side by side; the card
+   * statement keeps one result and files a call canceled when a cancel was stored first).
+   */
+  readonly pure?: boolean | undefined;
   handler(args: unknown, ctx: ToolContext): Promise<unknown>;
 }
 
@@ -60,6 +66,8 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   readonly timeoutMs?: number;
   /** See RunnableTool.idempotent (default true). */
   readonly idempotent?: boolean;
+  /** See RunnableTool.pure (default false). */
+  readonly pure?: boolean;
   handler(args: z.infer<S>, ctx: ToolContext): Promise<unknown>;
 }
 

@@ -60,6 +60,8 @@ export async function finishCall(
             arguments: args,
             context: ids.context,
             credentialId: ids.credentialId,
+            // No lease held: no tombstone was met, so a stored cancel decides.
+            checkCancel: lease === undefined,
           }),
         ),
       lease,

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { Bus, Consumption, Delivery, Disposition, Lease } from '@toolmesh/bus';
 import { cappedArguments, type Store } from '@toolmesh/store';
-import { RetryableError, type ToolResultContent } from '@toolmesh/protocol';
+import { Header, RetryableError, type ToolResultContent } from '@toolmesh/protocol';
 import { metrics } from '@toolmesh/telemetry';
 import type { CallCost, ToolDefinition } from './define.ts';
 import { emitProgress, reemitCard } from './emit.ts';
@@ -197,17 +197,18 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     return bound;
   }
 
-  async function handleCall(
+  /**
+   * The call's lease, or how to answer its message without running it: a tombstone (canceled
+   * before pickup), a finished call (its card again), or an owner still running it (look again).
+   * Rejections take the lease too: a later valid call under the same id must find the failed
+   * result instead of running, and two copies of one call must not race.
+   */
+  async function takeLease(
     d: Delivery,
-    accepted: Intake | Rejection,
-    bound: Bound | Rejection,
     ids: CallIds,
-    started: number,
     lastDelivery: boolean,
     clog: Logger,
-  ): Promise<Disposition> {
-    // Rejections take the lease too: a later valid call under the same id must find the failed
-    // result instead of running, and two copies of one call must not race.
+  ): Promise<{ lease: Lease } | { disposition: Disposition }> {
     const key = bus.names.leaseKey(ids.project, ids.toolCallId);
     const got = await traced('lease', ids, () =>
       bus.leases().acquire(key, `${instanceId}:${d.streamSeq}`, limits.leaseTtlMs),
@@ -217,35 +218,62 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
         // Canceled before any instance picked it up (the tombstone of cancel.ts). A copy of a
         // call that already has its card is answered with that card.
         const done = await reemit(ids, clog);
-        if (done) return done;
+        if (done) return { disposition: done };
         const reason = got.holder.reason ?? 'canceled by request';
         clog.info({ reason }, 'call canceled before it started; not run');
-        return finish(ids, failure('canceled', reason), undefined, clog);
+        return { disposition: await finish(ids, failure('canceled', reason), undefined, clog) };
       }
       if (got.state === 'done') {
         const done = await reemit(ids, clog);
-        if (done) return done;
+        if (done) return { disposition: done };
         clog.error({ lease: got.holder }, 'lease says done but no card exists; retrying');
         throw new RetryableError(`lease of ${ids.toolCallId} is done but its card is missing`);
       }
       // The holder may have finished already (its lease lapses on its own): answer from the card.
       const done = await reemit(ids, clog);
-      if (done) return done;
-      if (lastDelivery) return { type: 'ack' }; // the holder acks its own message
+      if (done) return { disposition: done };
+      if (lastDelivery) return { disposition: { type: 'ack' } }; // the holder acks its own message
       const delayMs = Math.min(Math.max(got.expiresInMs, 100), 2_000);
       clog.debug(
         { holder: got.holder.owner, delayMs },
         'call is running elsewhere; will look again',
       );
-      return { type: 'nak', delayMs };
+      return { disposition: { type: 'nak', delayMs } };
     }
-    const lease = got.lease;
-    if (lease.takeover) {
+    if (got.lease.takeover) {
       // The previous owner may have written the card before its lease lapsed.
       const done = await reemit(ids, clog);
-      if (done) return done;
+      if (done) return { disposition: done };
       metrics.leaseTakeovers.inc({ service: name });
       clog.warn('took over the lease of a stalled or crashed owner');
+    }
+    return { lease: got.lease };
+  }
+
+  async function handleCall(
+    d: Delivery,
+    accepted: Intake | Rejection,
+    bound: Bound | Rejection,
+    ids: CallIds,
+    started: number,
+    lastDelivery: boolean,
+    clog: Logger,
+  ): Promise<Disposition> {
+    // A pure tool's call takes no lease (define.ts): copies may run side by side, the card
+    // statement keeps one result, and it files the call canceled when a cancel was stored first.
+    // One that needs approval, or carries a decision, goes through the gate like any other,
+    // which takes the lease.
+    const pure =
+      accepted.ok &&
+      !('ok' in bound) &&
+      bound.tool.pure === true &&
+      d.header(Header.approvalId) === undefined &&
+      !(await (approvals?.required(ids) ?? Promise.resolve(false)));
+    let lease: Lease | undefined;
+    if (!pure) {
+      const taken = await takeLease(d, ids, lastDelivery, clog);
+      if ('disposition' in taken) return taken.disposition;
+      lease = taken.lease;
     }
     if (!accepted.ok || 'ok' in bound) {
       const r = !accepted.ok ? accepted : (bound as Rejection);
@@ -254,7 +282,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     }
     const { call } = accepted;
     const { tool, args, timeoutMs } = bound;
-    if (approvals) {
+    if (approvals && lease) {
       const gate = await approvals.check(d, ids, call, argumentsOf(ids)).catch(async (err) => {
         await lease.release().catch(() => undefined);
         throw err;
@@ -280,7 +308,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       }
       if (gate.approval) clog.info({ approval_id: gate.approval.approval_id }, 'call approved');
     }
-    const interrupted = lease.takeover ? interruptedOnTakeover(tool, call) : undefined;
+    const interrupted = lease?.takeover ? interruptedOnTakeover(tool, call) : undefined;
     if (interrupted) {
       clog.warn('took over a non-idempotent call mid-run; filed interrupted, not run again');
       return finish(ids, interrupted, lease, clog);
@@ -289,7 +317,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     if (callQuota > 0) {
       const refused = await takeCallSlot(store, ids, instanceId, timeoutMs, callQuota).catch(
         async (err: unknown) => {
-          await lease.release().catch(() => undefined);
+          await lease?.release().catch(() => undefined);
           throw err;
         },
       );
@@ -320,17 +348,20 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
 
     const controller = new AbortController();
     const unregister = cancels?.register(ids.project, ids.toolCallId, controller);
-    const renew = setInterval(
-      () => {
-        lease.renew().then(
-          (held) => {
-            if (!held) clog.error('lease lost to another owner while running');
+    const held = lease;
+    const renew = held
+      ? setInterval(
+          () => {
+            held.renew().then(
+              (held) => {
+                if (!held) clog.error('lease lost to another owner while running');
+              },
+              (err: unknown) => clog.warn({ err }, 'lease renewal failed'),
+            );
           },
-          (err: unknown) => clog.warn({ err }, 'lease renewal failed'),
-        );
-      },
-      Math.max(1_000, Math.floor(limits.leaseTtlMs / 3)),
-    );
+          Math.max(1_000, Math.floor(limits.leaseTtlMs / 3)),
+        )
+      : undefined;
     const annotations: Record<string, unknown> = {};
     let cost: CallCost | undefined;
     let outcome;
@@ -376,7 +407,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       }
     }
     if (outcome.kind === 'retry') {
-      await lease.release().catch(() => undefined);
+      await lease?.release().catch(() => undefined);
       throw outcome.error;
     }
     const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
@@ -413,12 +444,11 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
 
   return {
     start: async () => {
-      cancels = createCancelRegistry(
-        bus,
-        log,
-        async (project, toolCallId, reason) =>
-          await approvals?.canceled(project, toolCallId, reason),
-      );
+      cancels = createCancelRegistry(bus, log, async (project, toolCallId, reason) => {
+        // Stored for the calls that take no lease (pure tools) and so meet no tombstone.
+        await store.results.recordCancel(project, toolCallId, reason);
+        await approvals?.canceled(project, toolCallId, reason);
+      });
       approvals = createApprovalGate({
         bus,
         store,

@@ -9,5 +9,6 @@ export const echoTool = defineTool({
   description: 'Returns its arguments unchanged.',
   args: EchoArgs,
   timeoutMs: 10_000,
+  pure: true,
   handler: (args) => Promise.resolve(args),
 });
