@@ -61,6 +61,8 @@ it(
       { key: mesh.project.key, body: { reason: 'not needed' } },
     );
     expect(pureCancel.status, pureCancel.raw).toBe(202);
+    // A cancel of the kept echo's id under another project is stored under that project only.
+    await mesh.client.cancel({ project: other.id, channel: 'api', toolCallId: pureKept });
 
     const cancel = await mesh.api.request(
       'POST',
@@ -109,6 +111,11 @@ it(
       async () => (await execution(pureKept)).body.execution.status === 'succeeded',
     );
     expect((await execution(pureKept)).body.card.content.result).toEqual({ text: 'still wanted' });
+    const stored = await mesh.api.store.pool.query<{ project_id: string }>(
+      'SELECT project_id FROM state.call_cancels WHERE tool_call_id = $1',
+      [pureKept],
+    );
+    expect(stored.rows).toEqual([{ project_id: other.id }]);
 
     await until(
       'the call canceled under another project ran',
