@@ -96,6 +96,10 @@ const KEPT = COLUMNS.map((c) => c.split(' ')[0]!)
   .map((n) => `r.${n}`)
   .join(', ');
 
+// Each row's lookups (a stored cancel, an agent's call of the same id, an existing card) are
+// LATERAL subqueries with LIMIT 1: always an index probe per row. As plain joins the planner,
+// estimating a batch of ten rows against small tables, hashed the whole table instead (md5 of
+// every turn_calls row per batch), and kept that plan cached as the tables grew.
 // A row asking for it (a pure tool's call, which took no lease and so met no tombstone) is filed
 // `canceled` instead of its result when a cancel of the call was stored first.
 const RECORD_SQL = `
@@ -110,15 +114,19 @@ input AS (
     CASE WHEN cc.reason IS NULL THEN r.status ELSE 'canceled' END AS status,
     CASE WHEN cc.reason IS NULL THEN r.error_code ELSE 'canceled' END AS error_code,
     cc.reason IS NOT NULL AS canceled
-  FROM raw r LEFT JOIN state.call_cancels cc
-    ON r.check_cancel AND cc.project_id = r.project_id
-   AND md5(cc.tool_call_id) = md5(r.tool_call_id) AND cc.tool_call_id = r.tool_call_id
+  FROM raw r LEFT JOIN LATERAL (
+    SELECT cc.reason FROM state.call_cancels cc
+    WHERE r.check_cancel AND cc.project_id = r.project_id
+      AND md5(cc.tool_call_id) = md5(r.tool_call_id) AND cc.tool_call_id = r.tool_call_id
+    LIMIT 1) cc ON true
 ),
 taken AS (
   SELECT t.project_id, t.tool_call_id FROM input t
-  JOIN state.turn_calls tc ON tc.project_id = t.project_id
-   AND md5(tc.tool_call_id) = md5(t.tool_call_id) AND tc.tool_call_id = t.tool_call_id
-  WHERE tc.tool_name <> t.tool_name
+  CROSS JOIN LATERAL (
+    SELECT 1 FROM state.turn_calls tc
+    WHERE tc.project_id = t.project_id AND md5(tc.tool_call_id) = md5(t.tool_call_id)
+      AND tc.tool_call_id = t.tool_call_id AND tc.tool_name <> t.tool_name
+    LIMIT 1) tc
 ),
 ins AS (
   INSERT INTO cards (card_id, project_id, kind, tool_call_id, author, content, metadata)
@@ -134,9 +142,11 @@ card AS (
   FROM ins i JOIN input t ON t.project_id = i.project_id AND t.tool_call_id = i.tool_call_id
   UNION ALL
   SELECT c.project_id, c.tool_call_id, c.card_id, c.created_at, c.content, false
-  FROM input t JOIN cards c
-    ON c.project_id = t.project_id AND md5(c.tool_call_id) = md5(t.tool_call_id)
-   AND c.tool_call_id = t.tool_call_id AND c.kind = 'tool.result'
+  FROM input t CROSS JOIN LATERAL (
+    SELECT c.card_id, c.created_at, c.content, c.project_id, c.tool_call_id FROM cards c
+    WHERE c.project_id = t.project_id AND md5(c.tool_call_id) = md5(t.tool_call_id)
+      AND c.tool_call_id = t.tool_call_id AND c.kind = 'tool.result'
+    LIMIT 1) c
   WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.project_id = t.project_id AND ins.tool_call_id = t.tool_call_id)
     AND NOT EXISTS (SELECT 1 FROM taken k
                     WHERE k.project_id = t.project_id AND k.tool_call_id = t.tool_call_id)
