@@ -11,7 +11,15 @@ import { connect } from '@nats-io/transport-node';
 import { createClient } from '@toolmesh/client';
 import { freePort, startScriptedOpenAI } from '@toolmesh/testing';
 import { agentWorld } from './agent-world.ts';
-import { drive, ROOT_DIR, spawnReady, stopChildren, writeResult, benchServers } from './support.ts';
+import {
+  drive,
+  keepAnalyzed,
+  ROOT_DIR,
+  spawnReady,
+  stopChildren,
+  writeResult,
+  benchServers,
+} from './support.ts';
 import { summarize, table } from './stats.ts';
 
 const SEQUENTIAL = Number(process.env['BENCH_SEQUENTIAL'] ?? 100);
@@ -66,6 +74,7 @@ try {
     adminKey,
     agents: AGENTS,
   });
+  const stopAnalyzing = keepAnalyzed(db.url);
   await drive(WARMUP, 1, turn);
   const seq = await drive(SEQUENTIAL, 1, turn);
   const conc = await drive(CONCURRENT, CONCURRENT, turn);
@@ -94,6 +103,7 @@ try {
   await drive(WARMUP, 1, floorOp);
   const floorSeq = await drive(SEQUENTIAL, 1, floorOp);
   const floorConc = await drive(CONCURRENT, CONCURRENT, floorOp);
+  await stopAnalyzing();
 
   const s = summarize(seq.latencies);
   const c = summarize(conc.latencies);

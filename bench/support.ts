@@ -94,6 +94,33 @@ export async function benchServers(
   return { nats, db, ...(authed ? { auth: authed.auth } : {}) };
 }
 
+/**
+ * Keeps the planner's statistics current while a bench runs, as autovacuum does in a deployment
+ * (within a minute of a table's growth): a bench measures a deployment in its steady state, not
+ * one whose plans were made against the empty tables it started with and stay cached in every
+ * session until the statistics change. A 30-second bench whose tables grow a hundredfold in a
+ * few seconds would otherwise measure sequential scans that no running deployment makes.
+ * Returns a stop function; the ANALYZE runs count in the measured CPU.
+ */
+export function keepAnalyzed(url: string, everyMs = 2_000): () => Promise<void> {
+  const pool = createPool({
+    url,
+    max: 1,
+    statementTimeoutMs: 60_000,
+    connectTimeoutMs: 5_000,
+    logger: pino({ level: 'warn' }),
+  });
+  let running = pool.query('ANALYZE').then(() => undefined);
+  const timer = setInterval(() => {
+    running = running.then(() => pool.query('ANALYZE')).then(() => undefined);
+  }, everyMs);
+  return async () => {
+    clearInterval(timer);
+    await running.catch(() => undefined);
+    await pool.end();
+  };
+}
+
 /** Spawns `node <args>` and resolves once its stdout shows `ready`; later output is dropped. */
 export async function spawnReady(
   args: string[],
