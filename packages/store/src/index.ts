@@ -108,6 +108,7 @@ export type {
   ClaimedTurn,
   Conversation,
   TurnsRepo,
+  WokenTurn,
 } from './turns.ts';
 export type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-events.ts';
 export type { StepContext } from './step-context.ts';

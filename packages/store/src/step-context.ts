@@ -1,19 +1,16 @@
-// Everything a step reads before it asks the model, in one statement: the agent's profile, the
-// project's tools, the tools attached to the agent, the turn's conversation (its cards, and its
-// calls each with its result card) and the task's place in its thread. Six reads were six round
-// trips and six statements for Postgres to parse, plan and answer per step; one statement
-// aggregating each part to JSON costs one. Dates come back as JSON text and are turned back into
-// Dates here, so the records are the same as the repositories' own.
+// Everything a step reads before it asks the model, in one statement (state.step_context,
+// migration 0037): the agent's profile, the project's tools, the tools attached to the agent, the
+// turn's conversation (its cards, and its calls each with its result card) and the task's place in
+// its thread. Six reads were six round trips and six statements for Postgres to parse, plan and
+// answer per step; one function aggregating each part to JSON costs one, and a wakeup's claim
+// returns it beside the turn it claimed (state.wake_step). Dates come back as JSON text and are
+// turned back into Dates here, so the records are the same as the repositories' own.
 import type { AgentToolRecord } from './agents.ts';
-import { AGENT_TOOL } from './agents.ts';
 import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
 import type { ProfileRecord } from './profiles.ts';
-import { PROFILE_OF_P } from './profiles.ts';
 import type { ToolRecord } from './tools.ts';
-import { TOOL_COLUMNS } from './tools.ts';
-import { CARD_COLUMNS } from './turn-cards.ts';
-import { CALL, type Conversation, type TurnCallRecord, type TurnRecord } from './turns.ts';
+import type { Conversation, TurnCallRecord, TurnRecord } from './turns.ts';
 
 export interface StepContext {
   /** The profile the agent points at; undefined when it has none (or the agent is gone). */
@@ -27,42 +24,15 @@ export interface StepContext {
   place: { thread_id: string; seq: number } | undefined;
 }
 
-// Built on first use: turns.ts, which defines CALL, imports this module.
-let sql: string | undefined;
-const stepContextSql = () =>
-  (sql ??= `
-SELECT
-  (SELECT row_to_json(p) FROM (
-     SELECT ${PROFILE_OF_P} FROM resource.agents a
-       JOIN resource.profiles p ON p.profile_id = a.profile_id
-     WHERE a.project_id = $1 AND a.agent_id = $2) p) AS profile,
-  (SELECT coalesce(json_agg(t ORDER BY t.name), '[]') FROM (
-     SELECT ${TOOL_COLUMNS} FROM resource.tools WHERE project_id = $1) t) AS registry,
-  CASE WHEN EXISTS (SELECT 1 FROM resource.agents WHERE project_id = $1 AND agent_id = $2) THEN
-    (SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM (
-       SELECT ${AGENT_TOOL} FROM resource.agent_tools at
-         JOIN resource.tools t ON t.tool_id = at.tool_id
-       WHERE at.project_id = $1 AND at.agent_id = $2) x)
-  END AS attached,
-  (SELECT coalesce(json_agg(c ORDER BY c.created_at, c.card_id), '[]') FROM (
-     SELECT ${CARD_COLUMNS} FROM cards
-     WHERE metadata ? 'turn_id' AND metadata->>'turn_id' = $3::text AND project_id = $1) c
-  ) AS cards,
-  (SELECT coalesce(json_agg(json_build_object('call', c, 'result', r) ORDER BY c.epoch, c.seq),
-                   '[]')
-   FROM (SELECT ${CALL} FROM state.turn_calls WHERE turn_id = $3::uuid) c
-   LEFT JOIN (SELECT ${CARD_COLUMNS} FROM cards WHERE project_id = $1) r
-     ON r.card_id = c.result_card_id) AS calls,
-  (SELECT row_to_json(k) FROM (
-     SELECT thread_id, thread_seq FROM state.tasks WHERE project_id = $1 AND task_id = $4) k
-  ) AS place`);
-
 /** A record as JSON gives it: its Date fields are text. */
 type Json<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 
-interface Row {
+/** The context's columns as state.step_context returns them. */
+export interface StepContextRow {
   profile: Json<ProfileRecord, 'created_at' | 'updated_at'> | null;
-  registry: Json<ToolRecord, 'created_at' | 'updated_at'>[];
+  /** Null when the digest the caller passed is still current. */
+  registry: Json<ToolRecord, 'created_at' | 'updated_at'>[] | null;
+  registry_digest: string;
   attached: Json<AgentToolRecord, 'attached_at'>[] | null;
   cards: Json<Card, 'created_at'>[];
   calls: {
@@ -74,14 +44,69 @@ interface Row {
 
 const card = (c: Json<Card, 'created_at'>): Card => ({ ...c, created_at: new Date(c.created_at) });
 
-export async function readStepContext(db: Db, t: TurnRecord): Promise<StepContext> {
-  const [row] = await db.query<Row>('turns_step_context', stepContextSql(), [
-    t.project_id,
-    t.agent_id,
-    t.turn_id,
-    t.task_id,
-  ]);
-  const { profile, registry, attached, cards, calls, place } = row!;
+/**
+ * The registries last read, by project, with the digest each was read under (a few hundred
+ * projects at most; the least recently used goes first). A step passes the digest it holds and
+ * gets the registry again only when it changed.
+ */
+export interface RegistryCache {
+  /** What the cache holds for the project now: pass its digest, keep it for the answer. */
+  held(projectId: string): CachedRegistry | undefined;
+  /** The registry of a context row: the new one (kept), or the held one when still current. */
+  resolve(projectId: string, held: CachedRegistry | undefined, row: StepContextRow): ToolRecord[];
+}
+
+export interface CachedRegistry {
+  digest: string;
+  registry: ToolRecord[];
+}
+
+export function createRegistryCache(max = 256): RegistryCache {
+  const byProject = new Map<string, CachedRegistry>();
+  return {
+    held: (projectId) => {
+      const held = byProject.get(projectId);
+      if (held) {
+        byProject.delete(projectId);
+        byProject.set(projectId, held);
+      }
+      return held;
+    },
+    resolve: (projectId, held, row) => {
+      if (row.registry === null) {
+        if (!held) throw new Error('step context left out a registry it was not asked to');
+        return held.registry;
+      }
+      const registry = row.registry.map((r) => ({
+        ...r,
+        created_at: new Date(r.created_at),
+        updated_at: new Date(r.updated_at),
+      }));
+      byProject.delete(projectId);
+      byProject.set(projectId, { digest: row.registry_digest, registry });
+      if (byProject.size > max) byProject.delete(byProject.keys().next().value!);
+      return registry;
+    },
+  };
+}
+
+export async function readStepContext(
+  db: Db,
+  cache: RegistryCache,
+  t: TurnRecord,
+): Promise<StepContext> {
+  const held = cache.held(t.project_id);
+  const [row] = await db.query<StepContextRow>(
+    'turns_step_context',
+    'SELECT * FROM state.step_context($1, $2, $3, $4, $5)',
+    [t.project_id, t.agent_id, t.turn_id, t.task_id, held?.digest ?? null],
+  );
+  return contextOf(row!, cache.resolve(t.project_id, held, row!));
+}
+
+/** The records of a context row, with the registry it stands for. */
+export function contextOf(row: StepContextRow, registry: ToolRecord[]): StepContext {
+  const { profile, attached, cards, calls, place } = row;
   const results = new Map<string, Card>();
   for (const { call, result } of calls) if (result) results.set(call.tool_call_id, card(result));
   return {
@@ -92,11 +117,7 @@ export async function readStepContext(db: Db, t: TurnRecord): Promise<StepContex
           updated_at: new Date(profile.updated_at),
         }
       : undefined,
-    registry: registry.map((r) => ({
-      ...r,
-      created_at: new Date(r.created_at),
-      updated_at: new Date(r.updated_at),
-    })),
+    registry,
     attached: attached?.map((a) => ({ ...a, attached_at: new Date(a.attached_at) })),
     conversation: {
       cards: cards.map(card),

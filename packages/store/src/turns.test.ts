@@ -63,6 +63,71 @@ describe('turns', () => {
     expect((await store.tasks.get(P, taskId))?.final_card_id).toBe(card.card_id);
   });
 
+  it('applies, claims and reads a step context in one wakeup; two wakeups claim it once', async () => {
+    const taskId = await newTask('wake me');
+    const scope = { projectId: P, agentId: A };
+    const [a, b] = await Promise.all([
+      store.turns.wake(scope, 'i1', 60_000, true),
+      store.turns.wake(scope, 'i2', 60_000, true),
+    ]);
+    const won = a.claimed ? a : b;
+    const lost = a.claimed ? b : a;
+    expect(lost.claimed).toBeUndefined();
+    expect([a.applied?.applied, b.applied?.applied].sort()).toEqual([0, 1]);
+    const { turn, context } = won.claimed!;
+    expect(turn).toMatchObject({ task_id: taskId, status: 'running', claims: 1, step: 0 });
+    expect(turn.lease_until).toBeInstanceOf(Date);
+    expect(turn.run_token).toMatch(/^[0-9a-f-]{36}$/);
+    // What it returns is what the separate reads give.
+    const { run_token: _token, ...stored } = turn;
+    expect(await store.turns.get(P, turn.turn_id)).toMatchObject(stored);
+    expect(context).toEqual(await store.turns.stepContext(turn));
+    expect(context.conversation.cards.map((c) => c.content)).toEqual([
+      { role: 'user', content: 'wake me' },
+    ]);
+    // Claimed: nothing is due, and a wakeup without applying finds nothing either.
+    const none = await store.turns.wake(scope, 'i3', 60_000, false);
+    expect(none).toEqual({ applied: undefined, claimed: undefined });
+    await store.turns.finish(turn, { status: 'succeeded', content: {}, author: 'x' });
+  });
+
+  it('reads the registry again only after a tool was added, changed or removed', async () => {
+    const taskId = await newTask('tools');
+    const { claimed } = await store.turns.wake({ projectId: P, agentId: A }, 'i1', 60_000, true);
+    const turn = claimed!.turn;
+    expect(turn.task_id).toBe(taskId);
+    const names = async () => (await store.turns.stepContext(turn)).registry.map((t) => t.name);
+    const listed = async () => (await store.tools.list(P, {})).map((t) => t.name);
+    const tool = (name: string) => ({
+      name,
+      target: 'http',
+      description: `the ${name} tool`,
+      category: 'test',
+      parameters: { type: 'object' },
+      origin: 'external' as const,
+    });
+    expect(await names()).toEqual(await listed());
+    await store.tools.create(P, tool('http.one'));
+    expect(await names()).toContain('http.one');
+    const again = await store.turns.stepContext(turn);
+    expect(again.registry.find((t) => t.name === 'http.one')?.description).toBe(
+      'the http.one tool',
+    );
+    await store.tools.update(P, 'http.one', { description: 'changed' });
+    const changed = await store.turns.stepContext(turn);
+    expect(changed.registry.find((t) => t.name === 'http.one')?.description).toBe('changed');
+    // A removal and an addition in one transaction leave as many tools, none the same.
+    await store.tx(async (tx) => {
+      await tx.tools.delete(P, 'http.one');
+      await tx.tools.create(P, tool('http.two'));
+    });
+    expect(await names()).toEqual(await listed());
+    expect(await names()).not.toContain('http.one');
+    await store.tools.delete(P, 'http.two');
+    expect(await names()).toEqual(await listed());
+    await store.turns.finish(turn, { status: 'succeeded', content: {}, author: 'x' });
+  });
+
   it('shows a structured input to the model as JSON.stringify writes it, under version 7 ids', async () => {
     const input = {
       zeta: { 10: 'ten', b: [1.5, -2, true, null, 'x'], 2: 'two' },

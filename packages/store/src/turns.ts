@@ -13,8 +13,15 @@ import {
   type StartedTurn,
   type TimedOutCall,
 } from './turn-events.ts';
-import { readStepContext, type StepContext } from './step-context.ts';
+import {
+  contextOf,
+  createRegistryCache,
+  readStepContext,
+  type StepContext,
+  type StepContextRow,
+} from './step-context.ts';
 import { commitStep, finishTurn } from './turn-commits.ts';
+import { createBatcher } from './batcher.ts';
 import { CARD_COLUMNS as CARD } from './turn-cards.ts';
 
 export const TurnStatus = {
@@ -96,6 +103,18 @@ export interface ClaimedTurn extends TurnRecord {
   run_token: string;
 }
 
+/** What a wakeup's statement found: the applied inbox (when asked) and the claimed turn. */
+export interface WokenTurn {
+  applied: AppliedInbox | undefined;
+  claimed: { turn: ClaimedTurn; context: StepContext } | undefined;
+}
+
+type TurnJson = Omit<ClaimedTurn, 'lease_until' | 'created_at' | 'updated_at'> & {
+  lease_until: string;
+  created_at: string;
+  updated_at: string;
+};
+
 export interface TurnsRepo {
   /** Applies pending inbox rows of one agent: tasks start turns, results resume them. */
   applyInbox(projectId: string, agentId: string, instanceId: string): Promise<AppliedInbox>;
@@ -105,6 +124,16 @@ export interface TurnsRepo {
     instanceId: string,
     leaseMs: number,
   ): Promise<ClaimedTurn | undefined>;
+  /**
+   * A wakeup's work in one round trip (migration 0037): applies the agent's inbox when `apply`,
+   * then claims its oldest due turn and reads that turn's step context.
+   */
+  wake(
+    scope: { projectId: string; agentId: string },
+    instanceId: string,
+    leaseMs: number,
+    apply: boolean,
+  ): Promise<WokenTurn>;
   /** False when the lease was lost: the step must stop without writing. */
   renew(turnId: string, runToken: string, leaseMs: number): Promise<boolean>;
   /** Writes a step's cards and calls and suspends (or re-readies) the turn; undefined if fenced. */
@@ -187,6 +216,36 @@ const claimSql = (scoped: boolean) => {
 };
 
 export function createTurnsRepo(db: Db): TurnsRepo {
+  const registries = createRegistryCache();
+  // Steps that published their calls in the same turn of the event loop (many agents at once)
+  // start their deadlines in one statement.
+  let batchKey = 0;
+  const published = createBatcher<{ projectId: string; ids: string[] }, true>({
+    maxBatch: 100,
+    maxInFlight: 2,
+    key: () => String(batchKey++),
+    run: async (items) => {
+      const byProject = new Map<string, string[]>();
+      for (const i of items)
+        byProject.set(i.projectId, [...(byProject.get(i.projectId) ?? []), ...i.ids]);
+      // The ids' md5s as one array: an index condition on (project_id, md5(tool_call_id)) for
+      // any statistics, where a join could hash every call of the table.
+      await Promise.all(
+        [...byProject].map(([projectId, ids]) =>
+          db.query(
+            'turns_mark_published',
+            `UPDATE state.turn_calls SET published_at = now(),
+               deadline_at = now() + make_interval(secs => deadline_ms::float8 / 1000)
+             WHERE project_id = $1
+               AND md5(tool_call_id) = ANY (ARRAY(SELECT md5(x) FROM unnest($2::text[]) x))
+               AND tool_call_id = ANY ($2::text[]) AND published_at IS NULL`,
+            [projectId, ids],
+          ),
+        ),
+      );
+      return items.map(() => true as const);
+    },
+  });
   return {
     applyInbox: (projectId, agentId, instanceId) => applyInbox(db, projectId, agentId, instanceId),
 
@@ -198,6 +257,36 @@ export function createTurnsRepo(db: Db): TurnsRepo {
           [...(scope ? [scope.projectId, scope.agentId] : []), instanceId, randomUUID(), leaseMs],
         )
       )[0],
+
+    wake: async (scope, instanceId, leaseMs, apply) => {
+      const held = registries.held(scope.projectId);
+      const [row] = await db.query<
+        StepContextRow & { applied: AppliedInbox | null; turn: TurnJson | null }
+      >('turns_wake', 'SELECT * FROM state.wake_step($1, $2, $3, $4, $5, $6, $7)', [
+        scope.projectId,
+        scope.agentId,
+        instanceId,
+        randomUUID(),
+        leaseMs,
+        apply,
+        held?.digest ?? null,
+      ]);
+      const { applied, turn } = row!;
+      return {
+        applied: applied ?? undefined,
+        claimed: turn
+          ? {
+              turn: {
+                ...turn,
+                lease_until: new Date(turn.lease_until),
+                created_at: new Date(turn.created_at),
+                updated_at: new Date(turn.updated_at),
+              },
+              context: contextOf(row!, registries.resolve(scope.projectId, held, row!)),
+            }
+          : undefined,
+      };
+    },
 
     renew: async (turnId, runToken, leaseMs) =>
       (
@@ -212,14 +301,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
     commitStep: (t, s) => commitStep(db, t, s),
 
     markPublished: async (projectId, ids) => {
-      await db.query(
-        'turns_mark_published',
-        `UPDATE state.turn_calls SET published_at = now(),
-           deadline_at = now() + make_interval(secs => deadline_ms::float8 / 1000)
-         WHERE project_id = $1 AND md5(tool_call_id) = ANY (SELECT md5(x) FROM unnest($2::text[]) x)
-           AND tool_call_id = ANY($2::text[]) AND published_at IS NULL`,
-        [projectId, ids],
-      );
+      await published.submit({ projectId, ids });
     },
 
     stalledInboxes: (olderThanMs, limit) =>
@@ -296,7 +378,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
       return { cards, calls, results };
     },
 
-    stepContext: (t) => readStepContext(db, t),
+    stepContext: (t) => readStepContext(db, registries, t),
 
     get: async (projectId, turnId) =>
       (

@@ -11,6 +11,7 @@ import {
   tracingEnabled,
   withSpan,
 } from '@toolmesh/telemetry';
+import type { AppliedInbox, StepContext } from '@toolmesh/store';
 import type { Publisher } from './publish.ts';
 import { runStep, type StepDeps } from './step.ts';
 
@@ -59,7 +60,10 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
   }
 
   /** Runs a step; true when the turn is due again at once (see runStep). */
-  async function step(turn: Parameters<typeof runStep>[1]): Promise<boolean> {
+  async function step(
+    turn: Parameters<typeof runStep>[1],
+    context?: StepContext,
+  ): Promise<boolean> {
     try {
       const again = await withSpan(
         'agent step',
@@ -72,7 +76,7 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
             'toolmesh.step': turn.step + 1,
           },
         },
-        () => runStep(deps, turn),
+        () => runStep(deps, turn, context),
       );
       metrics.agentSteps.inc({ outcome: 'ok' });
       return again;
@@ -85,15 +89,11 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
   }
 
   /**
-   * Applies the agent's inbox. Returns how many of the agent's turns are due now, and the
-   * announcements of the tasks it started, still on their way (the caller awaits them; the
-   * connection keeps them ahead of anything the steps publish later).
+   * Logs what applying an inbox did and announces the tasks it started. Returns the
+   * announcements, still on their way (the caller awaits them; the connection keeps them ahead
+   * of anything the steps publish later).
    */
-  async function apply(
-    projectId: string,
-    agentId: string,
-  ): Promise<{ due: number; announced: Promise<unknown> }> {
-    const applied = await store.turns.applyInbox(projectId, agentId, instanceId);
+  function announce(projectId: string, agentId: string, applied: AppliedInbox): Promise<unknown> {
     if (applied.ignored.length)
       log.info(
         { project_id: projectId, agent_id: agentId, ignored: applied.ignored },
@@ -113,31 +113,36 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
       }),
     );
     announced.catch(() => undefined);
-    return { due: applied.resumed.length, announced };
+    return announced;
   }
 
   async function wake(projectId: string, agentId: string): Promise<void> {
-    const { due, announced } = await apply(projectId, agentId);
     const scope = { projectId, agentId };
-    // As many claims as turns came due, and one more for each step that left its turn due
-    // again; at least one, for a turn whose inbox an instance applied before it died. A turn
-    // that comes due later has a wakeup of its own, or the scan finds it.
-    let claims = Math.max(1, due);
-    while (claims-- > 0) {
+    let announced: Promise<unknown> = Promise.resolve();
+    // The first claim applies the inbox in the same statement. As many claims as turns came
+    // due, and one more for each step that left its turn due again; at least one, for a turn
+    // whose inbox an instance applied before it died. A turn that comes due later has a wakeup
+    // of its own, or the scan finds it.
+    let claims = 1;
+    for (let first = true; claims-- > 0; first = false) {
       await acquire();
-      let turn;
+      let woken;
       try {
-        turn = await store.turns.claim(scope, instanceId, cfg.lease_ttl_ms);
+        woken = await store.turns.wake(scope, instanceId, cfg.lease_ttl_ms, first);
       } catch (err) {
         release();
         throw err;
       }
-      if (!turn) {
+      if (woken.applied) {
+        announced = announce(projectId, agentId, woken.applied);
+        claims = Math.max(0, woken.applied.resumed.length - 1);
+      }
+      if (!woken.claimed) {
         release();
         break;
       }
       try {
-        if (await step(turn)) claims++;
+        if (await step(woken.claimed.turn, woken.claimed.context)) claims++;
       } finally {
         release();
       }
@@ -176,8 +181,8 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
     const stalledMs = cfg.scan_interval_ms * 5;
     for (const a of await store.turns.stalledInboxes(stalledMs, SCAN_BATCH)) {
       log.info({ project_id: a.project_id, agent_id: a.agent_id }, 'applying a stalled inbox');
-      const { announced } = await apply(a.project_id, a.agent_id);
-      await announced;
+      const applied = await store.turns.applyInbox(a.project_id, a.agent_id, instanceId);
+      await announce(a.project_id, a.agent_id, applied);
     }
     // Due turns nobody runs: a lost wakeup, a ready turn after refused calls, a dead instance.
     while (!stopped && active < cfg.concurrency) {

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import type { AgentConfig, LlmConfig } from '@toolmesh/config';
 import type { ErrorBody, ErrorCode, ToolResultContent } from '@toolmesh/protocol';
-import type { ClaimedTurn, StepCall, Store } from '@toolmesh/store';
+import type { ClaimedTurn, StepCall, StepContext, Store } from '@toolmesh/store';
 import { ModelError, type Llm, type ModelAnswer, type ModelCall } from './llm.ts';
 import { withThreadHistory } from './history.ts';
 import { buildMessages, systemPrompt } from './prompt.ts';
@@ -111,7 +111,12 @@ function planCalls(calls: ModelCall[], tools: Toolset, deps: StepDeps, profile: 
 }
 
 /** Runs one step; true when it left the turn due again (every call answered by the worker). */
-export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<boolean> {
+export async function runStep(
+  deps: StepDeps,
+  turn: ClaimedTurn,
+  /** Read with the claim (a wakeup's); read here when absent (the scan's). */
+  context?: StepContext,
+): Promise<boolean> {
   const { store, publish } = deps;
   const step = turn.step + 1;
   const log = deps.logger.child({
@@ -171,7 +176,7 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<boolea
     }
     // What the step reads, in one statement (the project's tools too: an agent without a
     // profile, which needs none of them, is rare).
-    const ctx = await store.turns.stepContext(turn);
+    const ctx = context ?? (await store.turns.stepContext(turn));
     const { profile, registry, attached, conversation: conv } = ctx;
     const tools = buildToolset(
       profile,
@@ -262,32 +267,26 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<boolea
       return false;
     }
     const outgoing = calls.filter((c) => !c.answer);
-    await Promise.all(
-      outgoing.map((c) =>
-        publish.toolCall(turn, committed.epoch, {
-          toolCallId: c.toolCallId,
-          toolName: c.toolName,
-          arguments: c.arguments,
-          timeoutMs: c.timeoutMs,
-        }),
-      ),
-    );
-    log.info(
-      {
-        epoch: committed.epoch,
-        calls: outgoing.map((c) => c.toolName),
-        answered: calls.filter((c) => c.answer).map((c) => c.toolName),
-      },
-      outgoing.length ? 'turn suspended on tool calls' : 'every call answered here; next step due',
-    );
-    // The calls' deadlines start and the events go out together: none waits for another.
+    // The calls, the step event and the state go out together (one socket write); the calls'
+    // deadlines start once every call is acknowledged.
     await Promise.all([
-      outgoing.length
-        ? store.turns.markPublished(
-            turn.project_id,
-            outgoing.map((c) => c.toolCallId),
-          )
-        : undefined,
+      Promise.all(
+        outgoing.map((c) =>
+          publish.toolCall(turn, committed.epoch, {
+            toolCallId: c.toolCallId,
+            toolName: c.toolName,
+            arguments: c.arguments,
+            timeoutMs: c.timeoutMs,
+          }),
+        ),
+      ).then(() =>
+        outgoing.length
+          ? store.turns.markPublished(
+              turn.project_id,
+              outgoing.map((c) => c.toolCallId),
+            )
+          : undefined,
+      ),
       publish.step(
         turn,
         committed.epoch,
@@ -296,6 +295,14 @@ export async function runStep(deps: StepDeps, turn: ClaimedTurn): Promise<boolea
       ),
       outgoing.length ? publish.state(turn, 'waiting') : undefined,
     ]);
+    log.info(
+      {
+        epoch: committed.epoch,
+        calls: outgoing.map((c) => c.toolName),
+        answered: calls.filter((c) => c.answer).map((c) => c.toolName),
+      },
+      outgoing.length ? 'turn suspended on tool calls' : 'every call answered here; next step due',
+    );
     // Every call was answered here: the turn is ready again and this runner takes it next.
     return outgoing.length === 0;
   } finally {
