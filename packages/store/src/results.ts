@@ -17,7 +17,7 @@ import {
 import { createBatcher } from './batcher.ts';
 import type { Db } from './db.ts';
 import { isRetryablePgError } from './errors.ts';
-import { CREDENTIAL_OF, TASK_OF_TURN, contextValues } from './executions.ts';
+import { CREDENTIAL_OF, TASK_OF_TURN } from './executions.ts';
 
 export interface RecordToolResult {
   projectId: string;
@@ -87,12 +87,10 @@ const COLUMNS = [
   'check_cancel boolean',
 ] as const;
 
-const UNNEST = COLUMNS.map((c, i) => `$${i + 1}::${c.split(' ')[1]}[]`).join(', ');
-const NAMES = COLUMNS.map((c) => c.split(' ')[0]).join(', ');
+const NAMES = COLUMNS.map((c) => c.split(' ')[0]!);
 
 /** The columns of a row as given, but for those a stored cancel replaces. */
-const KEPT = COLUMNS.map((c) => c.split(' ')[0]!)
-  .filter((n) => !['content', 'status', 'error_code', 'check_cancel'].includes(n))
+const KEPT = NAMES.filter((n) => !['content', 'status', 'error_code', 'check_cancel'].includes(n))
   .map((n) => `r.${n}`)
   .join(', ');
 
@@ -104,7 +102,7 @@ const KEPT = COLUMNS.map((c) => c.split(' ')[0]!)
 // `canceled` instead of its result when a cancel of the call was stored first.
 const RECORD_SQL = `
 WITH raw AS (
-  SELECT * FROM unnest(${UNNEST}) AS t(${NAMES})
+  SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(${COLUMNS.join(', ')})
 ),
 input AS (
   SELECT ${KEPT},
@@ -211,39 +209,46 @@ interface Row {
   taken?: boolean;
 }
 
-/** One column array per field, in COLUMNS order: the statement unnests them into rows. */
-function toColumns(items: RecordToolResult[]): unknown[][] {
-  const cols: unknown[][] = COLUMNS.map(() => []);
-  for (const r of items) {
-    const c = r.content;
-    const values: unknown[] = [
-      uuidv7(),
-      r.projectId,
-      r.toolCallId,
-      r.author,
-      JSON.stringify(c),
-      JSON.stringify(r.metadata ?? {}),
-      r.channel,
-      r.toolName,
-      r.target,
-      r.agentId ?? null,
-      c.status satisfies ResultStatus,
-      c.error?.code ?? null,
-      r.instanceId,
-      c.duration_ms,
-      r.turnId ?? null,
-      r.turnEpoch ?? null,
-      uuidv7(),
-      r.cost?.amount ?? null,
-      r.cost?.currency ?? null,
-      r.arguments === undefined ? null : JSON.stringify(r.arguments),
-      ...contextValues(r.context),
-      r.credentialId ?? null,
-      r.checkCancel === true,
-    ];
-    values.forEach((v, i) => cols[i]!.push(v));
-  }
-  return cols;
+/**
+ * The batch as one JSON array of rows keyed by COLUMNS, which the statement reads with
+ * jsonb_to_recordset. One parameter whose row count the planner estimates alike for any batch:
+ * with a column array per field, each execution's own plan (which sees the arrays' lengths)
+ * looked cheaper than the cached generic one, so the statement was planned again every time
+ * (measured: 0.6 ms of planning beside 0.56 ms of execution for a one-row batch).
+ */
+function toRows(items: RecordToolResult[]): string {
+  return JSON.stringify(
+    items.map((r) => {
+      const c = r.content;
+      const values: unknown[] = [
+        uuidv7(),
+        r.projectId,
+        r.toolCallId,
+        r.author,
+        c,
+        r.metadata ?? {},
+        r.channel,
+        r.toolName,
+        r.target,
+        r.agentId ?? null,
+        c.status satisfies ResultStatus,
+        c.error?.code ?? null,
+        r.instanceId,
+        c.duration_ms,
+        r.turnId ?? null,
+        r.turnEpoch ?? null,
+        uuidv7(),
+        r.cost?.amount ?? null,
+        r.cost?.currency ?? null,
+        r.arguments ?? null,
+        r.context?.session_id ?? null,
+        r.context?.metadata ?? null,
+        r.credentialId ?? null,
+        r.checkCancel === true,
+      ];
+      return Object.fromEntries(values.map((v, i) => [NAMES[i]!, v]));
+    }),
+  );
 }
 
 /** The refusal of a result filed under another tool than the one an agent reserved the id for. */
@@ -268,7 +273,7 @@ export interface ResultsRepoOptions {
 
 export function createResultsRepo(db: Db, opts: ResultsRepoOptions = {}): ResultsRepo {
   async function writeBatch(items: RecordToolResult[]): Promise<(RecordedResult | Error)[]> {
-    const rows = await db.query<Row>('results_record', RECORD_SQL, toColumns(items));
+    const rows = await db.query<Row>('results_record', RECORD_SQL, [toRows(items)]);
     const byKey = new Map(rows.map((row) => [keyOf(row.project_id, row.tool_call_id), row]));
     return Promise.all(
       items.map(async (r): Promise<RecordedResult | Error> => {
