@@ -59,10 +59,11 @@ BEGIN
      FROM (SELECT tool_call_id, turn_id, epoch, seq, tool_name, arguments, status, deadline_ms,
                   published_at, result_card_id
            FROM state.turn_calls WHERE turn_id = p_turn) c
-     LEFT JOIN (SELECT card_id, project_id, kind, tool_call_id, author, content, metadata,
-                       created_at
-                FROM cards WHERE project_id = p_project) r
-       ON r.card_id = c.result_card_id),
+     -- One index probe per call (LATERAL, LIMIT 1): as a plain join the planner may hash every
+     -- card of the project.
+     LEFT JOIN LATERAL (
+       SELECT card_id, project_id, kind, tool_call_id, author, content, metadata, created_at
+       FROM cards WHERE card_id = c.result_card_id AND project_id = p_project LIMIT 1) r ON true),
     (SELECT row_to_json(k) FROM (
        SELECT thread_id, thread_seq FROM state.tasks
        WHERE project_id = p_project AND task_id = p_task) k);
@@ -70,12 +71,13 @@ END $$;
 
 -- Applies the agent's inbox (when p_apply), claims its oldest due turn under a new lease and
 -- returns the turn with its step context (the registry NULL when p_registry_digest is current);
--- no turn (and NULL context) when none is due.
+-- no turn (and NULL context) when none is due. Its statements keep their cached plans (see
+-- apply_inbox below).
 CREATE FUNCTION state.wake_step(p_project text, p_agent text, p_instance text, p_token uuid,
                                 p_lease_ms float8, p_apply boolean, p_registry_digest text)
 RETURNS TABLE (applied jsonb, turn json, profile json, registry json, registry_digest text,
                attached json, cards json, calls json, place json)
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
   v_applied jsonb;
@@ -103,3 +105,8 @@ BEGIN
     FROM state.step_context(p_project, p_agent, v_turn.turn_id, v_turn.task_id,
                             p_registry_digest) x;
 END $$;
+
+-- Statements over an array of ids (the inbox rows being applied) were planned anew at every
+-- call: a plan for the actual array looked cheaper than the cached one, which assumes ten
+-- elements. Their plans are index lookups either way; the cached one is kept.
+ALTER FUNCTION state.apply_inbox(text, text, text) SET plan_cache_mode = force_generic_plan;

@@ -229,7 +229,9 @@ export function createTurnsRepo(db: Db): TurnsRepo {
       for (const i of items)
         byProject.set(i.projectId, [...(byProject.get(i.projectId) ?? []), ...i.ids]);
       // The ids' md5s as one array: an index condition on (project_id, md5(tool_call_id)) for
-      // any statistics, where a join could hash every call of the table.
+      // any statistics, where a join could hash every call of the table. The ids come as JSON,
+      // not as a text[]: the planner cannot see how many there are, so the cached plan serves
+      // every batch (with an array each execution's own plan looked cheaper, and was made anew).
       await Promise.all(
         [...byProject].map(([projectId, ids]) =>
           db.query(
@@ -237,9 +239,11 @@ export function createTurnsRepo(db: Db): TurnsRepo {
             `UPDATE state.turn_calls SET published_at = now(),
                deadline_at = now() + make_interval(secs => deadline_ms::float8 / 1000)
              WHERE project_id = $1
-               AND md5(tool_call_id) = ANY (ARRAY(SELECT md5(x) FROM unnest($2::text[]) x))
-               AND tool_call_id = ANY ($2::text[]) AND published_at IS NULL`,
-            [projectId, ids],
+               AND md5(tool_call_id) = ANY (ARRAY(
+                 SELECT md5(x) FROM jsonb_array_elements_text($2::jsonb) x))
+               AND tool_call_id = ANY (ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))
+               AND published_at IS NULL`,
+            [projectId, JSON.stringify(ids)],
           ),
         ),
       );
