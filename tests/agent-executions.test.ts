@@ -146,6 +146,23 @@ describe('retention', () => {
         )
       ).rows.map((r) => r.kind);
     expect(await cardsOf(id1)).toEqual(['tool.call', 'tool.result']);
+    // Stored cancels of calls that never ran: one older than a copy of its call could still
+    // arrive (the command stream keeps calls a day by default), one past the retention age but
+    // not that old.
+    await store.pool.query(
+      `INSERT INTO state.call_cancels (project_id, tool_call_id, reason, created_at) VALUES
+         ($1, 'ret-cancel-old', 'x', now() - interval '3 days'),
+         ($1, 'ret-cancel-recent', 'x', now() - interval '3 hours')`,
+      [project],
+    );
+    const cancels = async () =>
+      (
+        await store.pool.query<{ tool_call_id: string }>(
+          `SELECT tool_call_id FROM state.call_cancels
+           WHERE project_id = $1 AND tool_call_id LIKE 'ret-cancel-%' ORDER BY tool_call_id`,
+          [project],
+        )
+      ).rows.map((r) => r.tool_call_id);
 
     const reaper = await startReaperService(
       loadConfig({
@@ -175,8 +192,14 @@ describe('retention', () => {
         key: mesh.project.key,
       });
       expect(task.body).toMatchObject({ status: 'succeeded', final_card: { kind: 'final' } });
+      await until(async () => ((await cancels()).length === 1 ? true : undefined));
+      expect(await cancels()).toEqual(['ret-cancel-recent']);
       // A later pass finds nothing more to delete.
-      expect(await reaper.retention!.runPass()).toMatchObject({ executions: 0, cards: 0 });
+      expect(await reaper.retention!.runPass()).toMatchObject({
+        executions: 0,
+        cards: 0,
+        cancels: 0,
+      });
     } finally {
       await reaper.stop();
     }

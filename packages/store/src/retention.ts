@@ -1,5 +1,7 @@
 // Retention of the execution log: finished executions older than the configured age are
 // deleted with their tool.call and tool.result cards, their execution edge and a stored cancel.
+// A stored cancel whose call never got an execution row goes on its own, once no copy of the
+// call can arrive any more (the caller says when).
 // One batch is one statement (its own short transaction) over rows locked with SKIP LOCKED, so
 // a writer closing a row or two retention passes running at once never wait on each other.
 // Rows of turns still in progress are kept: the turn's conversation is rebuilt from those cards.
@@ -13,6 +15,12 @@ export interface RetentionBatch {
 export interface RetentionRepo {
   /** Deletes up to `limit` finished executions older than `maxAgeHours`, with their cards. */
   deleteExpiredExecutions(maxAgeHours: number, limit: number): Promise<RetentionBatch>;
+  /**
+   * Deletes up to `limit` stored cancels older than `olderThanSec` whose call never got an
+   * execution row (a cancel of an id nobody published, or of a call that never arrived);
+   * returns how many. The others go with their execution.
+   */
+  deleteOrphanCancels(olderThanSec: number, limit: number): Promise<number>;
 }
 
 const UUID = `'^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$'`;
@@ -51,6 +59,19 @@ cancels_gone AS (
 )
 SELECT (SELECT count(*) FROM gone) AS executions, (SELECT count(*) FROM cards_gone) AS cards`;
 
+const ORPHAN_CANCELS_SQL = `
+WITH doomed AS (
+  SELECT c.ctid AS row FROM state.call_cancels c
+  WHERE c.created_at < now() - make_interval(secs => $1::float8)
+    AND NOT EXISTS (
+      SELECT 1 FROM state.tool_executions e
+      WHERE e.project_id = c.project_id AND md5(e.tool_call_id) = md5(c.tool_call_id)
+        AND e.tool_call_id = c.tool_call_id)
+  ORDER BY c.created_at LIMIT $2
+  FOR UPDATE OF c SKIP LOCKED
+)
+DELETE FROM state.call_cancels c USING doomed d WHERE c.ctid = d.row RETURNING 1`;
+
 export function createRetentionRepo(db: Db): RetentionRepo {
   return {
     deleteExpiredExecutions: async (maxAgeHours, limit) => {
@@ -61,5 +82,8 @@ export function createRetentionRepo(db: Db): RetentionRepo {
       );
       return { executions: Number(row?.executions ?? 0), cards: Number(row?.cards ?? 0) };
     },
+    deleteOrphanCancels: async (olderThanSec, limit) =>
+      (await db.query('retention_delete_orphan_cancels', ORPHAN_CANCELS_SQL, [olderThanSec, limit]))
+        .length,
   };
 }

@@ -114,7 +114,12 @@ export async function startReaperService(
     }, delayMs);
   };
   schedule(0);
-  const retention = startRetention(store, config.retention, log);
+  const retention = startRetention(
+    store,
+    config.retention,
+    log,
+    Math.max(config.nats.cmd_max_age_sec, config.nats.lease_bucket_max_age_sec),
+  );
 
   return {
     instanceId,

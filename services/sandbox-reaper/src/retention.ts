@@ -8,7 +8,7 @@ import type { Store } from '@toolmesh/store';
 
 export interface RetentionLoop {
   /** One pass now: every batch due. Resolves with what it deleted. */
-  runPass(): Promise<{ executions: number; cards: number; batches: number }>;
+  runPass(): Promise<{ executions: number; cards: number; cancels: number; batches: number }>;
   stop(): Promise<void>;
 }
 
@@ -19,6 +19,12 @@ export function startRetention(
   store: Store,
   cfg: RetentionConfig,
   logger: Logger,
+  /**
+   * How long a stored cancel of a call that never ran must stand: as long as a copy of the call
+   * may still arrive (the command stream keeps it, the lease bucket its tombstone), and at least
+   * as long as executions are kept.
+   */
+  cancelsStandSec: number,
 ): RetentionLoop | undefined {
   if (cfg.executions_max_age_hours <= 0) return undefined;
   const log = logger.child({ component: 'retention' });
@@ -27,7 +33,8 @@ export function startRetention(
   let inFlight: Promise<unknown> = Promise.resolve();
 
   const runPass = async () => {
-    const total = { executions: 0, cards: 0, batches: 0 };
+    const total = { executions: 0, cards: 0, cancels: 0, batches: 0 };
+    const standSec = Math.max(cancelsStandSec, cfg.executions_max_age_hours * 3600);
     while (!stopping && total.batches < MAX_BATCHES_PER_PASS) {
       const b = await store.retention.deleteExpiredExecutions(
         cfg.executions_max_age_hours,
@@ -39,7 +46,14 @@ export function startRetention(
       if (b.executions < cfg.batch_size) break;
       await new Promise((r) => setImmediate(r));
     }
-    if (total.executions > 0) log.info(total, 'expired executions deleted');
+    while (!stopping && total.batches < MAX_BATCHES_PER_PASS) {
+      const n = await store.retention.deleteOrphanCancels(standSec, cfg.batch_size);
+      total.batches++;
+      total.cancels += n;
+      if (n < cfg.batch_size) break;
+      await new Promise((r) => setImmediate(r));
+    }
+    if (total.executions > 0 || total.cancels > 0) log.info(total, 'expired rows deleted');
     return total;
   };
 
