@@ -8,7 +8,8 @@ import { useMigratedStore } from './test-support.ts';
 const P = 'proj';
 const A = 'ada';
 
-const fixture = useMigratedStore([P]);
+const P2 = 'proj-other';
+const fixture = useMigratedStore([P, P2]);
 let store: Store;
 beforeAll(async () => {
   store = fixture.store;
@@ -126,6 +127,51 @@ describe('turns', () => {
     await store.tools.delete(P, 'http.two');
     expect(await names()).toEqual(await listed());
     await store.turns.finish(turn, { status: 'succeeded', content: {}, author: 'x' });
+  });
+
+  it("a project's step never sees another project's registry, cached or not", async () => {
+    await fixture.pool.query(
+      `INSERT INTO resource.agents (project_id, agent_id, name) VALUES ($1, $2, 'A')`,
+      [P2, A],
+    );
+    const tool = (name: string) => ({
+      name,
+      target: 'http',
+      description: name,
+      category: 'test',
+      parameters: { type: 'object' },
+      origin: 'external' as const,
+    });
+    await store.tools.create(P, tool('http.mine'));
+    await store.tools.create(P2, tool('http.theirs'));
+    const start = async (projectId: string) => {
+      const k = await store.tx(async (tx) => {
+        const t = await tx.tasks.create({ projectId, agentId: A, channel: 'main', input: 'x' });
+        await tx.inbox.addTask({ projectId, agentId: A, taskId: t!.task_id, payload: {} });
+        return t!;
+      });
+      const { claimed } = await store.turns.wake({ projectId, agentId: A }, 'i1', 60_000, true);
+      expect(claimed?.turn.task_id).toBe(k.task_id);
+      return claimed!;
+    };
+    const mine = await start(P);
+    const theirs = await start(P2);
+    const names = (r: { name: string }[]) => r.map((t) => t.name);
+    // Read in turns, so each read finds the other project's registry cached beside its own.
+    for (let i = 0; i < 3; i++) {
+      const a = await store.turns.stepContext(mine.turn);
+      const b = await store.turns.stepContext(theirs.turn);
+      expect(names(a.registry)).toContain('http.mine');
+      expect(names(a.registry)).not.toContain('http.theirs');
+      expect(names(b.registry)).toEqual(['http.theirs']);
+      expect(a.registry.every((t) => t.project_id === P)).toBe(true);
+    }
+    expect(names(mine.context.registry)).not.toContain('http.theirs');
+    expect(names(theirs.context.registry)).toEqual(['http.theirs']);
+    await store.tools.delete(P, 'http.mine');
+    await store.tools.delete(P2, 'http.theirs');
+    for (const c of [mine, theirs])
+      await store.turns.finish(c.turn, { status: 'succeeded', content: {}, author: 'x' });
   });
 
   it('shows a structured input to the model as JSON.stringify writes it, under version 7 ids', async () => {
