@@ -13,7 +13,11 @@ export interface StoreFixture {
   pool: Pool;
 }
 
-export function useMigratedStore(projects: readonly string[] = []): StoreFixture {
+export function useMigratedStore(
+  projects: readonly string[] = [],
+  /** Connections of the pool; 1 puts every statement in one session. */
+  opts: { poolMax?: number } = {},
+): StoreFixture {
   const fixture = {} as StoreFixture;
   const logger = pino({ level: 'silent' });
   let db: TestPostgres | undefined;
@@ -21,7 +25,7 @@ export function useMigratedStore(projects: readonly string[] = []): StoreFixture
     db = await usePostgres();
     fixture.pool = createPool({
       url: db.url,
-      max: 4,
+      max: opts.poolMax ?? 4,
       statementTimeoutMs: 5_000,
       connectTimeoutMs: 5_000,
       logger,
