@@ -74,6 +74,15 @@ export interface SandboxHost {
   ): Promise<WarmExecutor | undefined>;
 }
 
+/** What every handle of a started command offers: its ids, its end and a way to stop it. */
+const handleOf = (running: Running): BackgroundProcess => ({
+  pid: running.pid,
+  startedAt: running.startedAt,
+  procStartTime: running.procStartTime,
+  wait: () => running.done,
+  kill: () => running.kill(),
+});
+
 export class LocalSandbox implements Sandbox {
   readonly id: string;
   readonly key: SessionKey;
@@ -113,14 +122,7 @@ export class LocalSandbox implements Sandbox {
   }
 
   async spawn(command: CommandSpec, options: SpawnOptions = {}): Promise<BackgroundProcess> {
-    const running = await this.#start(command, options);
-    return {
-      pid: running.pid,
-      startedAt: running.startedAt,
-      procStartTime: running.procStartTime,
-      wait: () => running.done,
-      kill: () => running.kill(),
-    };
+    return handleOf(await this.#start(command, options));
   }
 
   async interact(command: CommandSpec, options: InteractiveOptions): Promise<InteractiveProcess> {
@@ -130,11 +132,7 @@ export class LocalSandbox implements Sandbox {
     let ended = false;
     void running.done.finally(() => (ended = true));
     return {
-      pid: running.pid,
-      startedAt: running.startedAt,
-      procStartTime: running.procStartTime,
-      wait: () => running.done,
-      kill: () => running.kill(),
+      ...handleOf(running),
       write: (data) =>
         new Promise<void>((resolve, reject) => {
           if (ended || stdin.destroyed || stdin.writableEnded) {

@@ -93,6 +93,15 @@ export async function syncMcpTools(
       }
       continue;
     }
+    // The definition's columns as an insert and an update both write them, in that order.
+    const definition = [
+      t.description,
+      t.parameters,
+      spec,
+      t.annotations ?? {},
+      t.outputSchema ?? null,
+      hash,
+    ];
     if (!old) {
       const inserted = await tx.query(
         'mcp_tools_insert',
@@ -101,18 +110,7 @@ export async function syncMcpTools(
             origin, options, spec, annotations, output_schema, definition_hash)
          VALUES ($1, $2, $3, $4, $5, 'mcp', '{}', $6, 'mcp', '{}', $7, $8, $9, $10)
          ON CONFLICT (project_id, name) DO NOTHING RETURNING tool_id`,
-        [
-          uuidv7(),
-          projectId,
-          full,
-          name,
-          t.description,
-          t.parameters,
-          spec,
-          t.annotations ?? {},
-          t.outputSchema ?? null,
-          hash,
-        ],
+        [uuidv7(), projectId, full, name, ...definition],
       );
       if (inserted.length === 1) out.added.push(full);
       else out.refused.push(full);
@@ -133,16 +131,7 @@ export async function syncMcpTools(
               OR output_schema IS DISTINCT FROM $7::jsonb
               OR definition_hash IS DISTINCT FROM $8 OR pending_definition IS NOT NULL)
        RETURNING tool_id`,
-      [
-        projectId,
-        full,
-        t.description,
-        t.parameters,
-        spec,
-        t.annotations ?? {},
-        t.outputSchema ?? null,
-        hash,
-      ],
+      [projectId, full, ...definition],
     );
     if (changed.length === 1) out.updated.push(full);
   }
