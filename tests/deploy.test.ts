@@ -301,6 +301,20 @@ describe('infra/Dockerfile', () => {
     expect(runtime).not.toMatch(/pnpm install/);
   });
 
+  it('has the patches of dependencies before it fetches them (pnpm refuses without)', () => {
+    const workspace = parse(readFileSync(join(ROOT, 'pnpm-workspace.yaml'), 'utf8')) as {
+      patchedDependencies?: Record<string, string>;
+    };
+    const patches = Object.values(workspace.patchedDependencies ?? {});
+    expect(patches.length).toBeGreaterThan(0);
+    const beforeFetch = dockerfile.slice(0, dockerfile.indexOf('RUN pnpm fetch'));
+    for (const file of patches) {
+      expect(existsSync(join(ROOT, file)), file).toBe(true);
+      expect(file.startsWith('patches/'), file).toBe(true);
+    }
+    expect(beforeFetch).toMatch(/^COPY patches \.\/patches$/m);
+  });
+
   it('has what the skills sandbox and the example skills need', () => {
     for (const pkg of [
       'bubblewrap',
