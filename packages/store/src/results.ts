@@ -237,7 +237,8 @@ function toRows(items: RecordToolResult[]): string {
         c.duration_ms,
         r.turnId ?? null,
         r.turnEpoch ?? null,
-        uuidv7(),
+        // The agent's inbox row: only a call an agent waits for has one.
+        r.agentId !== undefined ? uuidv7() : null,
         r.cost?.amount ?? null,
         r.cost?.currency ?? null,
         r.arguments ?? null,
