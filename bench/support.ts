@@ -178,6 +178,21 @@ export async function drive(total: number, inFlight: number, op: (i: number) => 
   return { latencies, seconds: (performance.now() - t0) / 1000 };
 }
 
+/**
+ * `count` bursts of `size` operations started at once, each burst waited out before the next:
+ * the latencies of all of them and the seconds the bursts took together.
+ */
+export async function bursts(count: number, size: number, op: (i: number) => Promise<unknown>) {
+  const latencies: number[] = [];
+  let seconds = 0;
+  for (let b = 0; b < count; b++) {
+    const burst = await drive(size, size, (i) => op(b * size + i));
+    latencies.push(...burst.latencies);
+    seconds += burst.seconds;
+  }
+  return { latencies, seconds };
+}
+
 /** Writes a benchmark's figures to bench/results/<name>.json and says so. */
 export async function writeResult(name: string, result: unknown): Promise<void> {
   await mkdir(join(ROOT_DIR, 'bench/results'), { recursive: true });
