@@ -59,7 +59,7 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
     return task?.traceparent ? { parent: contextFromTraceparent(task.traceparent) } : {};
   }
 
-  /** Runs a step; true when the turn is due again at once (see runStep). */
+  /** Runs a step; true when it left a turn of the agent due at once (see runStep). */
   async function step(
     turn: Parameters<typeof runStep>[1],
     context?: StepContext,
@@ -120,9 +120,9 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
     const scope = { projectId, agentId };
     let announced: Promise<unknown> = Promise.resolve();
     // The first claim applies the inbox in the same statement. As many claims as turns came
-    // due, and one more for each step that left its turn due again; at least one, for a turn
-    // whose inbox an instance applied before it died. A turn that comes due later has a wakeup
-    // of its own, or the scan finds it.
+    // due, and one more for each step that left a turn due (its own, or its thread's next
+    // message); at least one, for a turn whose inbox an instance applied before it died. A turn
+    // that comes due later has a wakeup of its own, or the scan finds it.
     let claims = 1;
     for (let first = true; claims-- > 0; first = false) {
       await acquire();
@@ -198,7 +198,13 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
         break;
       }
       log.info({ turn_id: turn.turn_id, agent_id: turn.agent_id }, 'scan picked up a due turn');
-      const p = step(turn).finally(release);
+      // A step that left a turn of the agent due goes on as a wakeup would, not at the next scan.
+      const p = step(turn)
+        .finally(release)
+        .then((again) => (again && !stopped ? wake(turn.project_id, turn.agent_id) : undefined))
+        .catch((err: unknown) =>
+          log.warn({ err, agent_id: turn.agent_id }, 'wake after a scan step failed'),
+        );
       background.add(p);
       void p.finally(() => background.delete(p));
     }

@@ -110,7 +110,10 @@ function planCalls(calls: ModelCall[], tools: Toolset, deps: StepDeps, profile: 
   });
 }
 
-/** Runs one step; true when it left the turn due again (every call answered by the worker). */
+/**
+ * Runs one step; true when it left a turn of the agent due: this one (every call answered by the
+ * worker), or, as this turn ended, its thread's next message.
+ */
 export async function runStep(
   deps: StepDeps,
   turn: ClaimedTurn,
@@ -143,7 +146,7 @@ export async function runStep(
     status: 'succeeded' | 'failed',
     content: Record<string, unknown>,
     error?: ErrorBody,
-  ): Promise<false> => {
+  ): Promise<boolean> => {
     const done = await store.turns.finish(turn, {
       status,
       content: { status, ...content, ...(error ? { error } : {}) },
@@ -164,9 +167,11 @@ export async function runStep(
       publish.state(turn, 'idle'),
     ]);
     // The thread's next message started with this turn's end (announced after it, so a watcher
-    // sees the order the thread ran in); the wake loop or scan runs it.
-    if (next) await publish.task({ ...turn, channel: next.channel }, next.taskId, 'running');
-    return false;
+    // sees the order the thread ran in). Its own wakeup was spent while this turn ran, so this
+    // runner claims it next rather than leave it to the scan.
+    if (!next) return false;
+    await publish.task({ ...turn, channel: next.channel }, next.taskId, 'running');
+    return true;
   };
 
   try {

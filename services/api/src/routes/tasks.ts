@@ -203,7 +203,8 @@ export const taskRoutes =
           req.log.warn({ err, task_id }, 'publishing the task canceled event failed');
         }
         if (out.next) {
-          // The thread's next message started as this turn ended; a worker's scan runs it.
+          // The thread's next message started as this turn ended: announced, then a worker is
+          // woken to run it (a lost wakeup leaves it to the workers' scan).
           const { taskId, channel: nextChannel } = out.next;
           try {
             await js.publish(
@@ -219,6 +220,12 @@ export const taskRoutes =
           } catch (err) {
             req.log.warn({ err, task_id: taskId }, 'publishing the task running event failed');
           }
+          await wakeAgent(
+            js,
+            subjects,
+            { project, channel: nextChannel, agent, taskId, started: true },
+            req.log,
+          );
         }
         const task = await store.tasks.get(project, task_id);
         return { ...taskOut(task!, cardOut(out.card)), canceled_calls: out.calls };

@@ -15,11 +15,16 @@ function wakeupHeaders(agent: string) {
   return h;
 }
 
-/** Publishes the agent's wakeup for a task; false (logged) when it could not be published. */
+/**
+ * Publishes the agent's wakeup for a task; false (logged) when it could not be published. A
+ * `started` wakeup is for a task whose turn was started here (a thread's next message, as the
+ * turn before it was canceled): its own wakeup was spent when it was filed, and this one, under a
+ * message id of its own, has the worker claim the started turn now rather than at its next scan.
+ */
 export async function wakeAgent(
   js: JetStreamClient,
   subjects: Subjects,
-  w: { project: string; channel: string; agent: string; taskId: string },
+  w: { project: string; channel: string; agent: string; taskId: string; started?: boolean },
   log: FastifyBaseLogger,
 ): Promise<boolean> {
   const wakeup = encodeMessage('wakeup', {
@@ -38,7 +43,7 @@ export async function wakeAgent(
       },
       () =>
         js.publish(subject, wakeup, {
-          msgID: MsgId.wakeup(w.project, w.agent, w.taskId),
+          msgID: MsgId.wakeup(w.project, w.agent, w.started ? `${w.taskId}/started` : w.taskId),
           headers: wakeupHeaders(w.agent),
           timeout: 5_000,
         }),
