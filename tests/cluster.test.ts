@@ -139,14 +139,22 @@ it(
       expect(killed).toBe(true);
       await restarted;
       await expectOneCardEach(mesh, scope.project, ids);
-      // The restarted node caught up: every stream is again three current replicas.
+      // The restarted node caught up: every stream is again three current replicas. While a
+      // stream elects its leader again its info request may go unanswered (a timeout): that is
+      // "not yet", like a replica still behind.
       const deadline = Date.now() + 60_000;
       for (const name of [names.commandStream, names.eventStream, `KV_${names.leaseBucket}`]) {
         for (;;) {
-          const peers = (await jsm.streams.info(name)).cluster?.replicas ?? [];
-          if (peers.length === 2 && peers.every((p) => p.current && !p.offline)) break;
+          let seen: unknown;
+          try {
+            const peers = (await jsm.streams.info(name)).cluster?.replicas ?? [];
+            if (peers.length === 2 && peers.every((p) => p.current && !p.offline)) break;
+            seen = peers;
+          } catch (err) {
+            seen = (err as Error).message;
+          }
           if (Date.now() > deadline)
-            throw new Error(`${name} replicas did not catch up: ${JSON.stringify(peers)}`);
+            throw new Error(`${name} replicas did not catch up: ${JSON.stringify(seen)}`);
           await new Promise((r) => setTimeout(r, 250));
         }
       }
