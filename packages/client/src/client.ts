@@ -124,6 +124,10 @@ export function createClient(opts: ClientOptions): Client {
       const s = nc.subscribe(subjects.toolResultFilter({ project, channel }), {
         callback: (err, msg) => {
           if (err) return;
+          // Every result of the channel arrives here, most of them other callers' when many
+          // share it: those named by their header are passed over without being decoded.
+          const named = msg.headers?.get(Header.toolCallId);
+          if (named && !waiters.has(`${project}/${named}`)) return;
           try {
             const ev = decodeMessage('tool_result', msg.data);
             waiters.get(`${project}/${ev.tool_call_id}`)?.(ev);
