@@ -52,7 +52,7 @@ describe('thread handoff', { timeout: 60_000 }, () => {
     expect(view.turns.map((t) => t.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
   });
 
-  it('the message after a canceled turn starts at once too', async () => {
+  it("the message after a canceled turn starts at once too; another project's cancel is refused", async () => {
     const agent = await mesh.createAgent({
       id: 'interrupted',
       script: [
@@ -64,6 +64,18 @@ describe('thread handoff', { timeout: 60_000 }, () => {
     const one = await say(agent, thread, 'one');
     await until(() => Promise.resolve(mesh.requestsOf(agent).length === 1 ? true : undefined));
     await say(agent, thread, 'two');
+    // Another project's key can neither cancel the turn nor, so, start the waiting message.
+    const other = await mesh.api.createProject();
+    const refused = await api(
+      'POST',
+      `/tasks/${one.task_id}/cancel`,
+      { reason: 'mine' },
+      other.key,
+    );
+    expect(refused.status, refused.raw).toBe(404);
+    const during = await show(agent, thread);
+    expect(during.turns.map((t) => t.status)).toEqual(['running', 'pending']);
+
     const started = Date.now();
     const stop = await api('POST', `/tasks/${one.task_id}/cancel`, { reason: 'enough' });
     expect(stop.status, stop.raw).toBe(200);
