@@ -23,6 +23,7 @@ import {
   benchServers,
 } from './support.ts';
 import { summarize, table } from './stats.ts';
+import { createTimeline, type Timeline } from './timeline.ts';
 
 const SEQUENTIAL = Number(process.env['BENCH_SEQUENTIAL'] ?? 100);
 const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 100);
@@ -30,16 +31,21 @@ const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 100);
 const BURSTS = Number(process.env['BENCH_BURSTS'] ?? 5);
 const WARMUP = 10;
 const AGENTS = 20;
+/** BENCH_TIMELINE=1: after the measured turns, this many more with their hops timed (timeline.ts). */
+const TIMELINE_TURNS = process.env['BENCH_TIMELINE'] ? SEQUENTIAL : 0;
 
 const { nats, db } = await benchServers();
 const scratch = await mkdtemp(join(tmpdir(), 'toolmesh-bench-agent-'));
 // mkdtemp makes it 0700; as root, sandboxed commands run as sandbox.uid, which must pass through.
 await chmod(scratch, 0o711);
+let timeline: Timeline | undefined;
 const model = await startScriptedOpenAI({
-  fallback: (req) =>
-    req.body.messages.some((m) => m.role === 'tool')
+  fallback: (req) => {
+    timeline?.mark('model request arrives');
+    return req.body.messages.some((m) => m.role === 'tool')
       ? { toolCalls: [{ name: 'submit_result', arguments: { result: { ok: true } } }] }
-      : { toolCalls: [{ name: 'builtin__echo', arguments: { hello: 'bench' } }] },
+      : { toolCalls: [{ name: 'builtin__echo', arguments: { hello: 'bench' } }] };
+  },
 });
 const children: ChildProcess[] = [];
 const nc = await connect({ servers: nats.url, noAsyncTraces: true });
@@ -88,6 +94,15 @@ try {
   // Then BURSTS bursts are measured.
   await drive(CONCURRENT, CONCURRENT, turn);
   const conc = await bursts(BURSTS, CONCURRENT, turn);
+  if (TIMELINE_TURNS > 0) {
+    const t = createTimeline(nc, nats.root);
+    timeline = t;
+    await nc.flush();
+    for (let i = 0; i < TIMELINE_TURNS; i++) await t.record(() => turn(i));
+    timeline = undefined;
+    console.log(`where one turn's time goes (median of ${TIMELINE_TURNS} turns, one at a time):`);
+    console.log(`${t.print()}\n`);
+  }
 
   // --- the floor: the same model requests and tool call, with nobody orchestrating ---
   const client = createClient({ nc, root: nats.root });
