@@ -2,8 +2,8 @@
 // worker asks a scripted model, which calls builtin.echo; the skills service answers; the worker
 // resumes, asks the model again, which calls submit_result; the task event arrives. One at a
 // time and in bursts of 100 at once (spread over 20 agents), against the floor measured in the
-// same run: the same work without the worker (two requests to the scripted model and one
-// builtin.echo call through the SDK).
+// same run: the same work without the worker (the worker's two requests to the scripted model,
+// replayed, and one builtin.echo call through the SDK).
 import type { ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -105,17 +105,31 @@ try {
   }
 
   // --- the floor: the same model requests and tool call, with nobody orchestrating ---
+  // The requests are the worker's own, as the model server received them in the last turns
+  // (system prompt, tool specs, the call and its result; streamed), and their answers are read
+  // to the end. Earlier stops measured against a short, unstreamed request instead; that floor
+  // is still measured (`short_floor_*`) so figures compare across stops.
+  const sent = model.requests();
+  const lastOf = (second: boolean) =>
+    sent.findLast((r) => r.body.messages.some((m) => m.role === 'tool') === second)?.body;
+  const [first, second] = [lastOf(false), lastOf(true)];
+  if (!first || !second) throw new Error('the model server saw no complete turn to replay');
+  const short = { model: 'm', messages: [{ role: 'user', content: 'echo' }] };
   const client = createClient({ nc, root: nats.root });
-  const ask = async () => {
+  const ask = async (body: unknown) => {
     const res = await fetch(`${model.url}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
-      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'echo' }] }),
+      body: JSON.stringify(body),
     });
-    await res.json();
+    if (!res.ok) throw new Error(`model answered ${res.status}`);
+    if (!(body as { stream?: boolean }).stream) return void (await res.json());
+    // Each event of the stream parsed, as any client must to see the calls.
+    for (const line of (await res.text()).split('\n'))
+      if (line.startsWith('data: ') && line !== 'data: [DONE]') JSON.parse(line.slice(6));
   };
-  const floorOp = async () => {
-    await ask();
+  const floorOf = (bodies: [unknown, unknown]) => async () => {
+    await ask(bodies[0]);
     const r = await client.callTool({
       project: 'bench',
       channel: 'floor',
@@ -123,21 +137,28 @@ try {
       arguments: { hello: 'bench' },
     });
     if (r.status !== 'succeeded') throw new Error(`echo ended ${r.status}`);
-    await ask();
+    await ask(bodies[1]);
   };
-  await drive(WARMUP, 1, floorOp);
-  const floorSeq = await drive(SEQUENTIAL, 1, floorOp);
-  await drive(CONCURRENT, CONCURRENT, floorOp);
-  const floorConc = await bursts(BURSTS, CONCURRENT, floorOp);
+  const floorRuns = async (op: () => Promise<void>) => {
+    await drive(WARMUP, 1, op);
+    const sequential = await drive(SEQUENTIAL, 1, op);
+    await drive(CONCURRENT, CONCURRENT, op);
+    return { sequential, concurrent: await bursts(BURSTS, CONCURRENT, op) };
+  };
+  const floor = await floorRuns(floorOf([first, second]));
+  const shortFloor = await floorRuns(floorOf([short, short]));
   await stopAnalyzing();
 
   const s = summarize(seq.latencies);
   const c = summarize(conc.latencies);
-  const fs = summarize(floorSeq.latencies);
-  const fc = summarize(floorConc.latencies);
+  const fs = summarize(floor.sequential.latencies);
+  const fc = summarize(floor.concurrent.latencies);
+  const ss = summarize(shortFloor.sequential.latencies);
   const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
-  const turnsPerS = Math.round(((BURSTS * CONCURRENT) / conc.seconds) * 10) / 10;
-  const floorPerS = Math.round(((BURSTS * CONCURRENT) / floorConc.seconds) * 10) / 10;
+  const perS = (seconds: number) => Math.round(((BURSTS * CONCURRENT) / seconds) * 10) / 10;
+  const turnsPerS = perS(conc.seconds);
+  const floorPerS = perS(floor.concurrent.seconds);
+  const shortPerS = perS(shortFloor.concurrent.seconds);
   const result = {
     turn_p50_ms: s.p50_ms,
     turn_p99_ms: s.p99_ms,
@@ -151,6 +172,10 @@ try {
     ratio_throughput: ratio(turnsPerS, floorPerS),
     concurrent_p50_ms: c.p50_ms,
     floor_concurrent_p50_ms: fc.p50_ms,
+    short_floor_p50_ms: ss.p50_ms,
+    short_floor_per_s: shortPerS,
+    short_ratio_p50: ratio(s.p50_ms, ss.p50_ms),
+    short_ratio_throughput: ratio(turnsPerS, shortPerS),
     turns: SEQUENTIAL,
     node: process.version,
     cpus: cpus().length,
@@ -160,6 +185,7 @@ try {
     table([
       { run: 'agent turn, one at a time', 'p50 ms': s.p50_ms, 'p99 ms': s.p99_ms, 'per s': '' },
       { run: 'floor, one at a time', 'p50 ms': fs.p50_ms, 'p99 ms': fs.p99_ms, 'per s': '' },
+      { run: 'short floor, one at a time', 'p50 ms': ss.p50_ms, 'p99 ms': ss.p99_ms, 'per s': '' },
       {
         run: `agent turns, ${CONCURRENT} at once (x${BURSTS})`,
         'p50 ms': c.p50_ms,
@@ -172,10 +198,17 @@ try {
         'p99 ms': fc.p99_ms,
         'per s': floorPerS,
       },
+      {
+        run: `short floor, ${CONCURRENT} at once (x${BURSTS})`,
+        'p50 ms': summarize(shortFloor.concurrent.latencies).p50_ms,
+        'p99 ms': summarize(shortFloor.concurrent.latencies).p99_ms,
+        'per s': shortPerS,
+      },
     ]),
   );
   console.log(
-    `\nratio to floor: p50 ${result.ratio_p50}x one at a time; throughput ${result.ratio_throughput}x`,
+    `\nratio to floor: p50 ${result.ratio_p50}x one at a time; throughput ${result.ratio_throughput}x` +
+      ` (to the short floor: ${result.short_ratio_p50}x; ${result.short_ratio_throughput}x)`,
   );
   await writeResult('agent', result);
 } finally {
