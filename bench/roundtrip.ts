@@ -6,9 +6,10 @@
 // (bench/results/roundtrip-auth.json).
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, credsAuthenticator, headers } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import { createClient } from '@toolmesh/client';
+import { streamPublisher } from '@toolmesh/stream-publish';
 import { spawnReady, drive, ROOT_DIR, writeResult, stopChildren, benchServers } from './support.ts';
 import { summarize, table } from './stats.ts';
 
@@ -80,7 +81,6 @@ try {
       'ready',
     ),
   );
-  const js = jetstream(nc);
   const waiters = new Map<string, () => void>();
   nc.subscribe(`${replyPrefix}.>`, {
     callback: (_e, m) => waiters.get(m.subject.slice(m.subject.lastIndexOf('.') + 1))?.(),
@@ -90,9 +90,10 @@ try {
   const floorOp = async (i: number) => {
     const id = `f${fid++}`;
     const done = new Promise<void>((r) => waiters.set(id, r));
-    const h = headers();
-    h.set('Nats-Msg-Id', id);
-    await js.publish(`${nats.root}.floor.call.x`, JSON.stringify({ i }), { headers: h });
+    // The same acknowledged publish the SDK makes (@toolmesh/stream-publish).
+    await streamPublisher(nc).publish(`${nats.root}.floor.call.x`, JSON.stringify({ i }), {
+      msgId: id,
+    });
     await done;
     waiters.delete(id);
   };

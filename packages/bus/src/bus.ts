@@ -21,6 +21,7 @@ import {
   type Names,
   type Subjects,
 } from '@toolmesh/protocol';
+import { streamPublisher } from '@toolmesh/stream-publish';
 import { SpanKind, traceHeaders, tracingEnabled, withSpan } from '@toolmesh/telemetry';
 import { consume, operationOf, type ConsumeOptions, type Consumption } from './consume.ts';
 import { createLeaseStore, type LeaseStore } from './lease.ts';
@@ -132,7 +133,12 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
     publish: (subject, data, o = {}) => {
       const send = async () => {
         try {
-          const ack = await js.publish(subject, data, { headers: toHeaders(o.headers, o.msgId) });
+          const hdrs = toHeaders(o.headers, o.msgId);
+          const ack = await streamPublisher(nc).publish(
+            subject,
+            data,
+            hdrs ? { headers: hdrs } : {},
+          );
           return { seq: ack.seq, duplicate: ack.duplicate };
         } catch (cause) {
           throw new RetryableError(`publish to ${subject} failed: ${(cause as Error).message}`, {

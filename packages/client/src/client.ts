@@ -1,7 +1,6 @@
 // The TypeScript SDK: publish a tool call onto the mesh and await its result event. Ids are
 // checked before anything is sent, so a bad id fails here with `invalid_id` instead of being
 // rejected (without a result) by a tool service.
-import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import {
   headers as natsHeaders,
   type NatsConnection,
@@ -25,6 +24,7 @@ import {
   type Subjects,
   type ToolResultEvent,
 } from '@toolmesh/protocol';
+import { streamPublisher } from '@toolmesh/stream-publish';
 import { SpanKind, contextFromTraceparent, traceHeaders, withSpan } from '@toolmesh/telemetry';
 
 export interface ToolCallRequest {
@@ -111,7 +111,6 @@ export interface ClientOptions {
 
 export function createClient(opts: ClientOptions): Client {
   const { nc } = opts;
-  const js: JetStreamClient = jetstream(nc);
   const subjects = createSubjects(opts.root ?? DEFAULT_ROOT);
   const waiters = new Map<string, (r: ToolResult) => void>();
   const subs = new Map<string, Promise<Subscription>>();
@@ -180,7 +179,10 @@ export function createClient(opts: ClientOptions): Client {
             resendNonce === undefined
               ? MsgId.toolCall(req.project, toolCallId)
               : MsgId.toolCallResend(req.project, toolCallId, resendNonce);
-          const ack = await js.publish(subject, body, { headers: h, msgID });
+          const ack = await streamPublisher(nc).publish(subject, body, {
+            headers: h,
+            msgId: msgID,
+          });
           return { toolCallId, subject, seq: ack.seq, duplicate: ack.duplicate };
         } catch (cause) {
           throw new RetryableError(`publishing ${req.tool} failed: ${(cause as Error).message}`, {

@@ -3,10 +3,10 @@
 // instance), then the call message is published again with CG-Approval-Id so the tool service
 // that serves it runs it or files its failed card. If this instance dies between the two, every
 // tool service's approval scan publishes decided calls left unpublished.
-import { jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { Header, MsgId } from '@toolmesh/protocol';
+import { streamPublisher } from '@toolmesh/stream-publish';
 import type { DecidedApproval, Decision, Store } from '@toolmesh/store';
 
 export interface DecideOutcome {
@@ -30,7 +30,7 @@ export function createApprovalDecider(deps: {
   nc: NatsConnection;
   logger: Logger;
 }): ApprovalDecider {
-  const js = jetstream(deps.nc);
+  const publisher = streamPublisher(deps.nc);
   const log = deps.logger.child({ component: 'approvals' });
 
   async function dispatch(a: DecidedApproval): Promise<void> {
@@ -38,7 +38,7 @@ export function createApprovalDecider(deps: {
     for (const [k, v] of Object.entries(a.headers)) h.set(k, v);
     h.set(Header.approvalId, a.approval_id);
     h.set(Header.msgId, MsgId.approvalDecided(a.project_id, a.tool_call_id));
-    await js.publish(a.subject, new Uint8Array(a.body), { headers: h });
+    await publisher.publish(a.subject, new Uint8Array(a.body), { headers: h });
     await deps.store.approvals.markDispatched(a.approval_id);
   }
 

@@ -4,9 +4,9 @@
 // for the agent's next wakeup; the answer says it was not woken).
 import { Buffer } from 'node:buffer';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { jetstream } from '@nats-io/jetstream';
 import { z } from 'zod';
 import { Header, createSubjects, encodeMessage } from '@toolmesh/protocol';
+import { streamPublisher } from '@toolmesh/stream-publish';
 import { TaskState, type Task } from '@toolmesh/store';
 import { SpanKind, contextFromHeaders, traceHeaders, withSpan } from '@toolmesh/telemetry';
 import { callerKeyOf, keyIdOf } from '../auth.ts';
@@ -59,7 +59,7 @@ export const taskRoutes =
   ({ store, auth, nc, config }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const subjects = createSubjects(config.nats.subject_root);
-    const js = jetstream(nc);
+    const publisher = streamPublisher(nc);
 
     app.post(
       '/projects/:project/agents/:agent/tasks',
@@ -120,7 +120,7 @@ export const taskRoutes =
             span.setAttribute('toolmesh.task_id', task.task_id);
 
             const woken = await wakeAgent(
-              js,
+              publisher,
               subjects,
               { project, channel, agent, taskId: task.task_id },
               req.log,
@@ -173,21 +173,20 @@ export const taskRoutes =
         const cancelSubject = subjects.cancel({ project, channel });
         for (const c of out.calls) {
           try {
-            await js.publish(
+            await publisher.publish(
               cancelSubject,
               encodeMessage('cancel', {
                 v: 1,
                 tool_call_id: c.tool_call_id,
                 reason: `task ${task_id} canceled`,
               }),
-              { timeout: 5_000 },
             );
           } catch (err) {
             req.log.warn({ err, tool_call_id: c.tool_call_id }, 'publishing a call cancel failed');
           }
         }
         try {
-          await js.publish(
+          await publisher.publish(
             subjects.agentEvent({ project, channel, agent, event: 'task' }),
             encodeMessage('agent_task', {
               v: 1,
@@ -197,7 +196,6 @@ export const taskRoutes =
               card_id: out.card.card_id,
               error: { code: 'canceled', message: reason },
             }),
-            { timeout: 5_000 },
           );
         } catch (err) {
           req.log.warn({ err, task_id }, 'publishing the task canceled event failed');
@@ -207,7 +205,7 @@ export const taskRoutes =
           // woken to run it (a lost wakeup leaves it to the workers' scan).
           const { taskId, channel: nextChannel } = out.next;
           try {
-            await js.publish(
+            await publisher.publish(
               subjects.agentEvent({ project, channel: nextChannel, agent, event: 'task' }),
               encodeMessage('agent_task', {
                 v: 1,
@@ -215,13 +213,12 @@ export const taskRoutes =
                 task_id: taskId,
                 status: 'running',
               }),
-              { timeout: 5_000 },
             );
           } catch (err) {
             req.log.warn({ err, task_id: taskId }, 'publishing the task running event failed');
           }
           await wakeAgent(
-            js,
+            publisher,
             subjects,
             { project, channel: nextChannel, agent, taskId, started: true },
             req.log,

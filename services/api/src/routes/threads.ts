@@ -4,9 +4,9 @@
 // is woken as for any task. The worker runs one turn of a thread at a time, in that order, and
 // shows the model the thread's earlier turns (see docs/protocol.md, "Threads").
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { jetstream } from '@nats-io/jetstream';
 import { z } from 'zod';
 import { Header, createSubjects } from '@toolmesh/protocol';
+import { streamPublisher } from '@toolmesh/stream-publish';
 import { TaskState, type Card, type Thread, type ThreadTurn } from '@toolmesh/store';
 import { traceHeaders } from '@toolmesh/telemetry';
 import { keyIdOf } from '../auth.ts';
@@ -100,7 +100,7 @@ export const threadRoutes =
   ({ store, auth, nc, config }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const subjects = createSubjects(config.nats.subject_root);
-    const js = jetstream(nc);
+    const publisher = streamPublisher(nc);
 
     app.post(
       '/projects/:project/agents/:agent/threads',
@@ -261,7 +261,7 @@ export const threadRoutes =
             { waiting: sent.waiting, limit: max },
           );
         const woken = await wakeAgent(
-          js,
+          publisher,
           subjects,
           { project, channel: sent.channel, agent, taskId: sent.task.task_id },
           req.log,

@@ -2,7 +2,7 @@
 // written first, so a wakeup that cannot be published loses nothing: the task waits for the
 // agent's next wakeup or the worker's scan, and the answer says it was not woken.
 import type { FastifyBaseLogger } from 'fastify';
-import type { JetStreamClient } from '@nats-io/jetstream';
+import type { StreamPublisher } from '@toolmesh/stream-publish';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { Header, MsgId, WakeupReason, encodeMessage, type Subjects } from '@toolmesh/protocol';
 import { SpanKind, traceHeaders, withSpan } from '@toolmesh/telemetry';
@@ -22,7 +22,7 @@ function wakeupHeaders(agent: string) {
  * message id of its own, has the worker claim the started turn now rather than at its next scan.
  */
 export async function wakeAgent(
-  js: JetStreamClient,
+  publisher: StreamPublisher,
   subjects: Subjects,
   w: { project: string; channel: string; agent: string; taskId: string; started?: boolean },
   log: FastifyBaseLogger,
@@ -42,10 +42,9 @@ export async function wakeAgent(
         attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
       },
       () =>
-        js.publish(subject, wakeup, {
-          msgID: MsgId.wakeup(w.project, w.agent, w.started ? `${w.taskId}/started` : w.taskId),
+        publisher.publish(subject, wakeup, {
+          msgId: MsgId.wakeup(w.project, w.agent, w.started ? `${w.taskId}/started` : w.taskId),
           headers: wakeupHeaders(w.agent),
-          timeout: 5_000,
         }),
     );
     return true;

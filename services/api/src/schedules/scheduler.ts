@@ -6,12 +6,12 @@
 // commit and the publish leaves an unpublished firing, which the next pass of any instance
 // publishes again under the same ids: each tick is one call or one task.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Client } from '@toolmesh/client';
 import type { SchedulesConfig } from '@toolmesh/config';
 import { Header, MsgId, WakeupReason, createSubjects, encodeMessage } from '@toolmesh/protocol';
+import { streamPublisher } from '@toolmesh/stream-publish';
 import type { Firing, Schedule, Store, TxStore } from '@toolmesh/store';
 import { nextTick, tickTaskId, tickToolCallId } from './ticks.ts';
 
@@ -45,7 +45,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
   const { store, client, config } = deps;
   const log = deps.logger.child({ component: 'scheduler', instance: deps.instanceId });
   const subjects = createSubjects(deps.root);
-  const js = jetstream(deps.nc);
+  const publisher = streamPublisher(deps.nc);
   const firedBy = `api@${deps.instanceId}`;
 
   /** What a due schedule does now: fire a tick (which, and how many it stands for) or skip. */
@@ -125,7 +125,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
       const agent = s.agent_id as string;
       const h = natsHeaders();
       h.set(Header.agentId, agent);
-      await js.publish(
+      await publisher.publish(
         subjects.agentWakeup({ project: f.project_id, channel: s.channel, agent }),
         encodeMessage('wakeup', {
           v: 1,
@@ -133,7 +133,7 @@ export function startScheduler(deps: SchedulerDeps): Scheduler {
           reason: WakeupReason.task,
           correlation_id: f.task_id,
         }),
-        { msgID: MsgId.wakeup(f.project_id, agent, f.task_id), headers: h, timeout: 5_000 },
+        { msgId: MsgId.wakeup(f.project_id, agent, f.task_id), headers: h },
       );
     }
     await store.schedules.markPublished(f.project_id, f.name, f.tick_at);

@@ -1,0 +1,171 @@
+// Acknowledged publishes against a real nats-server: what the stream stored, deduplication,
+// the refusals a publisher must tell apart, order, timeouts and a closed connection.
+import { randomBytes } from 'node:crypto';
+import { DiscardPolicy, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
+import { startLocalNats, useNats, type TestNats } from '@toolmesh/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StreamPublishError, streamPublisher } from './index.ts';
+
+let nats: TestNats;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+const streams: string[] = [];
+
+/** A stream of its own for a test, on subjects `<name>.>`. */
+async function stream(extra: Record<string, unknown> = {}): Promise<string> {
+  const name = `${nats.root}_SP_${randomBytes(3).toString('hex')}`;
+  await jsm.streams.add({ name, subjects: [`${name}.>`], duplicate_window: 60e9, ...extra });
+  streams.push(name);
+  return name;
+}
+
+async function failureOf(p: Promise<unknown>): Promise<StreamPublishError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(StreamPublishError);
+  return err as StreamPublishError;
+}
+
+beforeAll(async () => {
+  nats = await useNats();
+  nc = await connect({ servers: nats.url });
+  jsm = await jetstreamManager(nc);
+});
+
+afterAll(async () => {
+  for (const s of streams) await jsm.streams.delete(s).catch(() => undefined);
+  await nc?.close();
+  await nats?.cleanup();
+});
+
+describe('stream publisher', () => {
+  it('resolves once the stream stored the message, with its headers', async () => {
+    const name = await stream();
+    const h = headers();
+    h.set('CG-Test', 'yes');
+    const ack = await streamPublisher(nc).publish(`${name}.a`, 'hello', {
+      headers: h,
+      msgId: 'm-1',
+    });
+    expect(ack).toEqual({ stream: name, seq: 1, duplicate: false });
+    const stored = await jsm.streams.getMessage(name, { seq: 1 });
+    expect(stored?.string()).toBe('hello');
+    expect(stored?.header.get('CG-Test')).toBe('yes');
+    expect(stored?.header.get('Nats-Msg-Id')).toBe('m-1');
+    expect(streamPublisher(nc).inFlight()).toBe(0);
+  });
+
+  it('a second publish of the same Nats-Msg-Id is acknowledged as a duplicate, not stored', async () => {
+    const name = await stream();
+    const p = streamPublisher(nc);
+    const first = await p.publish(`${name}.a`, 'one', { msgId: 'same' });
+    const again = await p.publish(`${name}.a`, 'two', { msgId: 'same' });
+    expect(again).toEqual({ stream: name, seq: first.seq, duplicate: true });
+    expect((await jsm.streams.info(name)).state.messages).toBe(1);
+  });
+
+  it('many in flight at once are stored in the order they were published', async () => {
+    const name = await stream();
+    const acks = await Promise.all(
+      Array.from({ length: 500 }, (_, i) => streamPublisher(nc).publish(`${name}.a`, String(i))),
+    );
+    expect(acks.map((a) => a.seq)).toEqual(Array.from({ length: 500 }, (_, i) => i + 1));
+    expect((await jsm.streams.getMessage(name, { seq: 321 }))?.string()).toBe('320');
+  });
+
+  it('refuses at once when no stream captures the subject and nobody listens', async () => {
+    const started = Date.now();
+    const err = await failureOf(streamPublisher(nc).publish(`${nats.root}.nowhere.x`, 'lost'));
+    expect(err.failure).toBe('no_stream');
+    expect(err.message).toContain(`${nats.root}.nowhere.x`);
+    expect(Date.now() - started).toBeLessThan(DEFAULT_WAIT);
+  });
+
+  it("passes on the stream's own refusal: a full stream that discards new messages", async () => {
+    const name = await stream({ max_msgs: 1, discard: DiscardPolicy.New });
+    await streamPublisher(nc).publish(`${name}.a`, 'fits');
+    const err = await failureOf(streamPublisher(nc).publish(`${name}.a`, 'does not fit'));
+    expect(err.failure).toBe('refused');
+    expect(err.message).toMatch(/maximum messages exceeded/i);
+    expect(err.errCode).toBeGreaterThan(0);
+    expect((await jsm.streams.info(name)).state.messages).toBe(1);
+  });
+
+  it('times out when only a core subscriber hears the subject (nothing acknowledges)', async () => {
+    const subject = `${nats.root}.core-only.x`;
+    const heard: string[] = [];
+    const sub = nc.subscribe(subject, {
+      callback: (_e, m) => {
+        heard.push(m.string());
+      },
+    });
+    await nc.flush();
+    const err = await failureOf(streamPublisher(nc).publish(subject, 'hi', { timeoutMs: 300 }));
+    expect(err.failure).toBe('timeout');
+    expect(heard).toEqual(['hi']);
+    expect(streamPublisher(nc).inFlight()).toBe(0);
+    sub.unsubscribe();
+  });
+
+  it('fails what waits when the connection closes, and refuses publishing after', async () => {
+    const own = await connect({ servers: nats.url });
+    const subject = `${nats.root}.core-only.y`;
+    own.subscribe(subject, { callback: () => undefined });
+    await own.flush();
+    const waiting = streamPublisher(own).publish(subject, 'never acked', { timeoutMs: 30_000 });
+    await own.close();
+    expect((await failureOf(waiting)).failure).toBe('closed');
+    expect((await failureOf(streamPublisher(own).publish(subject, 'x'))).failure).toBe('closed');
+  });
+
+  it('fails at once a publish the server does not permit, and one whose acks it may not read', async () => {
+    // Users of a server of the test's own: one may not publish to `closed.>`, the other may not
+    // subscribe to inboxes (so it never sees an acknowledgement).
+    const server = await startLocalNats({
+      config: ({ port, storeDir }) =>
+        Promise.resolve(`listen: 127.0.0.1:${port}
+jetstream { store_dir: "${storeDir}" }
+authorization { users = [
+  { user: writer, password: w, permissions: { publish: { deny: ["closed.>"] } } }
+  { user: deaf, password: d, permissions: { subscribe: { deny: ["_INBOX.>"] } } }
+] }
+`),
+    });
+    const writer = await connect({ servers: server.url, user: 'writer', pass: 'w' });
+    const deaf = await connect({ servers: server.url, user: 'deaf', pass: 'd' });
+    try {
+      await (
+        await jetstreamManager(writer)
+      ).streams.add({ name: 'S', subjects: ['open.>', 'closed.>'] });
+      expect(await streamPublisher(writer).publish('open.a', 'fine')).toMatchObject({ seq: 1 });
+      const started = Date.now();
+      const denied = await failureOf(streamPublisher(writer).publish('closed.a', 'no'));
+      expect(denied.failure).toBe('forbidden');
+      expect(denied.message).toMatch(/closed\.a.*Permissions Violation/i);
+      expect(Date.now() - started).toBeLessThan(DEFAULT_WAIT);
+      // The same connection goes on publishing where it may.
+      expect(await streamPublisher(writer).publish('open.b', 'still fine')).toMatchObject({
+        seq: 2,
+      });
+      const unheard = await failureOf(
+        streamPublisher(deaf).publish('open.c', 'x', { timeoutMs: 30_000 }),
+      );
+      expect(unheard.failure).toBe('forbidden');
+      expect(unheard.message).toMatch(/Permissions Violation/i);
+    } finally {
+      await writer.close();
+      await deaf.close();
+      await server.close();
+    }
+  });
+
+  it('one publisher per connection', () => {
+    expect(streamPublisher(nc)).toBe(streamPublisher(nc));
+  });
+});
+
+/** Well under the default acknowledgement wait: a refusal must not wait for a timeout. */
+const DEFAULT_WAIT = 2_000;

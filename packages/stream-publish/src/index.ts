@@ -1,0 +1,230 @@
+// Acknowledged publishes into JetStream, many in flight over one inbox subscription per
+// connection. A JetStream publish is a core publish with a reply subject: the stream capturing
+// the subject stores the message and answers on that subject with its acknowledgement
+// ({stream, seq, duplicate}) or an error. nats.js's `js.publish` makes each publish a request of
+// its own (a request object and a timer each); measured on a 2-core machine, 42-62 us of the
+// publisher's CPU each against 20 us here, and the message reaches a subscriber about 0.03 ms
+// sooner. Every acknowledged publish of the mesh and of the SDK goes through here.
+import {
+  createInbox,
+  headers as natsHeaders,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Payload,
+} from '@nats-io/transport-node';
+
+export interface StreamAck {
+  stream: string;
+  seq: number;
+  /** The stream already held a message of this Nats-Msg-Id (inside its dedupe window). */
+  duplicate: boolean;
+}
+
+/**
+ * Why a publish was not acknowledged: no stream captures the subject (and nobody listens on
+ * it), the stream refused the message (a limit, a wrong expectation), the server does not let
+ * this connection publish there (or read its acknowledgements), no acknowledgement came in
+ * time, or the connection closed first.
+ */
+export type StreamPublishFailure = 'no_stream' | 'refused' | 'forbidden' | 'timeout' | 'closed';
+
+export class StreamPublishError extends Error {
+  readonly failure: StreamPublishFailure;
+  /** JetStream's own error code when the stream refused the message. */
+  readonly errCode: number | undefined;
+  constructor(failure: StreamPublishFailure, message: string, errCode?: number) {
+    super(message);
+    this.name = 'StreamPublishError';
+    this.failure = failure;
+    this.errCode = errCode;
+  }
+}
+
+export interface StreamPublishOptions {
+  headers?: MsgHdrs;
+  /** Sets Nats-Msg-Id: the stream drops another publish of this id inside its dedupe window. */
+  msgId?: string;
+  /** How long to wait for the acknowledgement (default 5 s, as nats.js's). */
+  timeoutMs?: number;
+}
+
+export interface StreamPublisher {
+  /** Resolves once the stream stored (or deduplicated) the message. */
+  publish(subject: string, data?: Payload, opts?: StreamPublishOptions): Promise<StreamAck>;
+  /** Publishes still waiting for their acknowledgement. */
+  inFlight(): number;
+}
+
+export const DEFAULT_TIMEOUT_MS = 5_000;
+
+const publishers = new WeakMap<NatsConnection, StreamPublisher>();
+
+/** The connection's publisher: one inbox subscription serves every publish made through it. */
+export function streamPublisher(nc: NatsConnection): StreamPublisher {
+  let p = publishers.get(nc);
+  if (!p) {
+    p = createStreamPublisher(nc);
+    publishers.set(nc, p);
+  }
+  return p;
+}
+
+interface Waiting {
+  subject: string;
+  timeoutMs: number;
+  deadline: number;
+  resolve(ack: StreamAck): void;
+  reject(err: Error): void;
+}
+
+interface AckBody {
+  stream?: unknown;
+  seq?: unknown;
+  duplicate?: unknown;
+  error?: { code?: number; err_code?: number; description?: string };
+}
+
+function createStreamPublisher(nc: NatsConnection): StreamPublisher {
+  const waiting = new Map<string, Waiting>();
+  // Under the connection's own inbox prefix: a tenant's credential may subscribe there only.
+  const prefix = createInbox((nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
+  let next = 0;
+  let listening = false;
+  let sweeper: NodeJS.Timeout | undefined;
+
+  const take = (token: string): Waiting | undefined => {
+    const w = waiting.get(token);
+    if (!w) return undefined;
+    waiting.delete(token);
+    if (waiting.size === 0 && sweeper) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+    return w;
+  };
+
+  const answer = (m: Msg) => {
+    const w = take(m.subject.slice(prefix.length + 1));
+    if (!w) return; // answered after its timeout
+    if (m.data.length === 0 && m.headers?.code === 503) {
+      w.reject(new StreamPublishError('no_stream', `no stream captures ${w.subject}`));
+      return;
+    }
+    let ack: AckBody;
+    try {
+      ack = m.json<AckBody>();
+    } catch {
+      w.reject(
+        new StreamPublishError('refused', `the answer to a publish to ${w.subject} is not JSON`),
+      );
+      return;
+    }
+    if (ack.error) {
+      const why = ack.error.description ?? `error ${ack.error.code ?? '?'}`;
+      w.reject(
+        new StreamPublishError(
+          'refused',
+          `publish to ${w.subject} refused: ${why}`,
+          ack.error.err_code,
+        ),
+      );
+      return;
+    }
+    if (typeof ack.stream !== 'string' || typeof ack.seq !== 'number') {
+      w.reject(
+        new StreamPublishError(
+          'refused',
+          `the answer to a publish to ${w.subject} is not an acknowledgement`,
+        ),
+      );
+      return;
+    }
+    w.resolve({ stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate === true });
+  };
+
+  const sweep = () => {
+    const now = Date.now();
+    for (const [token, w] of waiting) {
+      if (w.deadline > now) continue;
+      take(token);
+      w.reject(
+        new StreamPublishError(
+          'timeout',
+          `publish to ${w.subject} timed out: no acknowledgement within ${w.timeoutMs} ms`,
+        ),
+      );
+    }
+  };
+
+  // The server answers a publish it does not permit with an error on the connection, naming
+  // the subject: the oldest publish waiting on that subject fails with it (as nats.js's own
+  // requests do). A refused subscription to the inbox fails every publish waiting.
+  const onServerError = (e: Error & { operation?: string; subject?: string }) => {
+    if (e.name !== 'PermissionViolationError') return;
+    const forbidden = (w: Waiting) =>
+      new StreamPublishError('forbidden', `publish to ${w.subject} refused: ${e.message}`);
+    if (e.operation === 'publish') {
+      for (const [token, w] of waiting) {
+        if (w.subject !== e.subject) continue;
+        take(token);
+        w.reject(forbidden(w));
+        return;
+      }
+    } else if (e.subject === `${prefix}.*`) {
+      for (const token of [...waiting.keys()]) {
+        const w = take(token);
+        if (w) w.reject(forbidden(w));
+      }
+    }
+  };
+
+  const listen = () => {
+    listening = true;
+    nc.subscribe(`${prefix}.*`, { callback: (err, m) => (err ? undefined : answer(m)) });
+    void (async () => {
+      for await (const s of nc.status()) if (s.type === 'error') onServerError(s.error);
+    })();
+    void nc.closed().then(() => {
+      for (const token of [...waiting.keys()])
+        take(token)?.reject(new StreamPublishError('closed', 'the NATS connection closed'));
+    });
+  };
+
+  return {
+    publish: (subject, data, opts = {}) =>
+      new Promise<StreamAck>((resolve, reject) => {
+        if (nc.isClosed()) {
+          reject(new StreamPublishError('closed', 'the NATS connection is closed'));
+          return;
+        }
+        if (!listening) listen();
+        const token = (next++).toString(36);
+        const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+        let hdrs = opts.headers;
+        if (opts.msgId !== undefined) {
+          hdrs ??= natsHeaders();
+          hdrs.set('Nats-Msg-Id', opts.msgId);
+        }
+        waiting.set(token, {
+          subject,
+          timeoutMs,
+          deadline: Date.now() + timeoutMs,
+          resolve,
+          reject,
+        });
+        // One timer for all: its period bounds how late a timeout is noticed.
+        sweeper ??= setInterval(sweep, Math.max(10, Math.min(250, timeoutMs / 4))).unref();
+        try {
+          nc.publish(subject, data, {
+            reply: `${prefix}.${token}`,
+            ...(hdrs ? { headers: hdrs } : {}),
+          });
+        } catch (err) {
+          take(token);
+          reject(err instanceof Error ? err : new Error(String(err)));
+        }
+      }),
+    inFlight: () => waiting.size,
+  };
+}
