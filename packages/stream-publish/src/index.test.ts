@@ -162,6 +162,44 @@ authorization { users = [
     }
   });
 
+  it('goes on across a server restart: what timed out meanwhile is stored once when sent again', async () => {
+    const server = await startLocalNats();
+    const own = await connect({
+      servers: server.url,
+      reconnectTimeWait: 100,
+      maxReconnectAttempts: -1,
+    });
+    try {
+      await (await jetstreamManager(own)).streams.add({ name: 'R', subjects: ['r.>'] });
+      const p = streamPublisher(own);
+      expect(await p.publish('r.a', 'before', { msgId: 'a' })).toMatchObject({ seq: 1 });
+      await server.stop();
+      // Sent while the server is away: no acknowledgement comes (as with nats.js's js.publish),
+      // and the caller is told so rather than left waiting.
+      const during = failureOf(p.publish('r.b', 'during', { msgId: 'b', timeoutMs: 1_500 }));
+      await server.start();
+      expect((await during).failure).toBe('timeout');
+      // Sent again under the same Nats-Msg-Id once the server is back (its JetStream may take a
+      // moment to load the stream): stored once, whether or not the first copy made it.
+      let again;
+      for (const until = Date.now() + 15_000; !again;) {
+        again = await p.publish('r.b', 'during', { msgId: 'b', timeoutMs: 1_000 }).catch((e) => {
+          if (Date.now() > until) throw e;
+          return undefined;
+        });
+      }
+      expect(again.stream).toBe('R');
+      const after = await p.publish('r.c', 'after', { msgId: 'c' });
+      expect(after.seq).toBe(again.seq + 1);
+      const info = await (await jetstreamManager(own)).streams.info('R');
+      expect(info.state.messages).toBe(3);
+      expect(p.inFlight()).toBe(0);
+    } finally {
+      await own.close();
+      await server.close();
+    }
+  });
+
   it('one publisher per connection', () => {
     expect(streamPublisher(nc)).toBe(streamPublisher(nc));
   });
