@@ -155,6 +155,13 @@ authorization { users = [
       );
       expect(unheard.failure).toBe('forbidden');
       expect(unheard.message).toMatch(/Permissions Violation/i);
+      // Told at once from then on, not after each publish's timeout.
+      const started2 = Date.now();
+      const again = await failureOf(
+        streamPublisher(deaf).publish('open.d', 'y', { timeoutMs: 30_000 }),
+      );
+      expect(again.failure).toBe('forbidden');
+      expect(Date.now() - started2).toBeLessThan(DEFAULT_WAIT);
     } finally {
       await writer.close();
       await deaf.close();

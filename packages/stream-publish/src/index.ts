@@ -91,6 +91,8 @@ function createStreamPublisher(nc: NatsConnection): StreamPublisher {
   const prefix = createInbox((nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
   let next = 0;
   let listening = false;
+  /** The server's refusal of the inbox subscription: no acknowledgement can ever arrive. */
+  let deaf: string | undefined;
   let sweeper: NodeJS.Timeout | undefined;
 
   const take = (token: string): Waiting | undefined => {
@@ -172,6 +174,7 @@ function createStreamPublisher(nc: NatsConnection): StreamPublisher {
         return;
       }
     } else if (e.subject === `${prefix}.*`) {
+      deaf = e.message;
       for (const token of [...waiting.keys()]) {
         const w = take(token);
         if (w) w.reject(forbidden(w));
@@ -196,6 +199,10 @@ function createStreamPublisher(nc: NatsConnection): StreamPublisher {
       new Promise<StreamAck>((resolve, reject) => {
         if (nc.isClosed()) {
           reject(new StreamPublishError('closed', 'the NATS connection is closed'));
+          return;
+        }
+        if (deaf !== undefined) {
+          reject(new StreamPublishError('forbidden', `publish to ${subject} refused: ${deaf}`));
           return;
         }
         if (!listening) listen();
