@@ -9,5 +9,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Two cores: integration files start processes of their own, so keep the parallelism low.
     maxWorkers: 2,
+    // A NATS permission violation during a test fails it (packages/testing/src/violations.ts).
+    setupFiles: ['packages/testing/src/vitest-setup.ts'],
   },
 });

@@ -7,22 +7,14 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { createPool, migrate } from '@toolmesh/store';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { credsAuthenticator, type ConnectionOptions } from '@nats-io/transport-node';
-import {
-  credentialInboxPrefix,
-  generateBusKeys,
-  mintUser,
-  natsServerConfig,
-  projectCredentialPermissions,
-  servicePermissions,
-  type ServiceUser,
-} from '@toolmesh/bus';
+import type { ServiceUser } from '@toolmesh/nats-auth';
 import {
   startLocalNats,
+  startTestNatsServer,
   useNats,
   usePostgres,
-  type TestNats,
   type TestPostgres,
 } from '@toolmesh/testing';
 
@@ -35,37 +27,35 @@ export interface BenchAuth {
   project(project: string): Promise<Pick<ConnectionOptions, 'authenticator' | 'inboxPrefix'>>;
 }
 
+/** A subject root on a NATS server of the bench's own. */
+export interface BenchNats {
+  url: string;
+  root: string;
+  cleanup(): Promise<void>;
+}
+
 /** A local nats-server in operator mode (JWT auth, as `pnpm stack` runs it) and a root in it. */
-async function authNats(): Promise<{ nats: TestNats; auth: BenchAuth }> {
-  const keys = generateBusKeys();
-  const server = await startLocalNats({
-    config: ({ port, storeDir }) =>
-      natsServerConfig(keys, {
-        host: '127.0.0.1',
-        port,
-        storeDir: join(storeDir, 'js'),
-        resolverDir: join(storeDir, 'jwt'),
-      }),
-  });
-  const root = `t${randomBytes(5).toString('hex')}`;
+async function authNats(): Promise<{ nats: BenchNats; auth: BenchAuth }> {
+  const server = await startTestNatsServer();
+  const nats = await useNats({ server });
   const auth: BenchAuth = {
-    creds: async (user) =>
-      (
-        await mintUser(keys, user, servicePermissions(root, user), {
-          seed: keys.service_user_seeds[user] as string,
-        })
-      ).creds,
+    creds: (user) => Promise.resolve(nats.creds(user)),
     project: async (project) => {
-      const inboxPrefix = credentialInboxPrefix(project, randomUUID());
-      const { creds } = await mintUser(
-        keys,
-        project,
-        projectCredentialPermissions(root, project, inboxPrefix),
-      );
+      const { creds, inboxPrefix } = await nats.projectCredential(project, project);
       return { authenticator: credsAuthenticator(new TextEncoder().encode(creds)), inboxPrefix };
     },
   };
-  return { nats: { url: server.url, root, cleanup: () => server.close() }, auth };
+  const cleanup = async () => {
+    await nats.cleanup();
+    await server.close();
+  };
+  return { nats: { url: nats.url, root: nats.root, cleanup }, auth };
+}
+
+/** A local nats-server without authentication (the bench's default, for comparison over time). */
+async function unauthenticatedNats(): Promise<BenchNats> {
+  const server = await startLocalNats();
+  return { url: server.url, root: `t${randomBytes(5).toString('hex')}`, cleanup: () => server.close() };
 }
 
 /**
@@ -74,9 +64,9 @@ async function authNats(): Promise<{ nats: TestNats; auth: BenchAuth }> {
  */
 export async function benchServers(
   opts: { auth?: boolean } = {},
-): Promise<{ nats: TestNats; db: TestPostgres; auth?: BenchAuth }> {
+): Promise<{ nats: BenchNats; db: TestPostgres; auth?: BenchAuth }> {
   const authed = opts.auth === true ? await authNats() : undefined;
-  const nats = authed?.nats ?? (await useNats());
+  const nats = authed?.nats ?? (await unauthenticatedNats());
   const db = await usePostgres();
   const logger = pino({ level: 'warn' });
   const pool = createPool({

@@ -18,7 +18,7 @@ import {
   servicePermissions,
   type BusKeys,
   type ServerConfigOptions,
-} from '@toolmesh/bus';
+} from '@toolmesh/nats-auth';
 import { loadConfig } from '@toolmesh/config';
 
 export interface NatsAuthFiles {

@@ -18,7 +18,7 @@ import {
 } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
-import { loadCreds } from '@toolmesh/bus';
+import { loadCreds } from '@toolmesh/nats-auth';
 import { loadConfig, type Config } from '@toolmesh/config';
 import { createNames } from '@toolmesh/protocol';
 

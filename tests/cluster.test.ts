@@ -8,18 +8,18 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Header, createNames, encodeMessage } from '@toolmesh/protocol';
 import {
   startLocalPostgres,
-  startNatsCluster,
+  startTestNatsCluster,
   type LocalPostgres,
-  type NatsCluster,
+  type TestNatsCluster,
 } from '@toolmesh/testing';
 import { startMesh, type Mesh } from './support/mesh.ts';
 
 const CALLS = 2_000;
 const isDuplicated = (i: number) => i % 4 === 0; // 500 of 2,000
 
-let cluster: NatsCluster;
+let cluster: TestNatsCluster;
 beforeAll(async () => {
-  cluster = await startNatsCluster({ nodes: 3 });
+  cluster = await startTestNatsCluster({ nodes: 3 });
 }, 120_000);
 afterAll(async () => {
   await cluster?.close();
@@ -113,7 +113,7 @@ it(
     const scope = { project: 'proj-cluster', channel: 'load' };
     const mesh = await startMesh(
       { CG__NATS__REPLICAS: '3', CG__TOOLS__LEASE_TTL_MS: '3000', CG__TOOLS__ACK_WAIT_MS: '3000' },
-      { natsUrl: cluster.url },
+      { natsServer: cluster },
     );
     try {
       await mesh.startService();
@@ -177,7 +177,7 @@ it(
         CG__TOOLS__RETRY_MAX_MS: '1000',
         CG__POSTGRES__CONNECT_TIMEOUT_MS: '1000',
       },
-      { natsUrl: cluster.url, databaseUrl: pg.url },
+      { natsServer: cluster, databaseUrl: pg.url },
     );
     try {
       await mesh.startService();

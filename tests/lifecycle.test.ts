@@ -2,17 +2,17 @@
 // NATS restart: the connection comes back and calls flow again.
 import { once } from 'node:events';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startLocalNats, type LocalNats } from '@toolmesh/testing';
+import { startTestNatsServer, type TestNatsServer } from '@toolmesh/testing';
 import { startMesh, type Mesh } from './support/mesh.ts';
 
 const scope = { project: 'proj-life', channel: 'main' };
 
-let nats: LocalNats;
+let nats: TestNatsServer;
 let mesh: Mesh;
 beforeAll(async () => {
   // A NATS server of this file's own, so stopping it disturbs no other test.
-  nats = await startLocalNats();
-  mesh = await startMesh({ CG__NATS__RECONNECT_WAIT_MS: '200' }, { natsUrl: nats.url });
+  nats = await startTestNatsServer();
+  mesh = await startMesh({ CG__NATS__RECONNECT_WAIT_MS: '200' }, { natsServer: nats });
 }, 60_000);
 afterAll(async () => {
   await mesh?.close();

@@ -11,7 +11,7 @@ import {
   servicePermissions,
   type BusKeys,
   type ServiceUser,
-} from '@toolmesh/bus';
+} from '@toolmesh/nats-auth';
 import { startLocalNats, type LocalNats } from '@toolmesh/testing';
 
 export interface AuthNats {

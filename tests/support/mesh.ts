@@ -1,24 +1,29 @@
 // A whole mesh for an integration test: a NATS root and a database of its own, migrated, a
 // configuration pointing at them, skills-service instances (in-process or as real child
-// processes that can be SIGKILLed), a client and a store to check what was written.
+// processes that can be SIGKILLed) each as the deployment's `skills` NATS user, the tenants' SDK
+// client (each project on a bus credential of its own) and a store to check what was written.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { createClient, type Client } from '@toolmesh/client';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Client } from '@toolmesh/client';
 import { loadConfig, type Config } from '@toolmesh/config';
 import { createPool, createStore, migrate, type Store } from '@toolmesh/store';
-import { useNats, usePostgres } from '@toolmesh/testing';
+import { useNats, usePostgres, type TestNats, type TestNatsAuth } from '@toolmesh/testing';
 import { startSkillsService, type SkillsService } from '../../services/skills/src/app.ts';
+import { createTenantClient } from './tenants.ts';
 
 export const REPO_ROOT = join(import.meta.dirname, '..', '..');
 
 export interface Mesh {
   config: Config;
+  /** The skills service's environment (its NATS user); other services take `nats.env(user)`. */
   env: Record<string, string>;
+  nats: TestNats;
+  /** The test's own connection, as the admin user: for checks no tenant may make. */
   nc: NatsConnection;
+  /** The SDK as tenants use it: each project's calls on a bus credential of that project. */
   client: Client;
   store: Store;
   logger: Logger;
@@ -29,7 +34,7 @@ export interface Mesh {
 
 export interface MeshOptions {
   /** A NATS server of the test's own (e.g. one it will restart); the shared one by default. */
-  natsUrl?: string;
+  natsServer?: TestNatsAuth;
   /** A database of the test's own (e.g. a server it will stop); a fresh one by default. */
   databaseUrl?: string;
 }
@@ -38,15 +43,12 @@ export async function startMesh(
   overrides: Record<string, string> = {},
   opts: MeshOptions = {},
 ): Promise<Mesh> {
-  const nats = opts.natsUrl
-    ? { url: opts.natsUrl, root: `t${randomBytes(5).toString('hex')}`, cleanup: async () => {} }
-    : await useNats();
+  const nats = await useNats(opts.natsServer === undefined ? {} : { server: opts.natsServer });
   const db = opts.databaseUrl
     ? { url: opts.databaseUrl, cleanup: async () => {} }
     : await usePostgres();
   const env: Record<string, string> = {
-    CG__NATS__URL: nats.url,
-    CG__NATS__SUBJECT_ROOT: nats.root,
+    ...nats.env('skills'),
     CG__POSTGRES__URL: db.url,
     CG__LOG__LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
     ...overrides,
@@ -62,18 +64,16 @@ export async function startMesh(
   });
   await migrate({ pool, logger });
   const store = createStore(pool);
-  const nc = await connect({
-    servers: nats.url.split(','),
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 200,
-  });
-  const client = createClient({ nc, root: nats.root });
+  const reconnect = { maxReconnectAttempts: -1, reconnectTimeWait: 200 };
+  const nc = await nats.connect('admin', reconnect);
+  const client = createTenantClient(nats, reconnect);
   const services: SkillsService[] = [];
   const children: ChildProcess[] = [];
 
   return {
     config,
     env,
+    nats,
     nc,
     client,
     store,
@@ -121,7 +121,6 @@ export async function startMesh(
       }
       for (const s of services) await s.stop(5_000);
       await client.close();
-      await nc.close();
       await store.close();
       await nats.cleanup();
       await db.cleanup();

@@ -13,20 +13,3 @@ export type {
 export { createLeaseStore } from './lease.ts';
 export type { Lease, LeaseRecord, LeaseStore, AcquireResult, CancelMark } from './lease.ts';
 export type { ConsumerSpec, StreamSettings } from './provision.ts';
-export {
-  ServiceUser,
-  appAccountJwt,
-  credentialInboxPrefix,
-  generateBusKeys,
-  loadBusKeys,
-  loadCreds,
-  mintUser,
-  natsServerConfig,
-  parseBusKeys,
-  projectCredentialPermissions,
-  publicKeyOf,
-  pushAppAccount,
-  servicePermissions,
-  systemUserCreds,
-} from './auth/index.ts';
-export type { BusKeys, MintedUser, ServerConfigOptions, SubjectPermissions } from './auth/index.ts';

@@ -4,7 +4,8 @@ import { resolve } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { createArtifactStore, type ArtifactStore } from '@toolmesh/artifacts';
-import { connectNats, loadCreds, type StreamSettings } from '@toolmesh/bus';
+import { connectNats, type StreamSettings } from '@toolmesh/bus';
+import { loadCreds } from '@toolmesh/nats-auth';
 import type { Config } from '@toolmesh/config';
 import {
   createE2bSandboxProvider,

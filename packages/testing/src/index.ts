@@ -1,7 +1,17 @@
-// Test fixtures with real servers: a NATS server with JetStream and a fresh Postgres database
-// per test file, plus the local server starters that `pnpm stack` also runs the mesh on.
-export { useNats } from './nats.ts';
-export type { TestNats } from './nats.ts';
+// Test fixtures with real servers: an authenticated NATS server with JetStream (the deployment's
+// users) and a fresh Postgres database per test file, plus the local server starters that
+// `pnpm stack` also runs the mesh on.
+export { startTestNatsCluster, startTestNatsServer, useNats } from './nats.ts';
+export type {
+  TestNats,
+  TestNatsAuth,
+  TestNatsCluster,
+  TestNatsServer,
+  TestNatsServerOptions,
+  TestProjectCredential,
+} from './nats.ts';
+export { allowViolations } from './violations.ts';
+export type { Violation } from './violations.ts';
 export { usePostgres } from './postgres.ts';
 export type { TestPostgres } from './postgres.ts';
 export { startLocalNats } from './local-nats.ts';

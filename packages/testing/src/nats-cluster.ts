@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
+import { connect, type ConnectionOptions } from '@nats-io/transport-node';
 import { startLocalNats, type LocalNats } from './local-nats.ts';
 import { freePort } from './ports.ts';
 import { waitUntil } from './processes.ts';
@@ -16,6 +16,19 @@ export interface NatsClusterOptions {
   dir?: string;
   name?: string;
   startTimeoutMs?: number;
+  /**
+   * A node's configuration file text (e.g. operator mode with JWT auth), given its ports, store
+   * and cluster settings; the node then starts with `-c` only.
+   */
+  config?: (node: {
+    port: number;
+    storeDir: string;
+    cluster: { name: string; serverName: string; port: number; routes: string[] };
+  }) => Promise<string>;
+  /** Sees every chunk of every node's output (e.g. to collect permission violations). */
+  onOutput?: (text: string) => void;
+  /** How the readiness check connects (e.g. the credentials a configured server wants). */
+  connectOptions?: ConnectionOptions;
 }
 
 export interface NatsCluster {
@@ -40,24 +53,34 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
   }
   const routes = routePorts.map((p) => `nats://127.0.0.1:${p}`);
   const nodes = await Promise.all(
-    clientPorts.map((port, i) =>
-      startLocalNats({
+    clientPorts.map((port, i) => {
+      const cluster = {
+        name,
+        serverName: `n${i + 1}`,
+        port: routePorts[i] as number,
+        routes: routes.filter((_, j) => j !== i),
+      };
+      const config = options.config;
+      return startLocalNats({
         port,
         dir: join(dir, `n${i + 1}`),
         ...(options.startTimeoutMs !== undefined ? { startTimeoutMs: options.startTimeoutMs } : {}),
-        cluster: {
-          name,
-          serverName: `n${i + 1}`,
-          port: routePorts[i] as number,
-          routes: routes.filter((_, j) => j !== i),
-        },
-      }),
-    ),
+        cluster,
+        ...(options.onOutput === undefined ? {} : { onOutput: options.onOutput }),
+        ...(config === undefined
+          ? {}
+          : { config: (o: { port: number; storeDir: string }) => config({ ...o, cluster }) }),
+      });
+    }),
   );
   const url = nodes.map((n) => n.url).join(',');
 
   const ready = async (timeoutMs = 30_000): Promise<void> => {
-    const nc = await connect({ servers: url.split(','), timeout: 5_000 });
+    const nc = await connect({
+      servers: url.split(','),
+      timeout: 5_000,
+      ...options.connectOptions,
+    });
     try {
       const jsm = await jetstreamManager(nc, { timeout: 2_000, checkAPI: false });
       await waitUntil(

@@ -1,14 +1,12 @@
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { createNames, createSubjects } from '@toolmesh/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalNats } from './local-nats.ts';
-import type { LocalNats } from './local-nats.ts';
 import { useNats } from './nats.ts';
 import type { TestNats } from './nats.ts';
+import { allowViolations, describeViolations, takeViolations } from './violations.ts';
 
 async function streamNames(jsm: JetStreamManager): Promise<string[]> {
   const names: string[] = [];
@@ -21,7 +19,7 @@ describe('useNats', () => {
   let nc: NatsConnection;
   beforeAll(async () => {
     nats = await useNats();
-    nc = await connect({ servers: nats.url });
+    nc = await nats.connect('admin');
   });
   afterAll(async () => {
     await nc.close();
@@ -101,28 +99,61 @@ describe('useNats', () => {
   });
 });
 
-describe('useNats with NATS_URL', () => {
-  let server: LocalNats;
-  const saved = process.env['NATS_URL'];
+describe('useNats users', () => {
+  let nats: TestNats;
   beforeAll(async () => {
-    server = await startLocalNats();
+    nats = await useNats();
   });
   afterAll(async () => {
-    if (saved === undefined) delete process.env['NATS_URL'];
-    else process.env['NATS_URL'] = saved;
-    await server.close();
-  });
-
-  it('uses the server NATS_URL names', async () => {
-    process.env['NATS_URL'] = server.url;
-    const nats = await useNats();
-    expect(nats.url).toBe(server.url);
     await nats.cleanup();
   });
 
-  it('fails with the URL in the message when nothing listens there', async () => {
-    await server.stop();
-    process.env['NATS_URL'] = server.url;
-    await expect(useNats()).rejects.toThrow(`cannot connect to NATS at ${server.url}`);
+  it('gives each service the environment pnpm stack gives it: its own user, keys for the api only', () => {
+    const api = nats.env('api');
+    expect(api).toMatchObject({ CG__NATS__URL: nats.url, CG__NATS__SUBJECT_ROOT: nats.root });
+    expect(api['CG__NATS__CREDS']).toContain('-----BEGIN NATS USER JWT-----');
+    expect(JSON.parse(api['CG__NATS__AUTH_KEYS'] as string)).toEqual(nats.keys);
+    expect(nats.env('skills')['CG__NATS__AUTH_KEYS']).toBe('');
+    expect(nats.env('skills')['CG__NATS__CREDS']).not.toBe(api['CG__NATS__CREDS']);
+  });
+
+  it('holds a service user to its subjects, and reports a refusal with the user and subject', async () => {
+    const nc = await nats.connect('skills');
+    const forbidden = createSubjects(nats.root).toolCall({
+      project: 'p1',
+      channel: 'c1',
+      target: 'builtin',
+      tool: 'echo',
+    });
+    const refused = new Promise<Error>((resolve) =>
+      nc.subscribe(forbidden, { callback: (err) => err && resolve(err) }),
+    );
+    expect((await refused).message).toMatch(/Permissions Violation for Subscription/);
+    await new Promise((r) => setTimeout(r, 50));
+    // What the test setup reports when a test did not expect the refusal (taken here, so the
+    // setup does not fail this test for it):
+    const seen = takeViolations();
+    expect(describeViolations(seen)).toContain(
+      `Subscription violation by the skills user on subject "${forbidden}"`,
+    );
+  });
+
+  it('a project credential may publish its own calls only', async () => {
+    const subjects = createSubjects(nats.root);
+    const own = await nats.connectProject('p1');
+    const js = jetstream(own);
+    const jsm = await jetstreamManager(await nats.connect('admin'));
+    const names = createNames(nats.root);
+    await jsm.streams.add({
+      name: names.commandStream,
+      subjects: subjects.commandStreamSubjects(),
+    });
+    const call = (project: string) =>
+      subjects.toolCall({ project, channel: 'c1', target: 'builtin', tool: 'echo' });
+    expect((await js.publish(call('p1'), '{}')).stream).toBe(names.commandStream);
+    allowViolations((v) => v.subject === call('p2') && v.user.includes('project credential'));
+    await expect(js.publish(call('p2'), '{}', { timeout: 2_000 })).rejects.toThrow(
+      /Permissions Violation/,
+    );
   });
 });

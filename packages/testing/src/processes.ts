@@ -164,8 +164,8 @@ export function onExit(cleanup: Cleanup): () => void {
 
 /** One server per test process, shared by every file it runs; a failed start is not kept, so a
  *  later test file gets a fresh try. */
-export function sharedPerProcess(key: symbol, start: () => Promise<string>): Promise<string> {
-  const store = globalThis as Record<symbol, Promise<string> | undefined>;
+export function sharedPerProcess<T>(key: symbol, start: () => Promise<T>): Promise<T> {
+  const store = globalThis as Record<symbol, Promise<T> | undefined>;
   const started = (store[key] ??= start());
   started.catch(() => {
     if (store[key] === started) delete store[key];

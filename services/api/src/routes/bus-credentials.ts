@@ -15,7 +15,7 @@ import {
   projectCredentialPermissions,
   pushAppAccount,
   type BusKeys,
-} from '@toolmesh/bus';
+} from '@toolmesh/nats-auth';
 import type { BusCredential } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';

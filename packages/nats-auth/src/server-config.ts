@@ -15,6 +15,8 @@ export interface ServerConfigOptions {
   httpPort?: number;
   /** Largest message the server accepts (its default is 1 MiB). */
   maxPayloadBytes?: number;
+  /** Joins a cluster: the cluster's name, this node's name, its route port, the others' routes. */
+  cluster?: { name: string; serverName: string; port: number; routes: readonly string[] };
 }
 
 const q = (s: string) => JSON.stringify(s);
@@ -27,6 +29,16 @@ export async function natsServerConfig(keys: BusKeys, o: ServerConfigOptions): P
     `port: ${o.port}`,
     ...(o.httpPort === undefined ? [] : [`http_port: ${o.httpPort}`]),
     ...(o.maxPayloadBytes === undefined ? [] : [`max_payload: ${o.maxPayloadBytes}`]),
+    ...(o.cluster === undefined
+      ? []
+      : [
+          `server_name: ${q(o.cluster.serverName)}`,
+          `cluster {`,
+          `  name: ${q(o.cluster.name)}`,
+          `  listen: ${q(`${o.host}:${o.cluster.port}`)}`,
+          `  routes: [${o.cluster.routes.map(q).join(', ')}]`,
+          `}`,
+        ]),
     `jetstream { store_dir: ${q(o.storeDir)} }`,
     `operator: ${q(await operatorJwt(keys))}`,
     `system_account: ${q(sys)}`,
