@@ -55,7 +55,11 @@ async function authNats(): Promise<{ nats: BenchNats; auth: BenchAuth }> {
 /** A local nats-server without authentication (the bench's default, for comparison over time). */
 async function unauthenticatedNats(): Promise<BenchNats> {
   const server = await startLocalNats();
-  return { url: server.url, root: `t${randomBytes(5).toString('hex')}`, cleanup: () => server.close() };
+  return {
+    url: server.url,
+    root: `t${randomBytes(5).toString('hex')}`,
+    cleanup: () => server.close(),
+  };
 }
 
 /**

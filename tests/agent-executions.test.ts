@@ -166,14 +166,13 @@ describe('retention', () => {
 
     const reaper = await startReaperService(
       loadConfig({
-        env: {
-          ...mesh.api.env,
+        env: mesh.api.serviceEnv('sandbox-reaper', {
           CG__REAPER__HEALTH_PORT: '0',
           CG__RETENTION__EXECUTIONS_MAX_AGE_HOURS: '1',
           // One row per batch: the two expired rows take two batches (and a third, empty).
           CG__RETENTION__BATCH_SIZE: '1',
           CG__RETENTION__INTERVAL_SEC: '3600',
-        },
+        }),
       }),
       pino({ level: 'silent' }),
       { destroyers: new Map() },

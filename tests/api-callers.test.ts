@@ -42,7 +42,10 @@ async function newKey(project: string, key: string, role?: string) {
 
 beforeAll(async () => {
   api = await startTestApi();
-  skills = await startSkillsService(loadConfig({ env: api.env }), pino({ level: 'silent' }));
+  skills = await startSkillsService(
+    loadConfig({ env: api.serviceEnv('skills') }),
+    pino({ level: 'silent' }),
+  );
   const pa = await api.createProject();
   a = { ...pa, keyId: await keyIdOf(pa.id, pa.key) };
   b = await api.createProject();

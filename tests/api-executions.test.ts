@@ -20,7 +20,10 @@ let a: { id: string; key: string };
 let b: { id: string; key: string };
 beforeAll(async () => {
   api = await startTestApi();
-  skills = await startSkillsService(loadConfig({ env: api.env }), pino({ level: 'silent' }));
+  skills = await startSkillsService(
+    loadConfig({ env: api.serviceEnv('skills') }),
+    pino({ level: 'silent' }),
+  );
   a = await api.createProject();
   b = await api.createProject();
 });

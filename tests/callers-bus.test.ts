@@ -85,7 +85,7 @@ describe('a bus credential on the execution', () => {
       const file = join(dir, 'a.creds');
       await writeFile(file, bus.tenant.cred.creds, { mode: 0o600 });
       const env = {
-        NATS_URL: bus.auth.url,
+        NATS_URL: bus.nats.url,
         TOOLMESH_SUBJECT_ROOT: bus.root,
         TOOLMESH_BUS_CREDS: file,
         TOOLMESH_PROJECT: bus.a.id,

@@ -11,6 +11,7 @@ import { loadConfig } from '@toolmesh/config';
 import { FIXTURE_TOOLS, startMcpHttpServer, type McpHttpFixture } from '@toolmesh/testing';
 import { startTestApi, type TestApi } from '../services/api/src/test/support.ts';
 import { startToolsService, type ToolsService } from '../services/tools/src/app.ts';
+import { issueBusCreds } from './support/cli.ts';
 
 const MAIN = join(import.meta.dirname, '..', 'packages/cli/src/main.ts');
 
@@ -28,7 +29,7 @@ beforeAll(async () => {
     CG__TOOLS__HEALTH_PORT: '0',
   });
   tools = await startToolsService(
-    loadConfig({ env: api.env }),
+    loadConfig({ env: api.serviceEnv('tools') }),
     pino({ level: api.config.log.level }),
   );
   // Silent about tool changes: refreshes are asked for explicitly here (see 'announced').
@@ -42,6 +43,7 @@ beforeAll(async () => {
     TOOLMESH_PROJECT: project.id,
     TOOLMESH_SUBJECT_ROOT: api.config.nats.subject_root,
     NATS_URL: api.env['CG__NATS__URL']!,
+    TOOLMESH_BUS_CREDS: await issueBusCreds(api, project, sandboxRoot),
   };
 }, 60_000);
 afterAll(async () => {

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from './support/mesh.ts';
 import { startAgentMesh, type AgentMesh } from './support/agent-mesh.ts';
+import { issueBusCreds } from './support/cli.ts';
 
 const MAIN = join(REPO_ROOT, 'packages/cli/src/main.ts');
 
@@ -31,6 +32,7 @@ beforeAll(async () => {
     TOOLMESH_PROJECT: mesh.project.id,
     TOOLMESH_SUBJECT_ROOT: mesh.api.config.nats.subject_root,
     NATS_URL: mesh.api.env['CG__NATS__URL']!,
+    TOOLMESH_BUS_CREDS: await issueBusCreds(mesh.api, mesh.project, tmp),
   };
 }, 60_000);
 afterAll(async () => {

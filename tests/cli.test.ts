@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@toolmesh/config';
 import { startToolsService, type ToolsService } from '../services/tools/src/app.ts';
 import { startAgentMesh, type AgentMesh } from './support/agent-mesh.ts';
+import { issueBusCreds } from './support/cli.ts';
 import { until } from './support/procs.ts';
 import { newSecretsKey } from './support/tools-mesh.ts';
 import { startUpstream, type Upstream } from './support/upstream.ts';
@@ -33,7 +34,10 @@ beforeAll(async () => {
   });
   await mesh.startSkills();
   await mesh.startWorker();
-  tools = await startToolsService(loadConfig({ env: mesh.api.env }), pino({ level: 'silent' }));
+  tools = await startToolsService(
+    loadConfig({ env: mesh.api.serviceEnv('tools') }),
+    pino({ level: 'silent' }),
+  );
   up = await startUpstream();
   tmp = await mkdtemp(join(tmpdir(), 'toolmesh-cli-'));
   const address = await mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
@@ -44,6 +48,7 @@ beforeAll(async () => {
     TOOLMESH_PROJECT: mesh.project.id,
     TOOLMESH_SUBJECT_ROOT: mesh.api.config.nats.subject_root,
     NATS_URL: mesh.api.env['CG__NATS__URL']!,
+    TOOLMESH_BUS_CREDS: await issueBusCreds(mesh.api, mesh.project, tmp),
   };
 });
 afterAll(async () => {

@@ -5,7 +5,7 @@
 // secret environment variable; no card and no log line holds the secret. A refresh reuses the
 // installed package instead of downloading it again.
 import { createHash, randomBytes } from 'node:crypto';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createClient, type Client } from '@toolmesh/client';
@@ -48,8 +48,11 @@ beforeAll(async () => {
     CG__SKILLS__NPM_REGISTRY: index.npmUrl,
   });
   const sink = { write: (line: string) => void toolLogs.push(line) };
-  tools = await startToolsService(loadConfig({ env: api.env }), pino({ level: 'debug' }, sink));
-  nc = await connect({ servers: api.env['CG__NATS__URL']! });
+  tools = await startToolsService(
+    loadConfig({ env: api.serviceEnv('tools') }),
+    pino({ level: 'debug' }, sink),
+  );
+  nc = await api.nats.connect('admin');
   client = createClient({ nc, root: api.config.nats.subject_root });
   project = await api.createProject();
   const box = createSecretBox(SECRETS_KEY);

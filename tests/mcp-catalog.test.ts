@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type Client } from '@toolmesh/client';
@@ -104,8 +104,11 @@ beforeAll(async () => {
     CG__CATALOG__DIR: catalogDir,
   });
   const sink = { write: (line: string) => void toolLogs.push(line) };
-  tools = await startToolsService(loadConfig({ env: api.env }), pino({ level: 'debug' }, sink));
-  nc = await connect({ servers: api.env['CG__NATS__URL']! });
+  tools = await startToolsService(
+    loadConfig({ env: api.serviceEnv('tools') }),
+    pino({ level: 'debug' }, sink),
+  );
+  nc = await api.nats.connect('admin');
   client = createClient({ nc, root: api.config.nats.subject_root });
   a = await api.createProject();
   b = await api.createProject();

@@ -50,14 +50,21 @@ beforeAll(async () => {
     await mesh.spawnSkills({ CG__SKILLS__HEALTH_PORT: String(ports.skills) }),
     await spawnReady(
       main('tools'),
-      { ...env, CG__TOOLS__HEALTH_PORT: String(ports.tools) },
+      mesh.api.serviceEnv('tools', {
+        CG__LOG__LEVEL: 'info',
+        CG__TOOLS__HEALTH_PORT: String(ports.tools),
+      }),
       'tools service started',
       'tools',
     ),
     await mesh.spawnWorker({ CG__AGENT__HEALTH_PORT: String(ports.agent) }),
     await spawnReady(
       main('sandbox-reaper'),
-      { ...env, CG__REAPER__HEALTH_PORT: String(ports.reaper), CG__REAPER__INTERVAL_MS: '200' },
+      mesh.api.serviceEnv('sandbox-reaper', {
+        CG__LOG__LEVEL: 'info',
+        CG__REAPER__HEALTH_PORT: String(ports.reaper),
+        CG__REAPER__INTERVAL_MS: '200',
+      }),
       'sandbox reaper started',
       'sandbox-reaper',
     ),

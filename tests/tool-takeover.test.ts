@@ -58,7 +58,7 @@ afterAll(async () => {
 const spawnTools = async () => {
   const child = await spawnReady(
     join(REPO_ROOT, 'services/tools/src/main.ts'),
-    { ...api.env, CG__LOG__LEVEL: 'info' },
+    api.serviceEnv('tools', { CG__LOG__LEVEL: 'info' }),
     'tools service started',
     'tools service',
   );

@@ -24,7 +24,10 @@ beforeAll(async () => {
     CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
     CG__TOOLS__HEALTH_PORT: '0',
   });
-  tools = await startToolsService(loadConfig({ env: mesh.api.env }), pino({ level: 'silent' }));
+  tools = await startToolsService(
+    loadConfig({ env: mesh.api.serviceEnv('tools') }),
+    pino({ level: 'silent' }),
+  );
   await mesh.startWorker();
 }, 60_000);
 afterAll(async () => {

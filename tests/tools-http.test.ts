@@ -659,7 +659,7 @@ describe('the process', () => {
       cwd: REPO_ROOT,
       env: {
         PATH: process.env['PATH'] ?? '',
-        ...mesh.api.env,
+        ...mesh.api.serviceEnv('tools'),
         CG__LOG__LEVEL: 'info',
         CG__TOOLS__HEALTH_PORT: String(await freePort()),
       },

@@ -4,7 +4,7 @@
 // force and the new one shown beside it, a registry event records the change, a call fails
 // definition_changed; another project can neither see nor approve it; after approval the new
 // definition is the tool's and calls run again; `toolmesh tools approve` does the same.
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSubjects, decodeMessage, type RegistryChangedEvent } from '@toolmesh/protocol';
 import { startMcpHttpServer, type McpHttpFixture } from '@toolmesh/testing';
@@ -29,7 +29,7 @@ beforeAll(async () => {
   mesh = await startToolsMesh({ CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]' });
   a = await mesh.api.createProject();
   b = await mesh.api.createProject();
-  nc = await connect({ servers: mesh.api.env['CG__NATS__URL']! });
+  nc = await mesh.api.nats.connect('admin');
   nc.subscribe(createSubjects(mesh.api.config.nats.subject_root).registryChanged(a.id), {
     callback: (_e, m) => void events.push(decodeMessage('registry_changed', m.data)),
   });

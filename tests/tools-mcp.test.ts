@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type Client } from '@toolmesh/client';
@@ -54,12 +54,12 @@ beforeAll(async () => {
     CG__TOOLS__HEALTH_PORT: '0',
   });
   tools = await startToolsService(
-    loadConfig({ env: api.env }),
+    loadConfig({ env: api.serviceEnv('tools') }),
     pino({ level: api.config.log.level }),
   );
   // Silent about tool changes: refreshes are asked for explicitly here (see 'announced').
   http = await startMcpHttpServer({ announce: false });
-  nc = await connect({ servers: api.env['CG__NATS__URL']! });
+  nc = await api.nats.connect('admin');
   client = createClient({ nc, root: api.config.nats.subject_root });
   a = await api.createProject();
   b = await api.createProject();

@@ -61,7 +61,7 @@ export async function addMcpFixture(mesh: FacadeMesh): Promise<{
   stop(): Promise<void>;
 }> {
   const tools = await startToolsService(
-    loadConfig({ env: mesh.api.env }),
+    loadConfig({ env: mesh.api.serviceEnv('tools') }),
     pino({ level: mesh.api.config.log.level }),
   );
   const fixture = await startMcpHttpServer({ announce: false });

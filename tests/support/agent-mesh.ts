@@ -75,8 +75,7 @@ export async function startAgentMesh(overrides: Record<string, string> = {}): Pr
     },
   });
   const mesh = await startSkillsMesh(overrides);
-  const workerEnv: Record<string, string> = {
-    ...mesh.api.env,
+  const workerEnv: Record<string, string> = mesh.api.serviceEnv('agent-worker', {
     CG__LLM__BASE_URL: model.url,
     CG__LLM__API_KEY: 'sk-scripted',
     CG__LLM__RETRY_BASE_MS: '50',
@@ -84,7 +83,7 @@ export async function startAgentMesh(overrides: Record<string, string> = {}): Pr
     CG__AGENT__SCAN_INTERVAL_MS: '200',
     CG__AGENT__DEADLINE_GRACE_MS: '0',
     ...overrides,
-  };
+  });
   const { id: project, key } = mesh.project;
   const events: AgentTaskEvent[] = [];
   const sub = mesh.nc.subscribe(

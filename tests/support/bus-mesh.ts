@@ -1,13 +1,13 @@
-// The mesh on an authenticated nats-server for the bus red-team tests: the api (holding the
-// account keys), a skills service and an agent worker, each as its own NATS user; two projects;
-// the admin user's connection for checks; and a tenant of the first project connected with a
-// bus credential the api issued, with its SDK client.
-import { randomBytes } from 'node:crypto';
+// The mesh for the bus red-team tests, on the authenticated NATS every test runs on: the api
+// (holding the account keys), a skills service and an agent worker, each as its own NATS user;
+// two projects; the admin user's connection for checks; and a tenant of the first project
+// connected with a bus credential the api issued (over HTTP, as users get one), with its SDK
+// client.
 import { expect } from 'vitest';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { createClient, credsConnectOptions, type Client } from '@toolmesh/client';
+import type { TestNats } from '@toolmesh/testing';
 import { startAgentMesh, type AgentMesh } from './agent-mesh.ts';
-import { startAuthNats, type AuthNats } from './auth-nats.ts';
 import { startUpstream, type Upstream } from './upstream.ts';
 
 /** What POST /v1/projects/:p/bus-credentials answers. */
@@ -22,7 +22,7 @@ export interface Issued {
 
 export interface BusMesh {
   root: string;
-  auth: AuthNats;
+  nats: TestNats;
   mesh: AgentMesh;
   /** A local HTTP upstream for registry tools. */
   up: Upstream;
@@ -40,27 +40,21 @@ export interface BusMesh {
 }
 
 export async function startBusMesh(): Promise<BusMesh> {
-  const root = `t${randomBytes(5).toString('hex')}`;
-  const auth = await startAuthNats(root);
   const up = await startUpstream();
   const mesh = await startAgentMesh({
-    CG__NATS__URL: auth.url,
-    CG__NATS__SUBJECT_ROOT: root,
-    CG__NATS__CREDS: await auth.creds('api'),
-    CG__NATS__AUTH_KEYS: auth.keysJson,
     CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
     CG__TOOLS__HEALTH_PORT: '0',
   });
+  const nats = mesh.api.nats;
+  const root = nats.root;
   // Every service its own user; none of them but the api holds the account's keys.
-  await mesh.startSkills({ CG__NATS__CREDS: await auth.creds('skills'), CG__NATS__AUTH_KEYS: '' });
-  await mesh.startWorker({
-    CG__NATS__CREDS: await auth.creds('agent-worker'),
-    CG__NATS__AUTH_KEYS: '',
-  });
-  const admin = await auth.connectAs(await auth.creds('admin'));
+  await mesh.startSkills();
+  await mesh.startWorker();
+  const admin = mesh.nc;
   const a = mesh.project;
   const b = await mesh.api.createProject();
 
+  const opened: NatsConnection[] = [];
   const issue = async (project: string, key: string, name = 'publisher'): Promise<Issued> => {
     const res = await mesh.api.request('POST', `/v1/projects/${project}/bus-credentials`, {
       key,
@@ -69,15 +63,23 @@ export async function startBusMesh(): Promise<BusMesh> {
     expect(res.status, res.raw).toBe(201);
     return res.body as Issued;
   };
-  const connectWith = async (creds: string, reconnect = true) =>
-    auth.connectAs(creds, { ...(await credsConnectOptions(creds)), reconnect });
+  const connectWith = async (creds: string, reconnect = true) => {
+    const nc = await connect({
+      servers: nats.url,
+      timeout: 5_000,
+      ...(await credsConnectOptions(creds)),
+      reconnect,
+    });
+    opened.push(nc);
+    return nc;
+  };
 
   const cred = await issue(a.id, a.key, 'sdk');
   const nc = await connectWith(cred.creds);
   const tenant = { cred, nc, client: createClient({ nc, root }) };
   return {
     root,
-    auth,
+    nats,
     mesh,
     up,
     admin,
@@ -96,9 +98,9 @@ export async function startBusMesh(): Promise<BusMesh> {
     },
     close: async () => {
       await tenant.client.close();
+      for (const nc of opened) if (!nc.isClosed()) await nc.close();
       await mesh.close();
       await up.close();
-      await auth.close();
     },
   };
 }

@@ -8,20 +8,23 @@ import { chmod, mkdtemp, rm, rmdir } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { createSubjects, decodeMessage } from '@toolmesh/protocol';
 import { pino } from 'pino';
-import { createClient, type Client } from '@toolmesh/client';
+import type { Client } from '@toolmesh/client';
 import { loadConfig } from '@toolmesh/config';
 import { startSkillsService, type SkillsService } from '../../services/skills/src/app.ts';
-import { natsAuthOf, startTestApi, type TestApi } from '../../services/api/src/test/support.ts';
+import { startTestApi, type TestApi } from '../../services/api/src/test/support.ts';
+import { createTenantClient } from './tenants.ts';
 import { zipFolder } from '@toolmesh/cli';
 
 const exec = promisify(execFile);
 
 export interface SkillsMesh {
   api: TestApi;
+  /** The SDK as tenants use it: each project's calls on a bus credential of that project. */
   client: Client;
+  /** The test's own connection, as the admin user: for checks no tenant may make. */
   nc: NatsConnection;
   project: { id: string; key: string };
   startSkills(extraEnv?: Record<string, string>): Promise<SkillsService>;
@@ -96,8 +99,8 @@ async function checkoutViewFor(user: {
 export async function startSkillsMesh(overrides: Record<string, string> = {}): Promise<SkillsMesh> {
   const sandboxRoot = await mkdtemp(join(tmpdir(), 'toolmesh-sandboxes-'));
   const api = await startTestApi({ CG__SANDBOX__ROOT_DIR: sandboxRoot, ...overrides });
-  const nc = await connect({ servers: api.env['CG__NATS__URL']!, ...natsAuthOf(api.config) });
-  const client = createClient({ nc, root: api.config.nats.subject_root });
+  const nc = await api.nats.connect('admin');
+  const client = createTenantClient(api.nats);
   const project = await api.createProject();
   const services: SkillsService[] = [];
   const children: ChildProcess[] = [];
@@ -108,7 +111,7 @@ export async function startSkillsMesh(overrides: Record<string, string> = {}): P
     project,
     startSkills: async (extraEnv = {}) => {
       const s = await startSkillsService(
-        loadConfig({ env: { ...api.env, ...extraEnv } }),
+        loadConfig({ env: api.serviceEnv('skills', extraEnv) }),
         pino({ level: api.config.log.level }),
       );
       services.push(s);
@@ -126,7 +129,7 @@ export async function startSkillsMesh(overrides: Record<string, string> = {}): P
       const main = join(view?.root ?? REPO_ROOT, 'services/skills/src/main.ts');
       const child = await spawnReady(
         main,
-        { ...api.env, CG__LOG__LEVEL: 'info', ...extraEnv },
+        api.serviceEnv('skills', { CG__LOG__LEVEL: 'info', ...extraEnv }),
         'tool service started',
         'skills',
         [...(view?.prefix ?? []), ...asUser],
@@ -161,7 +164,6 @@ export async function startSkillsMesh(overrides: Record<string, string> = {}): P
       }
       for (const s of services) await s.stop(5_000);
       await client.close();
-      await nc.close();
       await api.close();
       await rm(sandboxRoot, { recursive: true, force: true });
     },

@@ -3,7 +3,7 @@
 // every api response kept (likewise), and a client to call tools over the bus.
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
-import { createClient, type Client } from '@toolmesh/client';
+import type { Client } from '@toolmesh/client';
 import { loadConfig } from '@toolmesh/config';
 import {
   startTestApi,
@@ -11,6 +11,7 @@ import {
   type TestResponse,
 } from '../../services/api/src/test/support.ts';
 import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
+import { createTenantClient } from './tenants.ts';
 
 export interface ToolsMesh {
   api: TestApi;
@@ -28,7 +29,7 @@ export const newSecretsKey = () => randomBytes(32).toString('base64');
 
 export async function startToolsMesh(env: Record<string, string> = {}): Promise<ToolsMesh> {
   const api = await startTestApi({ CG__TOOLS__HEALTH_PORT: '0', ...env });
-  const client = createClient({ nc: api.nc, root: api.config.nats.subject_root });
+  const client = createTenantClient(api.nats);
   const logs: string[] = [];
   const responses: string[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) });
@@ -39,7 +40,7 @@ export async function startToolsMesh(env: Record<string, string> = {}): Promise<
     return res;
   };
   const startService = async (extraEnv: Record<string, string> = {}) => {
-    const config = loadConfig({ env: { ...api.env, ...extraEnv } });
+    const config = loadConfig({ env: api.serviceEnv('tools', extraEnv) });
     const s = await startToolsService(config, logger);
     services.push(s);
     return s;

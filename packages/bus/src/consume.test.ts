@@ -21,6 +21,8 @@ beforeAll(async () => {
   nats = await useNats();
   nc = await connectNats({
     url: nats.url,
+    // The api's own NATS user: it provisions, publishes calls and consumes (as the services do).
+    creds: nats.creds('api'),
     name: 'consume-test',
     connectTimeoutMs: 5_000,
     reconnectWaitMs: 500,

@@ -25,6 +25,8 @@ beforeAll(async () => {
   nats = await useNats();
   nc = await connectNats({
     url: nats.url,
+    // As the tool services run: the skills service's own NATS user.
+    creds: nats.creds('skills'),
     name: 'lease-test',
     connectTimeoutMs: 5_000,
     reconnectWaitMs: 500,

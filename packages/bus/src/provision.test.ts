@@ -26,6 +26,9 @@ beforeAll(async () => {
   nats = await useNats();
   nc = await connectNats({
     url: nats.url,
+    // The admin user (scripts such as reset-nats provision with it): these tests publish both
+    // calls and results, which no single service may.
+    creds: nats.creds('admin'),
     name: 'provision-test',
     connectTimeoutMs: 5_000,
     reconnectWaitMs: 500,

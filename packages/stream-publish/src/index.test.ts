@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { DiscardPolicy, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
-import { startLocalNats, useNats, type TestNats } from '@toolmesh/testing';
+import { startLocalNats, startTestNatsServer, useNats, type TestNats } from '@toolmesh/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StreamPublishError, streamPublisher } from './index.ts';
 
@@ -12,13 +12,16 @@ let nc: NatsConnection;
 let jsm: JetStreamManager;
 const streams: string[] = [];
 
-/** A stream of its own for a test, on subjects `<name>.>`. */
+/** A stream of its own for a test, on subjects `<root>.<name>.>` (the admin user's reach). */
 async function stream(extra: Record<string, unknown> = {}): Promise<string> {
   const name = `${nats.root}_SP_${randomBytes(3).toString('hex')}`;
-  await jsm.streams.add({ name, subjects: [`${name}.>`], duplicate_window: 60e9, ...extra });
+  await jsm.streams.add({ name, subjects: [`${at(name)}.>`], duplicate_window: 60e9, ...extra });
   streams.push(name);
   return name;
 }
+
+/** Where a test's stream takes its messages. */
+const at = (name: string) => `${nats.root}.${name}`;
 
 async function failureOf(p: Promise<unknown>): Promise<StreamPublishError> {
   const err = await p.then(
@@ -31,7 +34,7 @@ async function failureOf(p: Promise<unknown>): Promise<StreamPublishError> {
 
 beforeAll(async () => {
   nats = await useNats();
-  nc = await connect({ servers: nats.url });
+  nc = await nats.connect('admin');
   jsm = await jetstreamManager(nc);
 });
 
@@ -46,7 +49,7 @@ describe('stream publisher', () => {
     const name = await stream();
     const h = headers();
     h.set('CG-Test', 'yes');
-    const ack = await streamPublisher(nc).publish(`${name}.a`, 'hello', {
+    const ack = await streamPublisher(nc).publish(`${at(name)}.a`, 'hello', {
       headers: h,
       msgId: 'm-1',
     });
@@ -61,8 +64,8 @@ describe('stream publisher', () => {
   it('a second publish of the same Nats-Msg-Id is acknowledged as a duplicate, not stored', async () => {
     const name = await stream();
     const p = streamPublisher(nc);
-    const first = await p.publish(`${name}.a`, 'one', { msgId: 'same' });
-    const again = await p.publish(`${name}.a`, 'two', { msgId: 'same' });
+    const first = await p.publish(`${at(name)}.a`, 'one', { msgId: 'same' });
+    const again = await p.publish(`${at(name)}.a`, 'two', { msgId: 'same' });
     expect(again).toEqual({ stream: name, seq: first.seq, duplicate: true });
     expect((await jsm.streams.info(name)).state.messages).toBe(1);
   });
@@ -70,7 +73,9 @@ describe('stream publisher', () => {
   it('many in flight at once are stored in the order they were published', async () => {
     const name = await stream();
     const acks = await Promise.all(
-      Array.from({ length: 500 }, (_, i) => streamPublisher(nc).publish(`${name}.a`, String(i))),
+      Array.from({ length: 500 }, (_, i) =>
+        streamPublisher(nc).publish(`${at(name)}.a`, String(i)),
+      ),
     );
     expect(acks.map((a) => a.seq)).toEqual(Array.from({ length: 500 }, (_, i) => i + 1));
     expect((await jsm.streams.getMessage(name, { seq: 321 }))?.string()).toBe('320');
@@ -86,8 +91,8 @@ describe('stream publisher', () => {
 
   it("passes on the stream's own refusal: a full stream that discards new messages", async () => {
     const name = await stream({ max_msgs: 1, discard: DiscardPolicy.New });
-    await streamPublisher(nc).publish(`${name}.a`, 'fits');
-    const err = await failureOf(streamPublisher(nc).publish(`${name}.a`, 'does not fit'));
+    await streamPublisher(nc).publish(`${at(name)}.a`, 'fits');
+    const err = await failureOf(streamPublisher(nc).publish(`${at(name)}.a`, 'does not fit'));
     expect(err.failure).toBe('refused');
     expect(err.message).toMatch(/maximum messages exceeded/i);
     expect(err.errCode).toBeGreaterThan(0);
@@ -111,7 +116,7 @@ describe('stream publisher', () => {
   });
 
   it('fails what waits when the connection closes, and refuses publishing after', async () => {
-    const own = await connect({ servers: nats.url });
+    const own = await nats.connect('admin');
     const subject = `${nats.root}.core-only.y`;
     own.subscribe(subject, { callback: () => undefined });
     await own.flush();
@@ -170,33 +175,34 @@ authorization { users = [
   });
 
   it('goes on across a server restart: what timed out meanwhile is stored once when sent again', async () => {
-    const server = await startLocalNats();
-    const own = await connect({
-      servers: server.url,
+    const server = await startTestNatsServer();
+    const ownNats = await useNats({ server });
+    const own = await ownNats.connect('admin', {
       reconnectTimeWait: 100,
       maxReconnectAttempts: -1,
     });
+    const r = ownNats.root;
     try {
-      await (await jetstreamManager(own)).streams.add({ name: 'R', subjects: ['r.>'] });
+      await (await jetstreamManager(own)).streams.add({ name: 'R', subjects: [`${r}.>`] });
       const p = streamPublisher(own);
-      expect(await p.publish('r.a', 'before', { msgId: 'a' })).toMatchObject({ seq: 1 });
+      expect(await p.publish(`${r}.a`, 'before', { msgId: 'a' })).toMatchObject({ seq: 1 });
       await server.stop();
       // Sent while the server is away: no acknowledgement comes (as with nats.js's js.publish),
       // and the caller is told so rather than left waiting.
-      const during = failureOf(p.publish('r.b', 'during', { msgId: 'b', timeoutMs: 1_500 }));
+      const during = failureOf(p.publish(`${r}.b`, 'during', { msgId: 'b', timeoutMs: 1_500 }));
       await server.start();
       expect((await during).failure).toBe('timeout');
       // Sent again under the same Nats-Msg-Id once the server is back (its JetStream may take a
       // moment to load the stream): stored once, whether or not the first copy made it.
       let again;
       for (const until = Date.now() + 15_000; !again;) {
-        again = await p.publish('r.b', 'during', { msgId: 'b', timeoutMs: 1_000 }).catch((e) => {
+        again = await p.publish(`${r}.b`, 'during', { msgId: 'b', timeoutMs: 1_000 }).catch((e) => {
           if (Date.now() > until) throw e;
           return undefined;
         });
       }
       expect(again.stream).toBe('R');
-      const after = await p.publish('r.c', 'after', { msgId: 'c' });
+      const after = await p.publish(`${r}.c`, 'after', { msgId: 'c' });
       expect(after.seq).toBe(again.seq + 1);
       const info = await (await jetstreamManager(own)).streams.info('R');
       expect(info.state.messages).toBe(3);

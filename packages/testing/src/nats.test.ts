@@ -126,7 +126,11 @@ describe('useNats users', () => {
       tool: 'echo',
     });
     const refused = new Promise<Error>((resolve) =>
-      nc.subscribe(forbidden, { callback: (err) => err && resolve(err) }),
+      nc.subscribe(forbidden, {
+        callback: (err) => {
+          if (err) resolve(err);
+        },
+      }),
     );
     expect((await refused).message).toMatch(/Permissions Violation for Subscription/);
     await new Promise((r) => setTimeout(r, 50));

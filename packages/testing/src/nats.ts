@@ -134,7 +134,10 @@ export async function startTestNatsCluster(
   options: { nodes?: number } = {},
 ): Promise<TestNatsCluster> {
   const keys = testKeys();
-  const admin = await mintUser(keys, 'admin', { pub: ['$JS.API.>', '_INBOX.>'], sub: ['_INBOX.>'] });
+  const admin = await mintUser(keys, 'admin', {
+    pub: ['$JS.API.>', '_INBOX.>'],
+    sub: ['_INBOX.>'],
+  });
   const cluster = await startNatsCluster({
     nodes: options.nodes ?? 3,
     onOutput: recordOutput(),

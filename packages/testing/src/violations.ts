@@ -8,8 +8,10 @@ export interface Violation {
   /** `Publish` or `Subscription`. */
   kind: string;
   subject: string;
-  /** The service user's name, or what is known of the key (a project credential). */
+  /** Who was refused: `the <service> user`, or what is known of the key (a project credential). */
   user: string;
+  /** The service user refused (`api`, `skills`, ...); undefined for any other user. */
+  service?: string;
   /** The server's log line as it was written. */
   line: string;
 }
@@ -49,12 +51,12 @@ export function recordServerLog(lines: readonly string[]): void {
       continue;
     }
     const { kind = '?', subject = '?', key = '?', client = '' } = m.groups;
-    const name = s.names.get(key);
+    const service = s.names.get(key);
     const user =
-      name !== undefined
-        ? `the ${name} user`
+      service !== undefined
+        ? `the ${service} user`
         : `${key} (not a service user: a project credential${client === '' ? '' : `, client "${client}"`})`;
-    s.seen.push({ kind, subject, user, line });
+    s.seen.push({ kind, subject, user, line, ...(service === undefined ? {} : { service }) });
   }
 }
 

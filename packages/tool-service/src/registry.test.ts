@@ -1,7 +1,7 @@
 // The registry cache against real NATS and Postgres: a hit is served from memory, a change event
 // drops the entry at once, a missed event heals after the TTL, and an unknown tool is cached as
 // unknown until the event of its creation.
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createBus, type Bus } from '@toolmesh/bus';
@@ -31,7 +31,8 @@ beforeAll(async () => {
   });
   await migrate({ pool, logger });
   store = createStore(pool);
-  nc = await connect({ servers: nats.url });
+  // The tools service's user: it both announces registry changes and listens to them.
+  nc = await nats.connect('tools');
   bus = await createBus({ nc, root: nats.root, logger });
   // One that only events can refresh (a TTL far away), one whose TTL is short.
   registry = createRegistry({ store, bus, ttlMs: 3_600_000, logger });

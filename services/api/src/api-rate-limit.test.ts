@@ -31,7 +31,8 @@ beforeAll(async () => {
     logger,
   });
   const store = createStore(pool);
-  const nc = await connect({ servers: one.config.nats.url });
+  // A second api instance: the api's own NATS user, as a deployment runs every instance.
+  const nc = await one.nats.connect('api');
   const client = createClient({ nc, root: one.config.nats.subject_root });
   const app = await buildApp({
     config: one.config,

@@ -5,7 +5,6 @@ import { expect } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import type { ArtifactStore } from '@toolmesh/artifacts';
 import { pino } from 'pino';
@@ -14,7 +13,8 @@ import { loadCreds } from '@toolmesh/nats-auth';
 import { createClient } from '@toolmesh/client';
 import { loadConfig, type Config } from '@toolmesh/config';
 import { createPool, createStore, migrate, type Store } from '@toolmesh/store';
-import { useNats, usePostgres } from '@toolmesh/testing';
+import type { ServiceUser } from '@toolmesh/nats-auth';
+import { useNats, usePostgres, type TestNats, type TestNatsAuth } from '@toolmesh/testing';
 import { createArtifactStoreFromConfig, streamSettingsOf } from '@toolmesh/service';
 import { buildApp, type ApiApp } from '../app.ts';
 
@@ -39,11 +39,17 @@ export interface RequestOptions {
 export interface TestApi {
   app: ApiApp;
   config: Config;
+  /** The api's environment: its own NATS user and the account keys, as `pnpm stack` gives them. */
   env: Record<string, string>;
+  /** The NATS root of this api, its users and its project credentials. */
+  nats: TestNats;
+  /** Another service's environment beside this api: the same settings, that service's user. */
+  serviceEnv(user: ServiceUser, extra?: Record<string, string>): Record<string, string>;
   store: Store;
   artifacts: ArtifactStore;
   /** The artifact store's folder. */
   artifactsRoot: string;
+  /** The api's own NATS connection (as the api user). */
   nc: NatsConnection;
   request(
     method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE',
@@ -60,6 +66,8 @@ let counter = 0;
 export interface TestApiOptions {
   /** Create the streams and lease bucket, as the api does at start (default true). */
   provision?: boolean;
+  /** A NATS server of the test's own (e.g. one it stops); the shared one by default. */
+  natsServer?: TestNatsAuth;
 }
 
 export async function startTestApi(
@@ -67,20 +75,10 @@ export async function startTestApi(
   opts: TestApiOptions = {},
 ): Promise<TestApi> {
   const artifactsRoot = await mkdtemp(join(tmpdir(), 'toolmesh-artifacts-'));
-  // A test that brings its own server (e.g. an authenticated one) names it in the overrides.
-  const ownUrl = overrides['CG__NATS__URL'];
-  const nats =
-    ownUrl === undefined
-      ? await useNats()
-      : {
-          url: ownUrl,
-          root: overrides['CG__NATS__SUBJECT_ROOT'] ?? `t${randomBytes(5).toString('hex')}`,
-          cleanup: async () => {},
-        };
+  const nats = await useNats(opts.natsServer === undefined ? {} : { server: opts.natsServer });
   const db = await usePostgres();
   const env: Record<string, string> = {
-    CG__NATS__URL: nats.url,
-    CG__NATS__SUBJECT_ROOT: nats.root,
+    ...nats.env('api'),
     CG__POSTGRES__URL: db.url,
     CG__API__ADMIN_KEY: ADMIN_KEY,
     CG__ARTIFACTS__ROOT: artifactsRoot,
@@ -138,6 +136,8 @@ export async function startTestApi(
     app,
     config,
     env,
+    nats,
+    serviceEnv: (user, extra = {}) => ({ ...env, ...nats.env(user), ...extra }),
     store,
     artifacts,
     artifactsRoot,
