@@ -10,30 +10,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  freePort,
-  useNats,
-  usePostgres,
-  type TestNats,
-  type TestPostgres,
-} from '@toolmesh/testing';
+import { freePort } from '@toolmesh/testing';
 import { REPO_ROOT } from './support/mesh.ts';
 
 const exec = promisify(execFile);
 let dir = '';
-let nats: TestNats;
-let db: TestPostgres;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'toolmesh-clone-'));
   // The committed tree only, as a user's clone has it.
   await exec('git', ['clone', '--quiet', REPO_ROOT, join(dir, 'toolmesh')]);
-  nats = await useNats();
-  db = await usePostgres();
 }, 60_000);
 afterAll(async () => {
-  await nats?.cleanup();
-  await db?.cleanup();
   if (dir) {
     // As root in a 0700 folder, the stack keeps its sandboxes under /var/lib/toolmesh (the
     // sandbox uid cannot enter the clone): one folder per checkout, named by its path's hash.
@@ -65,12 +53,11 @@ it('the README set-up and stack commands bring the stack up and the demo draws a
   const setup = await run('bash', ['scripts/setup.sh']);
   expect(setup.code, setup.out).toBe(0);
 
-  // This machine's NATS and Postgres (as `pnpm stack` uses them when given), under names of
-  // this test's own; ports nothing else holds.
+  // The stack's embedded defaults, as a user runs it: its own nats-server with the deployment's
+  // JWT users and its own Postgres under the clone's .data; an api port nothing else holds.
   const stack = await run('pnpm', ['stack', '--once'], {
-    NATS_URL: nats.url,
-    DATABASE_URL: db.url,
-    CG__NATS__SUBJECT_ROOT: nats.root,
+    NATS_URL: '',
+    DATABASE_URL: '',
     CG__API__PORT: String(await freePort()),
     CG__REAPER__HEALTH_PORT: '0',
     CG__TOOLS__HEALTH_PORT: '0',

@@ -2,7 +2,7 @@
 // and NATS connection) on one database draw on one bucket per key; past the limit both answer
 // 429 rate_limited with Retry-After, other keys go on, and the admin key has a bucket of its own.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { createClient } from '@toolmesh/client';
 import { createPool, createStore, type Store } from '@toolmesh/store';
