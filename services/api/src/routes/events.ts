@@ -1,6 +1,7 @@
 // A project's live events as Server-Sent Events, for the console and any other watcher (what
 // the feed carries and how it reads it: live-feed.ts). A feed the server cuts short (a refused
 // subscription, a lost consumer) ends only its own response; the watcher connects again.
+import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteDeps } from '../deps.ts';
@@ -46,11 +47,11 @@ export const eventRoutes =
       async (req, reply) => {
         const { project } = req.params;
         const log = logger.child({ component: 'live-feed', project });
-        // Events that arrive before the response is open wait here (the open's last round trip).
-        let write: ((line: string) => void) | undefined;
+        // Set once the response is open. Events that arrive before wait in `early` (the open's
+        // last round trip), and an end before then is the open's failure, not the response's.
+        const out: { res?: ServerResponse; finish?: () => void } = {};
         const early: string[] = [];
-        const send = (line: string) => (write ? write(line) : early.push(line));
-        let end: (() => void) | undefined;
+        const send = (line: string) => (out.res ? out.res.write(line) : early.push(line));
         let feed: LiveFeed;
         try {
           feed = await openLiveFeed({
@@ -61,7 +62,7 @@ export const eventRoutes =
             onEvent: (e) => send(`data: ${JSON.stringify(e)}\n\n`),
             onEnd: (err) => {
               log.warn({ err }, 'live feed ended by the bus; closing its response');
-              end?.();
+              out.finish?.();
             },
           });
         } catch (err) {
@@ -82,7 +83,7 @@ export const eventRoutes =
           stop();
           res.end();
         };
-        end = finish;
+        out.finish = finish;
         open.add(finish);
         req.raw.on('close', stop);
         res.on('error', stop);
@@ -96,7 +97,7 @@ export const eventRoutes =
         });
         res.write(': connected\n\n');
         for (const line of early.splice(0)) res.write(line);
-        write = (line) => res.write(line);
+        out.res = res;
       },
     );
   };
