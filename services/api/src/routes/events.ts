@@ -9,8 +9,6 @@ import { ApiError, ErrorResponse } from '../errors.ts';
 import { openLiveFeed, type LiveFeed } from '../live-feed.ts';
 import { ProjectParams } from '../schemas.ts';
 
-export { describe, type LiveEvent } from '../live-feed.ts';
-
 export const eventRoutes =
   ({ nc, auth, config, logger }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
