@@ -25,6 +25,7 @@ import { streamPublisher } from '@toolmesh/stream-publish';
 import { SpanKind, traceHeaders, tracingEnabled, withSpan } from '@toolmesh/telemetry';
 import { consume, operationOf, type ConsumeOptions, type Consumption } from './consume.ts';
 import { createLeaseStore, type LeaseStore } from './lease.ts';
+import { subscribeGuarded } from './subscribe.ts';
 import {
   provisionConsumer,
   provisionLeaseBucket,
@@ -57,6 +58,7 @@ export interface Bus {
   /** Core NATS publish: fire and forget (lossy streams, notifications). */
   publishCore(subject: string, data: Uint8Array, hdrs?: Record<string, string | undefined>): void;
   consume(spec: ConsumerSpec, opts: Omit<ConsumeOptions, 'logger'>): Promise<Consumption>;
+  /** Core subscription; a refusal is logged and a handler that throws loses only that message. */
   subscribe(subject: string, onMessage: (subject: string, data: Uint8Array) => void): Subscription;
   /** Drains subscriptions and closes the connection. */
   close(): Promise<void>;
@@ -169,9 +171,9 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
       });
     },
     subscribe: (subject, onMessage) =>
-      nc.subscribe(subject, {
-        callback: (err, msg) =>
-          err ? log.warn({ err, subject }, 'subscription error') : onMessage(msg.subject, msg.data),
+      subscribeGuarded(nc, subject, {
+        log,
+        onMessage: (msg) => onMessage(msg.subject, msg.data),
       }),
     close: async () => {
       if (!nc.isClosed()) await nc.drain();

@@ -10,6 +10,10 @@ export type {
   Consumption,
   ConsumeOptions,
 } from './consume.ts';
+export { followStream } from './follow.ts';
+export type { Follow, FollowOptions } from './follow.ts';
+export { subscribeGuarded } from './subscribe.ts';
+export type { GuardedSubscribeOptions } from './subscribe.ts';
 export { createLeaseStore } from './lease.ts';
 export type { Lease, LeaseRecord, LeaseStore, AcquireResult, CancelMark } from './lease.ts';
 export type { ConsumerSpec, StreamSettings } from './provision.ts';

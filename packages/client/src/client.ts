@@ -122,7 +122,12 @@ export function createClient(opts: ClientOptions): Client {
     if (!sub) {
       const s = nc.subscribe(subjects.toolResultFilter({ project, channel }), {
         callback: (err, msg) => {
-          if (err) return;
+          // Refused by the server (nats.js passes no message then): forget it, so that a later
+          // call subscribes again rather than waiting on a subscription that is gone.
+          if (err) {
+            if (subs.get(key) === sub) subs.delete(key);
+            return;
+          }
           // Every result of the channel arrives here, most of them other callers' when many
           // share it: those named by their header are passed over without being decoded.
           const named = msg.headers?.get(Header.toolCallId);

@@ -64,6 +64,7 @@ describe('names', () => {
     expect(names.toolServiceConsumer('tools')).toBe('t0a1b2c3d4e_svc_tools');
     expect(names.agentConsumer('worker')).toBe('t0a1b2c3d4e_agent_worker');
     expect(names.cancelConsumer).toBe('t0a1b2c3d4e_cancels');
+    expect(names.liveFeedConsumer('proj_1', 'N0nce')).toBe('t0a1b2c3d4e_feed_proj_1_N0nce');
   });
 
   it('default to the cg root', () => {
@@ -102,6 +103,10 @@ describe('names', () => {
     expect(codeAndField(() => names.agentConsumer('*'))).toEqual({
       code: 'invalid_id',
       field: 'target',
+    });
+    expect(codeAndField(() => names.liveFeedConsumer('a.*', 'N0nce'))).toEqual({
+      code: 'invalid_id',
+      field: 'project',
     });
   });
 });

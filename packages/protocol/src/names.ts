@@ -22,6 +22,13 @@ export interface Names {
   leaseKey(project: string, toolCallId: string): string;
   /** The queue group answering MCP refresh requests: one tools-service instance each. */
   readonly mcpDiscoveryQueue: string;
+  /**
+   * The ephemeral consumer of one open live feed (the api's `GET .../events`): the project's
+   * tool calls off the command stream. The project is in the name so an operator listing the
+   * stream's consumers sees whose feed it is; `nonce` (a NUID, made by the caller) tells two
+   * feeds of a project apart.
+   */
+  liveFeedConsumer(project: string, nonce: string): string;
 }
 
 export function createNames(root: string = DEFAULT_ROOT): Names {
@@ -40,6 +47,8 @@ export function createNames(root: string = DEFAULT_ROOT): Names {
     leaseKey: (project, toolCallId) =>
       `${assertId(IdKind.project, project)}.${assertId(IdKind.toolCall, toolCallId)}`,
     mcpDiscoveryQueue: `${root}_mcp_discovery`,
+    liveFeedConsumer: (project, nonce) =>
+      `${root}_feed_${assertId(IdKind.project, project)}_${nonce}`,
   };
 }
 

@@ -344,6 +344,21 @@ describe('filters', () => {
     expect(() => subjects.projectActivityFilters('a.b')).toThrow(ProtocolError);
   });
 
+  it("the project tool calls filter takes the project's calls of every channel and target", () => {
+    const filter = subjects.projectToolCallsFilter(scope.project);
+    expect(matches(filter, call)).toBe(true);
+    expect(
+      matches(filter, subjects.toolCall({ ...scope, channel: 'c2', target: 'web', tool: 'x' })),
+    ).toBe(true);
+    expect(
+      matches(filter, subjects.toolCall({ ...scope, project: 'other', target: 't', tool: 'x' })),
+    ).toBe(false);
+    expect(matches(filter, cancel)).toBe(false);
+    expect(matches(filter, subjects.agentWakeup({ ...scope, agent: 'a' }))).toBe(false);
+    expect(subjects.commandStreamSubjects().some((f) => matches(f, call))).toBe(true);
+    expect(() => subjects.projectToolCallsFilter('p.*')).toThrow(ProtocolError);
+  });
+
   it('the stream subjects split commands from events and leave lossy chunks out', () => {
     const [cmd, ...moreCmd] = subjects.commandStreamSubjects();
     const [evt, ...moreEvt] = subjects.eventStreamSubjects();

@@ -80,6 +80,12 @@ export interface Subjects {
   toolResultFilter(s: Scope): string;
   /** Every event (`evt`) and stream chunk (`str`) of one project, all channels: what a watch sees. */
   projectActivityFilters(project: string): string[];
+  /**
+   * Every tool call of one project, all channels and targets: the live feed's filter on the
+   * command stream (a consumer filter, never a core subscription: the api may not subscribe to
+   * `cmd` subjects).
+   */
+  projectToolCallsFilter(project: string): string;
   /** Subject filters of the two JetStream streams. */
   commandStreamSubjects(): string[];
   eventStreamSubjects(): string[];
@@ -142,6 +148,8 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
       const p = assertId(IdKind.project, project);
       return [`${prefix}${p}.*.evt.>`, `${prefix}${p}.*.str.>`];
     },
+    projectToolCallsFilter: (project) =>
+      `${prefix}${assertId(IdKind.project, project)}.*.cmd.tool.>`,
     commandStreamSubjects: () => [`${prefix}*.*.cmd.>`],
     eventStreamSubjects: () => [`${prefix}*.*.evt.>`],
     parse: (subject) => parseSubject(root, subject),

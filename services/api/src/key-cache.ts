@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { subscribeGuarded } from '@toolmesh/bus';
 import { decodeMessage, encodeMessage, type Subjects } from '@toolmesh/protocol';
 import type { Store } from '@toolmesh/store';
 
@@ -46,9 +47,10 @@ export function createKeyCache(o: {
     for (const [k, v] of cache) if (v.key.keyId === keyId) cache.delete(k);
   }
 
-  const sub = o.nc.subscribe(o.subjects.keyRevokedFilter(), {
-    callback: (err, msg) => {
-      if (err) return;
+  // Refused (a permissions bug), other instances' revocations would go unheard: logged.
+  const sub = subscribeGuarded(o.nc, o.subjects.keyRevokedFilter(), {
+    log,
+    onMessage: (msg) => {
       try {
         drop(decodeMessage('key_revoked', msg.data).key_id);
       } catch (e) {

@@ -23,11 +23,19 @@ export async function watchCommand(ctx: Context, flags: WatchFlags): Promise<num
   const decoder = new TextDecoder();
   let seen = 0;
   let timedOut = false;
+  let refused: Error | undefined;
 
   const done = new Promise<void>((resolve) => {
     const subs = filters.map((filter) =>
       nc.subscribe(filter, {
-        callback: (_err, msg) => {
+        callback: (err, msg) => {
+          // A credential without this project's events: the server refused the subscription
+          // and nats.js hands the error over with no message (never read it).
+          if (err) {
+            refused ??= err;
+            finish();
+            return;
+          }
           if (seen === count) return;
           seen++;
           printEvent(ctx, msg.subject, decoder.decode(msg.data), subjects);
@@ -51,6 +59,13 @@ export async function watchCommand(ctx: Context, flags: WatchFlags): Promise<num
   // On stderr, so a script piping the events sees only events; tests wait for this line.
   ctx.io.stderr.write(`watching ${filters.join(' ')}\n`);
   await done;
+  if (refused) {
+    throw new CliError(
+      ExitCode.connection,
+      'refused',
+      `the server refused to watch ${project}'s events: ${refused.message}`,
+    );
+  }
   if (timedOut && count !== undefined) {
     throw new CliError(
       ExitCode.timeout,

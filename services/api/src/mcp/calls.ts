@@ -8,6 +8,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { subscribeGuarded } from '@toolmesh/bus';
 import {
   ResultWaitTimeoutError,
   type Client,
@@ -182,9 +183,9 @@ export function createMeshCalls(deps: CallDeps) {
       channel: MCP_CHANNEL,
       target: call.tool.target,
     });
-    return nc.subscribe(subject, {
-      callback: (err, msg) => {
-        if (err) return;
+    return subscribeGuarded(nc, subject, {
+      log: log.child({ project: call.project, tool_call_id: id }),
+      onMessage: (msg) => {
         try {
           const ev = decodeMessage('tool_progress', msg.data);
           if (ev.tool_call_id !== id) return;
@@ -294,15 +295,18 @@ export function createMeshCalls(deps: CallDeps) {
   function followProgress(call: ProgressOf, id: string, deadlineMs: number): () => void {
     const progress = listenProgress(call, id);
     if (!progress) return () => undefined;
-    const results = nc.subscribe(
+    const results = subscribeGuarded(
+      nc,
       client.subjects.toolResult({
         project: call.project,
         channel: MCP_CHANNEL,
         target: call.tool.target,
       }),
       {
-        callback: (err, msg) => {
-          if (err) return;
+        log: log.child({ project: call.project, tool_call_id: id }),
+        // Nothing would end the follow but its deadline: stop now.
+        onRefused: () => stop(),
+        onMessage: (msg) => {
           try {
             if (decodeMessage('tool_result', msg.data).tool_call_id === id) stop();
           } catch {
@@ -419,11 +423,14 @@ export function createMeshCalls(deps: CallDeps) {
     const waitMs = Math.max(0, notBeforeMs) + deadline + 5_000;
     let resolveEvent!: (content: ToolResultContent | undefined) => void;
     const event = new Promise<ToolResultContent | undefined>((r) => (resolveEvent = r));
-    const sub = nc.subscribe(
+    const sub = subscribeGuarded(
+      nc,
       client.subjects.toolResult({ project, channel: MCP_CHANNEL, target: tool.target }),
       {
-        callback: (err, msg) => {
-          if (err) return;
+        log: log.child({ project, tool_call_id: id }),
+        // No result event will come: the card is read once more and the wait ends.
+        onRefused: () => resolveEvent(undefined),
+        onMessage: (msg) => {
           try {
             const ev = decodeMessage('tool_result', msg.data);
             if (ev.tool_call_id === id) resolveEvent(ev.content);

@@ -9,6 +9,8 @@
 // One handler per project: a handler's event bus feeds every `subscriptions/listen` stream open
 // on it, so a project's registry change reaches that project's listeners and no other's.
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { subscribeGuarded } from '@toolmesh/bus';
 import {
   ProtocolError,
   ProtocolErrorCode,
@@ -48,6 +50,7 @@ export interface ModernDeps {
   client: Client;
   calls: MeshCalls;
   nc: NatsConnection;
+  logger: Logger;
   /** The subject of a project's registry-changed event. */
   registryChanged: (project: string) => string;
   /** How long a task created on this revision stays readable. */
@@ -147,8 +150,9 @@ export function createModernHandlers(deps: ModernDeps) {
         const handler = createProjectHandler(deps, project);
         // Registry changes of the project become notifications/tools/list_changed on its open
         // subscriptions/listen streams.
-        const registry = deps.nc.subscribe(deps.registryChanged(project), {
-          callback: () => handler.notify.toolsChanged(),
+        const registry = subscribeGuarded(deps.nc, deps.registryChanged(project), {
+          log: deps.logger.child({ project }),
+          onMessage: () => handler.notify.toolsChanged(),
         });
         h = { handler, registry };
         handlers.set(project, h);

@@ -7,6 +7,7 @@
 // tool registered a moment ago is found at once, whatever event it waits for.
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { subscribeGuarded } from '@toolmesh/bus';
 import type { Subjects } from '@toolmesh/protocol';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import { decodeMessage } from '@toolmesh/protocol';
@@ -41,9 +42,9 @@ export function createToolCache(o: {
     for (const k of cache.keys()) if (k.startsWith(prefix)) cache.delete(k);
   }
 
-  const sub = o.nc.subscribe(o.subjects.registryChangedFilter(), {
-    callback: (err, msg) => {
-      if (err) return;
+  const sub = subscribeGuarded(o.nc, o.subjects.registryChangedFilter(), {
+    log: o.logger,
+    onMessage: (msg) => {
       try {
         const { project } = o.subjects.parse(msg.subject);
         invalidate(project, decodeMessage('registry_changed', msg.data).tools);

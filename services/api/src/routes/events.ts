@@ -1,46 +1,16 @@
-// A project's live events as Server-Sent Events, for the console and any other watcher: tool
-// calls as they are published, results, progress, agent task/step/state events and the
-// model's streamed chunks. Every subscription is rooted at the project named in the path (an
-// id, so it cannot hold a NATS wildcard), so a key only ever sees its own project's events.
+// A project's live events as Server-Sent Events, for the console and any other watcher (what
+// the feed carries and how it reads it: live-feed.ts). A feed the server cuts short (a refused
+// subscription, a lost consumer) ends only its own response; the watcher connects again.
+import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Msg, Subscription } from '@nats-io/transport-node';
 import type { RouteDeps } from '../deps.ts';
-import { ErrorResponse } from '../errors.ts';
+import { ApiError, ErrorResponse } from '../errors.ts';
+import { openLiveFeed, type LiveFeed } from '../live-feed.ts';
 import { ProjectParams } from '../schemas.ts';
 
-/** What an event's subject says, after `<root>.v1.<project>.<channel>.`. */
-export interface LiveEvent {
-  /** e.g. `tool.call`, `tool.result`, `tool.progress`, `agent.task`, `agent.step`, `agent.chunk` */
-  kind: string;
-  channel: string;
-  /** The target of a tool event, the agent of an agent event. */
-  name: string;
-  body: unknown;
-}
-
-export function describe(subject: string): Omit<LiveEvent, 'body'> | undefined {
-  // <root>.v1.<project>.<channel>.<cmd|evt|str>.<tool|agent>.<name>.<what>
-  const t = subject.split('.');
-  const [, , , channel, cls, family, name, what] = t;
-  if (!channel || !cls || !family || !name || !what) return undefined;
-  if (cls === 'cmd' && family === 'tool') return { kind: 'tool.call', channel, name };
-  if (cls === 'evt' && (family === 'tool' || family === 'agent'))
-    return { kind: `${family}.${what}`, channel, name };
-  if (cls === 'str' && family === 'agent') return { kind: 'agent.chunk', channel, name };
-  return undefined;
-}
-
-function bodyOf(m: Msg): unknown {
-  try {
-    return m.json();
-  } catch {
-    return null;
-  }
-}
-
 export const eventRoutes =
-  ({ nc, auth, config }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ nc, auth, config, logger }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const root = config.nats.subject_root;
     // Open streams end when the api closes: a hijacked response is never idle, so the server
@@ -59,20 +29,64 @@ export const eventRoutes =
           description:
             'text/event-stream: one `data:` line of JSON {kind, channel, name, body} per event, ' +
             'kinds tool.call, tool.result, tool.progress, agent.task, agent.step, agent.state, ' +
-            'agent.chunk; a comment line every 15 s keeps the connection open.',
+            'agent.chunk; a comment line every 15 s keeps the connection open. `: connected` ' +
+            'comes once the feed is live: whatever is published after it is in the stream. The ' +
+            'stream may end on its own (the bus dropped the feed): connect again.',
           params: ProjectParams,
           response: {
             200: z.string().describe('text/event-stream'),
             400: ErrorResponse,
             401: ErrorResponse,
             404: ErrorResponse,
+            503: ErrorResponse,
           },
         },
       },
-      (req, reply) => {
+      async (req, reply) => {
         const { project } = req.params;
+        const log = logger.child({ component: 'live-feed', project });
+        // Set once the response is open. Events that arrive before wait in `early` (the open's
+        // last round trip), and an end before then is the open's failure, not the response's.
+        const out: { res?: ServerResponse; finish?: () => void } = {};
+        const early: string[] = [];
+        const send = (line: string) => (out.res ? out.res.write(line) : early.push(line));
+        let feed: LiveFeed;
+        try {
+          feed = await openLiveFeed({
+            nc,
+            root,
+            project,
+            log,
+            onEvent: (e) => send(`data: ${JSON.stringify(e)}\n\n`),
+            onEnd: (err) => {
+              log.warn({ err }, 'live feed ended by the bus; closing its response');
+              out.finish?.();
+            },
+          });
+        } catch (err) {
+          log.error({ err }, 'live feed could not open');
+          throw new ApiError('unavailable', 'the live feed is unavailable; retry later');
+        }
         reply.hijack();
         const res = reply.raw;
+        const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
+        const stop = () => {
+          clearInterval(ping);
+          open.delete(finish);
+          feed
+            .close()
+            .catch((err: unknown) => log.warn({ err }, 'live feed did not close cleanly'));
+        };
+        const finish = () => {
+          stop();
+          res.end();
+        };
+        out.finish = finish;
+        open.add(finish);
+        req.raw.on('close', stop);
+        res.on('error', stop);
+        // The watcher may have gone while the feed opened: no close event will come.
+        if (req.raw.destroyed || res.destroyed) return stop();
         res.writeHead(200, {
           'content-type': 'text/event-stream; charset=utf-8',
           'cache-control': 'no-store',
@@ -80,30 +94,8 @@ export const eventRoutes =
           'x-accel-buffering': 'no',
         });
         res.write(': connected\n\n');
-        const forward = (_err: Error | null, m: Msg) => {
-          const d = describe(m.subject);
-          if (!d) return;
-          res.write(`data: ${JSON.stringify({ ...d, body: bodyOf(m) })}\n\n`);
-        };
-        const subs: Subscription[] = [
-          `${root}.v1.${project}.*.cmd.tool.>`,
-          `${root}.v1.${project}.*.evt.tool.>`,
-          `${root}.v1.${project}.*.evt.agent.>`,
-          `${root}.v1.${project}.*.str.agent.>`,
-        ].map((s) => nc.subscribe(s, { callback: forward }));
-        const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
-        const stop = () => {
-          clearInterval(ping);
-          for (const s of subs) s.unsubscribe();
-          open.delete(end);
-        };
-        const end = () => {
-          stop();
-          res.end();
-        };
-        open.add(end);
-        req.raw.on('close', stop);
-        res.on('error', stop);
+        for (const line of early.splice(0)) res.write(line);
+        out.res = res;
       },
     );
   };

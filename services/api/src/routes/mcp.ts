@@ -12,6 +12,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { subscribeGuarded } from '@toolmesh/bus';
 import { createSubjects } from '@toolmesh/protocol';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
@@ -97,6 +98,7 @@ export const mcpRoutes =
       client: deps.client,
       calls,
       nc,
+      logger: log,
       registryChanged: (project) => subjects.registryChanged(project),
       taskTtlMs: config.api.mcp_task_ttl_ms,
       readResource: (project, uri) => readArtifact(deps, project, uri),
@@ -142,8 +144,9 @@ export const mcpRoutes =
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
           // Registry changes of the project become notifications/tools/list_changed.
-          const registry = nc.subscribe(subjects.registryChanged(project), {
-            callback: () => {
+          const registry = subscribeGuarded(nc, subjects.registryChanged(project), {
+            log: log.child({ session: id, project }),
+            onMessage: () => {
               server.sendToolListChanged().catch(() => undefined);
             },
           });

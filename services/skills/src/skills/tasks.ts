@@ -4,6 +4,7 @@
 // skills instance subscribes to the task cancel subject (no queue group): the one that holds
 // the task kills it, writes the head and answers; the others stay silent.
 import type { Msg, Subscription } from '@nats-io/transport-node';
+import { subscribeGuarded } from '@toolmesh/bus';
 import { decodeMessage } from '@toolmesh/protocol';
 import type { SkillTaskRecord } from '@toolmesh/store';
 import type { ToolDefinition } from '@toolmesh/tool-service';
@@ -53,12 +54,9 @@ export function createTaskRegistry(deps: SkillsDeps): TaskRegistry {
   return {
     running,
     listen: () => {
-      sub ??= deps.bus.nc.subscribe(deps.bus.subjects.taskCancelFilter(TASK_TARGET), {
-        callback: (err, msg) => {
-          if (err) {
-            log.warn({ err }, 'task cancel subscription failed');
-            return;
-          }
+      sub ??= subscribeGuarded(deps.bus.nc, deps.bus.subjects.taskCancelFilter(TASK_TARGET), {
+        log,
+        onMessage: (msg) => {
           onCancel(msg).catch((e: unknown) =>
             log.warn({ err: e, subject: msg.subject }, 'ignoring a task cancel that failed'),
           );

@@ -8,7 +8,7 @@
 // last_error) and answered too: the api never waits for nothing.
 import type { Msg, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { Bus } from '@toolmesh/bus';
+import { subscribeGuarded, type Bus } from '@toolmesh/bus';
 import { mapToolNames } from '@toolmesh/mcp';
 import {
   encodeMessage,
@@ -236,13 +236,10 @@ export function createAutoRefresh(
 /** Answers refresh requests until unsubscribed. */
 export function serveDiscovery(deps: DiscoveryDeps): Subscription {
   const log = deps.logger.child({ component: 'mcp-discovery' });
-  return deps.bus.nc.subscribe(deps.bus.subjects.mcpRefreshFilter(), {
+  return subscribeGuarded(deps.bus.nc, deps.bus.subjects.mcpRefreshFilter(), {
     queue: deps.bus.names.mcpDiscoveryQueue,
-    callback: (err, msg: Msg) => {
-      if (err) {
-        log.warn({ err }, 'refresh subscription error');
-        return;
-      }
+    log,
+    onMessage: (msg: Msg) => {
       void (async () => {
         let reply: McpRefreshReply;
         try {
