@@ -23,6 +23,7 @@ import {
 } from '@toolmesh/protocol';
 import { streamPublisher } from '@toolmesh/stream-publish';
 import { SpanKind, traceHeaders, tracingEnabled, withSpan } from '@toolmesh/telemetry';
+import { closeNats } from './connection.ts';
 import { consume, operationOf, type ConsumeOptions, type Consumption } from './consume.ts';
 import { createLeaseStore, type LeaseStore } from './lease.ts';
 import {
@@ -58,7 +59,7 @@ export interface Bus {
   publishCore(subject: string, data: Uint8Array, hdrs?: Record<string, string | undefined>): void;
   consume(spec: ConsumerSpec, opts: Omit<ConsumeOptions, 'logger'>): Promise<Consumption>;
   subscribe(subject: string, onMessage: (subject: string, data: Uint8Array) => void): Subscription;
-  /** Drains subscriptions and closes the connection. */
+  /** Drains subscriptions and closes the connection, closing it outright past drainTimeoutMs. */
   close(): Promise<void>;
 }
 
@@ -67,6 +68,8 @@ export interface BusOptions {
   /** The subject root of this deployment (`cg` on the wire). */
   root: string;
   logger: Logger;
+  /** How long close() may drain before it closes outright ([nats] drain_timeout_ms). */
+  drainTimeoutMs?: number | undefined;
 }
 
 function toHeaders(h: Record<string, string | undefined> | undefined, msgId?: string) {
@@ -173,9 +176,7 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
         callback: (err, msg) =>
           err ? log.warn({ err, subject }, 'subscription error') : onMessage(msg.subject, msg.data),
       }),
-    close: async () => {
-      if (!nc.isClosed()) await nc.drain();
-    },
+    close: () => closeNats(nc, { timeoutMs: opts.drainTimeoutMs, logger: log }),
   };
 }
 

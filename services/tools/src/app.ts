@@ -39,7 +39,12 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   const instanceId = instanceIdOf(config);
   const log = logger.child({ instance: instanceId });
   const nc = await connectNatsFromConfig(config, `tools:${instanceId}`, log);
-  const bus = await createBus({ nc, root: config.nats.subject_root, logger: log });
+  const bus = await createBus({
+    nc,
+    root: config.nats.subject_root,
+    logger: log,
+    drainTimeoutMs: config.nats.drain_timeout_ms,
+  });
   await bus.provision(streamSettingsOf(config));
   const store = createStoreFromConfig(config, `tools:${instanceId}`, log);
   const egress = createEgress(config.tools.allowed_private_hosts);

@@ -2,6 +2,9 @@
 // calls as they are published, results, progress, agent task/step/state events and the
 // model's streamed chunks. Every subscription is rooted at the project named in the path (an
 // id, so it cannot hold a NATS wildcard), so a key only ever sees its own project's events.
+// A stream lives no longer than the api's NATS connection: once that closed for good, nothing
+// more would arrive, so the watcher is told by the end of the stream (the console then shows it
+// is reconnecting) and new watchers are refused with 503.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Msg, Subscription } from '@nats-io/transport-node';
@@ -49,6 +52,9 @@ export const eventRoutes =
     app.addHook('preClose', async () => {
       for (const end of [...open]) end();
     });
+    void nc.closed().then(() => {
+      for (const end of [...open]) end();
+    });
     app.get(
       '/projects/:project/events',
       {
@@ -66,11 +72,18 @@ export const eventRoutes =
             400: ErrorResponse,
             401: ErrorResponse,
             404: ErrorResponse,
+            503: ErrorResponse,
           },
         },
       },
       (req, reply) => {
         const { project } = req.params;
+        if (nc.isClosed()) {
+          void reply.status(503).send({
+            error: { code: 'unavailable', message: 'the message bus is unavailable; retry later' },
+          });
+          return;
+        }
         reply.hijack();
         const res = reply.raw;
         res.writeHead(200, {
