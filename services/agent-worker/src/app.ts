@@ -73,6 +73,7 @@ export async function startAgentWorker(config: Config, logger: Logger): Promise<
   const health = await startHealthServer({
     host: a.health_host,
     port: a.health_port,
+    key: 'agent.health_port',
     check: () => ({
       ok: !stopping && !nc.isClosed(),
       body: { instance_id: instanceId, started_at: startedAt, running: runner.running() },

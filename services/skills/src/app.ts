@@ -158,6 +158,7 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
   const health = await startHealthServer({
     host: config.skills.health_host,
     port: config.skills.health_port,
+    key: 'skills.health_port',
     check: () => ({
       ok: !stopped && !nc.isClosed(),
       body: {

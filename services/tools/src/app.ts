@@ -137,6 +137,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   const health = await startHealthServer({
     host: config.tools.health_host,
     port: config.tools.health_port,
+    key: 'tools.health_port',
     check: () => ({
       ok: !stopping && !nc.isClosed(),
       body: { instance_id: instanceId, started_at: startedAt, in_flight: service.inFlight() },
