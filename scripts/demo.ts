@@ -3,11 +3,11 @@
 // agent's events live over NATS, and prints the final card and where the picture is. The model
 // is whatever the agent worker talks to: the scripted one `pnpm stack` starts when no LLM key is
 // set, or a real one. `pnpm stack` runs it once the services are up; on its own it reads
-// .data/stack.json.
+// .data/stack.json (or the stack.json in STACK_DATA_DIR).
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import { zipFolder } from '@toolmesh/cli';
@@ -172,7 +172,12 @@ export async function runDemo(target: DemoTarget): Promise<boolean> {
 }
 
 async function targetFromStack(): Promise<DemoTarget> {
-  const file = join(ROOT, '.data', 'stack.json');
+  // pnpm stack's folder (STACK_DATA_DIR, as the stack was given it). A second stack beside the
+  // first keeps its file in <folder>/stacks/api-<port>/: name that folder to reach it.
+  const dir = process.env['STACK_DATA_DIR']
+    ? resolve(process.env['STACK_DATA_DIR'])
+    : join(ROOT, '.data');
+  const file = join(dir, 'stack.json');
   const text = await readFile(file, 'utf8').catch(() => {
     throw new Error(`no running stack found (${file}); start one with pnpm stack`);
   });

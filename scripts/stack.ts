@@ -3,20 +3,28 @@
 // .data/ (kept between runs). Then it migrates, starts each service as its own process with its
 // log lines prefixed (with a scripted model for the agent worker when no LLM key is set), runs
 // the demo (an agent task drawing a picture), and keeps running until Ctrl-C, which stops them all.
+// A service counts as up once it says so over HTTP (the api's /readyz, the others' /healthz),
+// not when it logged a line. The only fixed port is the api's: every health port left at 0 gets
+// a free one here, and a port that is taken is named with the key that changes it before
+// anything starts. A second stack beside a running one (another CG__API__PORT) keeps its
+// servers and files in .data/stacks/api-<port>, so the two never share a database or a store.
 //   --once     stop after the demo (exit code 0 when the demo succeeded)
 //   --cluster  run NATS as a three-node cluster on loopback ports, streams at replicas 3
+// STACK_DATA_DIR names another folder than .data (the keys, and the first stack's servers).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { unlinkSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pino } from 'pino';
-import { ConfigError, loadConfig } from '@toolmesh/config';
+import { ConfigError, loadConfig, type Config } from '@toolmesh/config';
 import { createPool, ensureDatabase, migrate } from '@toolmesh/store';
 import {
   demoModelReply,
+  freePort,
   startLocalNats,
   startLocalPostgres,
   startNatsCluster,
@@ -26,22 +34,72 @@ import { runDemo, type DemoTarget } from './demo.ts';
 import { ensureNatsAuth, type NatsAuthFiles } from './nats-auth.ts';
 
 const ROOT = join(import.meta.dirname, '..');
-const DATA = join(ROOT, '.data');
+const DEFAULT_DATA = join(ROOT, '.data');
+/** The keys (admin, secrets) and the first stack's servers and files. */
+const DATA = process.env['STACK_DATA_DIR'] ? resolve(process.env['STACK_DATA_DIR']) : DEFAULT_DATA;
+
+/** Where a process answers whether it is up, and the key that moves it. */
+interface Probe {
+  section: string;
+  key: string;
+  path: '/readyz' | '/healthz';
+  listen(c: Config): { host: string; port: number };
+}
 const SERVICES = [
-  { name: 'skills', entry: 'services/skills/src/main.ts', ready: 'tool service started' },
-  { name: 'tools', entry: 'services/tools/src/main.ts', ready: 'tools service started' },
+  {
+    name: 'skills',
+    entry: 'services/skills/src/main.ts',
+    probe: {
+      section: 'skills',
+      key: 'health_port',
+      path: '/healthz',
+      listen: (c) => ({ host: c.skills.health_host, port: c.skills.health_port }),
+    },
+  },
+  {
+    name: 'tools',
+    entry: 'services/tools/src/main.ts',
+    probe: {
+      section: 'tools',
+      key: 'health_port',
+      path: '/healthz',
+      listen: (c) => ({ host: c.tools.health_host, port: c.tools.health_port }),
+    },
+  },
   {
     name: 'agent-worker',
     entry: 'services/agent-worker/src/main.ts',
-    ready: 'agent worker started',
+    probe: {
+      section: 'agent',
+      key: 'health_port',
+      path: '/healthz',
+      listen: (c) => ({ host: c.agent.health_host, port: c.agent.health_port }),
+    },
   },
-  { name: 'api', entry: 'services/api/src/main.ts', ready: 'api listening' },
+  {
+    name: 'api',
+    entry: 'services/api/src/main.ts',
+    probe: {
+      section: 'api',
+      key: 'port',
+      path: '/readyz',
+      listen: (c) => ({ host: c.api.host, port: c.api.port }),
+    },
+  },
   {
     name: 'sandbox-reaper',
     entry: 'services/sandbox-reaper/src/main.ts',
-    ready: 'sandbox reaper started',
+    probe: {
+      section: 'reaper',
+      key: 'health_port',
+      path: '/healthz',
+      listen: (c) => ({ host: c.reaper.health_host, port: c.reaper.health_port }),
+    },
   },
-] as const;
+] as const satisfies readonly { name: string; entry: string; probe: Probe }[];
+type Service = (typeof SERVICES)[number];
+/** How long a service may take to answer its probe with 200 (a first start builds sandboxes). */
+const READY_TIMEOUT_MS = 180_000;
 const onceMode = process.argv.includes('--once');
 const clusterMode = process.argv.includes('--cluster');
 
@@ -49,6 +107,18 @@ const say = (line: string) => console.log(`[stack] ${line}`);
 const servers: { stop(): Promise<void> }[] = [];
 const children: ChildProcess[] = [];
 let stopping = false;
+
+/** Stack lock files this process holds; removed however it exits. */
+const locks: string[] = [];
+process.on('exit', () => {
+  for (const file of locks) {
+    try {
+      unlinkSync(file);
+    } catch {
+      // already gone
+    }
+  }
+});
 
 async function stopAll(code: number): Promise<never> {
   stopping = true;
@@ -60,7 +130,7 @@ async function stopAll(code: number): Promise<never> {
 }
 
 /** The NATS user of each service when the stack runs its own (authenticated) nats-server. */
-function natsEnvOf(svc: (typeof SERVICES)[number], auth: NatsAuthFiles | undefined) {
+function natsEnvOf(svc: Service, auth: NatsAuthFiles | undefined) {
   if (auth === undefined) return {};
   return {
     CG__NATS__CREDS: auth.creds[svc.name],
@@ -69,27 +139,57 @@ function natsEnvOf(svc: (typeof SERVICES)[number], auth: NatsAuthFiles | undefin
   };
 }
 
-function startService(svc: (typeof SERVICES)[number], env: Record<string, string>): Promise<void> {
+/** The URL a probe answers on; a service listening on every address is asked on loopback. */
+function probeUrl(svc: Service, config: Config): string {
+  const { host, port } = svc.probe.listen(config);
+  const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}${svc.probe.path}`;
+}
+
+/** Whether the URL answers 200 now. */
+async function answers(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** Starts the service; resolves once its probe answers 200 (its readiness, not a log line). */
+function startService(svc: Service, env: Record<string, string>, config: Config): Promise<void> {
   const child = spawn(process.execPath, [join(ROOT, svc.entry)], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream }).on('line', (line) => console.log(`[${svc.name}] ${line}`));
+  }
+  let exited = false;
+  const url = probeUrl(svc, config);
   return new Promise((resolve, reject) => {
-    for (const stream of [child.stdout, child.stderr]) {
-      createInterface({ input: stream }).on('line', (line) => {
-        console.log(`[${svc.name}] ${line}`);
-        if (line.includes(svc.ready)) resolve();
-      });
-    }
     child.once('exit', (code, signal) => {
+      exited = true;
       if (!stopping) {
         say(`${svc.name} exited (${signal ?? code}); stopping the stack`);
         void stopAll(1);
       }
       reject(new Error(`${svc.name} exited before it was ready`));
     });
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    const poll = async (): Promise<void> => {
+      while (!exited) {
+        if (await answers(url)) return resolve();
+        if (Date.now() > deadline) {
+          return reject(new Error(`${svc.name} did not answer ${url} with 200 in time`));
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
+    void poll();
   });
 }
 
@@ -102,30 +202,97 @@ function probePort(host: string, port: number): Promise<void> {
   });
 }
 
-/** The api's port, checked before anything starts: a taken one is a sentence, not a trace. */
-async function checkApiPort(): Promise<void> {
-  let api;
+/**
+ * Every port the services will listen on, checked before anything starts: a taken one is a
+ * sentence naming the key that moves it, not a trace. A port of 0 (any free one, which the
+ * stack could not ask) is given a free port here. Returns the variables that set those.
+ */
+async function checkPorts(): Promise<Record<string, string>> {
+  let config: Config;
   try {
-    api = loadConfig({ env: process.env }).api;
+    config = loadConfig({ env: process.env });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     say(`configuration: ${err.message}`);
     process.exit(2);
   }
-  const { host, port } = api;
-  try {
-    await probePort(host, port);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why =
-      code === 'EADDRINUSE'
-        ? `port ${port} on ${host} is already in use (another program, or another pnpm stack)`
-        : `port ${port} on ${host} cannot be used (${code ?? (err as Error).message})`;
-    say(`the api cannot listen: ${why}.`);
-    say(`choose another port: CG__API__PORT=${port === 65535 ? 8081 : port + 1} pnpm stack`);
-    say('(or set `port` under [api] in config.toml)');
-    process.exit(2);
+  const chosen: Record<string, string> = {};
+  for (const svc of SERVICES) {
+    const { section, key } = svc.probe;
+    const variable = `CG__${section.toUpperCase()}__${key.toUpperCase()}`;
+    const { host, port } = svc.probe.listen(config);
+    if (port === 0) {
+      chosen[variable] = String(await freePort());
+      continue;
+    }
+    try {
+      await probePort(host, port);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const why =
+        code === 'EADDRINUSE'
+          ? `port ${port} on ${host} is already in use (another program, or another pnpm stack)`
+          : `port ${port} on ${host} cannot be used (${code ?? (err as Error).message})`;
+      const next = port === 65535 ? 8081 : port + 1;
+      if (svc.name === 'api') {
+        say(`the api cannot listen: ${why}.`);
+        say(`choose another port: ${variable}=${next} pnpm stack`);
+      } else {
+        say(`the ${svc.name} service cannot serve its health checks: ${why}.`);
+        say(`choose another port: ${variable}=${next} pnpm stack (0 picks a free one)`);
+      }
+      say(`(or set \`${key}\` under [${section}] in config.toml)`);
+      process.exit(2);
+    }
   }
+  return chosen;
+}
+
+/** Whether a process with this pid runs (EPERM: it does, as another user). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Takes `dir` for this stack: a stack.pid file with this process's pid, made exclusively. False
+ * while a live stack holds it; the file of a stack that died without removing it is replaced.
+ */
+async function lockDir(dir: string): Promise<boolean> {
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, 'stack.pid');
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      await writeFile(file, `${process.pid}\n`, { flag: 'wx' });
+      locks.push(file);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+      if (Number.isInteger(pid) && pid > 0 && alive(pid)) return false;
+      await rm(file, { force: true });
+    }
+  }
+  return false;
+}
+
+/**
+ * The folder of this stack's servers and files: DATA, or, while another stack holds that, one of
+ * its own named after the api's port, which is what tells two stacks on one machine apart.
+ */
+async function stateDir(apiPort: string): Promise<string> {
+  if (await lockDir(DATA)) return DATA;
+  const beside = join(DATA, 'stacks', `api-${apiPort}`);
+  if (await lockDir(beside)) {
+    say(`another stack holds ${DATA}: this one keeps its servers and files in ${beside}`);
+    return beside;
+  }
+  say(`another stack holds ${DATA} and ${beside}; stop one of them first`);
+  process.exit(2);
 }
 
 /**
@@ -134,31 +301,40 @@ async function checkApiPort(): Promise<void> {
  * server refuses to run as root, so its data then goes under /var/lib/toolmesh, one folder per
  * checkout.
  */
-function postgresDir(): string {
-  const preferred = join(DATA, 'postgres');
+function postgresDir(state: string): string {
+  const preferred = join(state, 'postgres');
   if (process.getuid?.() !== 0) return preferred;
-  const probe = spawnSync('runuser', ['-u', 'postgres', '--', 'test', '-x', DATA]);
+  const probe = spawnSync('runuser', ['-u', 'postgres', '--', 'test', '-x', state]);
   if (probe.status === 0) return preferred;
-  const id = createHash('sha256').update(ROOT).digest('hex').slice(0, 12);
-  const dir = join('/var/lib/toolmesh', `postgres-${id}`);
-  say(`the postgres OS user cannot enter ${DATA} (a parent folder is private): data in ${dir}`);
+  const dir = join('/var/lib/toolmesh', `postgres-${stateId(state)}`);
+  say(`the postgres OS user cannot enter ${state} (a parent folder is private): data in ${dir}`);
   return dir;
 }
 
+/** Names a folder outside the checkout after this stack's: the checkout's .data keeps its name. */
+function stateId(state: string): string {
+  const of = state === DEFAULT_DATA ? ROOT : state;
+  return createHash('sha256').update(of).digest('hex').slice(0, 12);
+}
+
 /**
- * Where sandboxes live when the stack runs as root: their commands run as `sandbox.uid`, which
- * must enter the folder. A checkout in /root (0700) cannot hold it, so it then goes under
- * /var/lib/toolmesh, one folder per checkout, as Postgres's data does. Undefined: the
- * configured `sandbox.root_dir` (set by the operator, or `.data/sandboxes`) is fine.
+ * Where sandboxes live: in a stack folder other than the checkout's .data, there. As root their
+ * commands run as `sandbox.uid`, which must enter the folder; a checkout in /root (0700) cannot
+ * hold it, so it then goes under /var/lib/toolmesh, one folder per stack folder, as Postgres's
+ * data does. Undefined: the configured `sandbox.root_dir` (set by the operator, or
+ * `.data/sandboxes`) is fine.
  */
-function sandboxRootDir(): string | undefined {
-  if (process.getuid?.() !== 0 || process.env['CG__SANDBOX__ROOT_DIR']) return undefined;
+function sandboxRootDir(state: string): string | undefined {
+  if (process.env['CG__SANDBOX__ROOT_DIR']) return undefined;
   const { uid, gid, root_dir } = loadConfig({ env: process.env }).sandbox;
-  const preferred = resolve(ROOT, root_dir);
+  // A stack of its own beside another keeps its sandboxes apart too: each reaper removes the
+  // environments its database does not know.
+  const own = state === DEFAULT_DATA ? undefined : join(state, 'sandboxes');
+  if (process.getuid?.() !== 0) return own;
+  const preferred = own ?? resolve(ROOT, root_dir);
   const probe = spawnSync('/usr/bin/test', ['-x', dirname(preferred)], { uid, gid });
-  if (probe.status === 0) return undefined;
-  const id = createHash('sha256').update(ROOT).digest('hex').slice(0, 12);
-  const dir = join('/var/lib/toolmesh', `sandboxes-${id}`);
+  if (probe.status === 0) return own;
+  const dir = join('/var/lib/toolmesh', `sandboxes-${stateId(state)}`);
   say(`sandboxed commands (uid ${uid}) cannot enter ${dirname(preferred)}: sandboxes in ${dir}`);
   return dir;
 }
@@ -166,28 +342,30 @@ function sandboxRootDir(): string | undefined {
 process.on('SIGINT', () => void stopAll(0));
 process.on('SIGTERM', () => void stopAll(0));
 
-await checkApiPort();
+const ports = await checkPorts();
 
 try {
   await mkdir(DATA, { recursive: true });
+  const apiPort = ports['CG__API__PORT'] ?? String(loadConfig({ env: process.env }).api.port);
+  const STATE = await stateDir(apiPort);
   let natsUrl = process.env['NATS_URL'];
   // Our own nats-server runs with JWT authentication: keys made once in .data/nats-auth, a
   // user per service. A NATS_URL given from outside is used as it is (its auth is its own).
   // --cluster runs three servers without authentication (a local trial of replication).
   let natsAuth: NatsAuthFiles | undefined;
   if (!natsUrl && clusterMode) {
-    const cluster = await startNatsCluster({ nodes: 3, dir: join(DATA, 'nats-cluster') });
+    const cluster = await startNatsCluster({ nodes: 3, dir: join(STATE, 'nats-cluster') });
     servers.push({ stop: () => cluster.close() });
     natsUrl = cluster.url;
     say(
-      `three-node NATS cluster with JetStream on ${natsUrl} (stores in .data/nats-cluster; no auth)`,
+      `three-node NATS cluster with JetStream on ${natsUrl} (stores in ${join(STATE, 'nats-cluster')}; no auth)`,
     );
   } else if (!natsUrl) {
     const root = loadConfig({ env: process.env }).nats.subject_root;
     const nats = await startLocalNats({
-      dir: join(DATA, 'nats'),
+      dir: join(STATE, 'nats'),
       config: async ({ port, storeDir }) => {
-        natsAuth = await ensureNatsAuth(join(DATA, 'nats-auth'), root, {
+        natsAuth = await ensureNatsAuth(join(STATE, 'nats-auth'), root, {
           host: '127.0.0.1',
           port,
           storeDir: join(storeDir, 'jetstream'),
@@ -199,11 +377,13 @@ try {
     });
     servers.push(nats);
     natsUrl = nats.url;
-    say(`nats-server with JetStream and JWT auth on ${natsUrl} (keys in .data/nats-auth)`);
+    say(
+      `nats-server with JetStream and JWT auth on ${natsUrl} (keys in ${join(STATE, 'nats-auth')})`,
+    );
   }
   let dbUrl = process.env['DATABASE_URL'];
   if (!dbUrl) {
-    const pg = await startLocalPostgres({ dir: postgresDir() });
+    const pg = await startLocalPostgres({ dir: postgresDir(STATE) });
     servers.push(pg);
     dbUrl = pg.url.replace(/\/postgres$/, '/toolmesh');
     say(`Postgres on 127.0.0.1:${pg.port} (data in ${pg.dir})`);
@@ -236,14 +416,15 @@ try {
     );
   }
   const env: Record<string, string> = {
+    ...ports,
     CG__API__ADMIN_KEY: adminKey,
     CG__SECRETS__KEY: secretsKey,
     CG__NATS__URL: natsUrl,
     ...(clusterMode ? { CG__NATS__REPLICAS: process.env['CG__NATS__REPLICAS'] ?? '3' } : {}),
     CG__POSTGRES__URL: dbUrl,
-    CG__ARTIFACTS__ROOT: process.env['CG__ARTIFACTS__ROOT'] ?? join(DATA, 'artifacts'),
+    CG__ARTIFACTS__ROOT: process.env['CG__ARTIFACTS__ROOT'] ?? join(STATE, 'artifacts'),
   };
-  const sandboxes = sandboxRootDir();
+  const sandboxes = sandboxRootDir(STATE);
   if (sandboxes !== undefined) env['CG__SANDBOX__ROOT_DIR'] = sandboxes;
   let config = loadConfig({ env: { ...process.env, ...env } });
   // No LLM key and the default endpoint: the agent worker talks to a scripted model started
@@ -282,11 +463,13 @@ try {
     model,
   };
   // Holds the admin key: readable by this user only, like .data/admin_key.
-  await writeFile(join(DATA, 'stack.json'), JSON.stringify(target, null, 2), { mode: 0o600 });
+  await writeFile(join(STATE, 'stack.json'), JSON.stringify(target, null, 2), { mode: 0o600 });
 
-  await Promise.all(SERVICES.map((s) => startService(s, { ...env, ...natsEnvOf(s, natsAuth) })));
-  say(`services up: ${SERVICES.map((s) => s.name).join(', ')}`);
-  say(`api on ${target.apiUrl} (admin key in .data/admin_key)`);
+  await Promise.all(
+    SERVICES.map((s) => startService(s, { ...env, ...natsEnvOf(s, natsAuth) }, config)),
+  );
+  say(`services up: ${SERVICES.map((s) => `${s.name} (${probeUrl(s, config)})`).join(', ')}`);
+  say(`api on ${target.apiUrl} (admin key in ${join(DATA, 'admin_key')})`);
   const ok = await runDemo(target).catch((err: unknown) => {
     say(`demo failed: ${(err as Error).message}`);
     return false;

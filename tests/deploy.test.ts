@@ -80,6 +80,31 @@ describe('docker-compose.yml', () => {
     ]);
   });
 
+  it('checks each process through its own readiness or health route, and waits out its stop', () => {
+    // infra/healthcheck.ts asks /readyz of the api and /healthz of the others on their health
+    // port; a port of 0 (any free one) would leave it guessing, so compose sets each.
+    for (const name of processes.filter((p) => p !== 'api')) {
+      const config = loadConfig({ env: envOf(name, secrets) });
+      const port = {
+        skills: config.skills.health_port,
+        tools: config.tools.health_port,
+        'agent-worker': config.agent.health_port,
+        'sandbox-reaper': config.reaper.health_port,
+      }[name];
+      expect(port, name).toEqual(expect.any(Number));
+      expect(port, name).not.toBe(0);
+    }
+    // Compose SIGKILLs a container stop_grace_period after SIGTERM: it must outlast the bound a
+    // process gives its own stop, or calls in flight are cut off halfway.
+    for (const [name, s] of toolmesh) {
+      if (name === 'migrate' || name === 'nats-auth') continue;
+      const grace = /^(\d+)s$/.exec(String(s.stop_grace_period))?.[1];
+      expect(grace, `${name} stop_grace_period`).toBeDefined();
+      const { service } = loadConfig({ env: envOf(name, secrets) });
+      expect(Number(grace) * 1000, name).toBeGreaterThan(service.stop_timeout_ms);
+    }
+  });
+
   it('hands the secrets key to the api and the tools service, and no private host by default', () => {
     const key = Buffer.alloc(32, 7).toString('base64');
     for (const name of ['api', 'tools']) {

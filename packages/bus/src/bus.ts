@@ -23,6 +23,7 @@ import {
 } from '@toolmesh/protocol';
 import { streamPublisher } from '@toolmesh/stream-publish';
 import { SpanKind, traceHeaders, tracingEnabled, withSpan } from '@toolmesh/telemetry';
+import { closeNats } from './connection.ts';
 import { consume, operationOf, type ConsumeOptions, type Consumption } from './consume.ts';
 import { createLeaseStore, type LeaseStore } from './lease.ts';
 import { subscribeGuarded } from './subscribe.ts';
@@ -60,7 +61,7 @@ export interface Bus {
   consume(spec: ConsumerSpec, opts: Omit<ConsumeOptions, 'logger'>): Promise<Consumption>;
   /** Core subscription; a refusal is logged and a handler that throws loses only that message. */
   subscribe(subject: string, onMessage: (subject: string, data: Uint8Array) => void): Subscription;
-  /** Drains subscriptions and closes the connection. */
+  /** Drains subscriptions and closes the connection, closing it outright past drainTimeoutMs. */
   close(): Promise<void>;
 }
 
@@ -69,6 +70,8 @@ export interface BusOptions {
   /** The subject root of this deployment (`cg` on the wire). */
   root: string;
   logger: Logger;
+  /** How long close() may drain before it closes outright ([nats] drain_timeout_ms). */
+  drainTimeoutMs?: number | undefined;
 }
 
 function toHeaders(h: Record<string, string | undefined> | undefined, msgId?: string) {
@@ -175,9 +178,7 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
         log,
         onMessage: (msg) => onMessage(msg.subject, msg.data),
       }),
-    close: async () => {
-      if (!nc.isClosed()) await nc.drain();
-    },
+    close: () => closeNats(nc, { timeoutMs: opts.drainTimeoutMs, logger: log }),
   };
 }
 

@@ -76,3 +76,45 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
   })();
   return nc;
 }
+
+/** How long `closeNats` drains by default: a few round trips, never a reconnect's wait. */
+const DRAIN_TIMEOUT_MS = 5_000;
+
+/**
+ * Drains the connection (subscriptions flushed, publishes sent), bounded by `timeoutMs`, then
+ * closes it. nats.js's drain ends in a PING whose answer a disconnected client awaits until it
+ * reconnects, so with the server gone a plain drain() never returns and neither would the
+ * process's SIGTERM; past the bound the connection is closed outright (what was buffered for a
+ * server that is not there is lost either way).
+ */
+export async function closeNats(
+  nc: NatsConnection,
+  o: { timeoutMs?: number | undefined; logger?: Logger } = {},
+): Promise<void> {
+  if (nc.isClosed()) return;
+  const timeoutMs = o.timeoutMs ?? DRAIN_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), timeoutMs);
+  });
+  // A drain that fails (already draining, closed meanwhile) or is overtaken by the timer still
+  // ends in close(); its rejection must not go unhandled after the race.
+  const drained = nc.drain().then(
+    () => 'drained' as const,
+    (err: unknown) => {
+      o.logger?.warn({ err }, 'NATS drain failed; closing the connection');
+      return 'failed' as const;
+    },
+  );
+  try {
+    if ((await Promise.race([drained, late])) === 'late') {
+      o.logger?.warn(
+        { timeout_ms: timeoutMs },
+        'NATS drain did not finish; closing the connection',
+      );
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  if (!nc.isClosed()) await nc.close();
+}

@@ -32,6 +32,10 @@ export const serviceSchema = section({
     /^[A-Za-z0-9_-]{0,64}$/,
     'an empty string or 1-64 characters of [A-Za-z0-9_-]',
   ).default(''),
+  // SIGTERM's bound: past it the process exits 1 whatever is still stopping (a drain waiting on
+  // a server that is gone, a handler that ignores its grace). Above the 30 s grace a tool
+  // service gives calls in flight, below a supervisor's kill (systemd's TimeoutStopSec).
+  stop_timeout_ms: positiveInt().default(45_000),
 });
 
 export const logSchema = section({
@@ -46,6 +50,10 @@ export const natsSchema = section({
   connect_timeout_ms: positiveInt().default(5000),
   reconnect_wait_ms: positiveInt().default(1000),
   max_reconnect_attempts: intAtLeast(-1).default(-1),
+  // How long closing the connection at stop may spend draining (subscriptions flushed, the
+  // server's last answer awaited) before it is closed outright: a drain waits for a server that
+  // may never come back.
+  drain_timeout_ms: positiveInt().default(5_000),
   cmd_max_age_sec: positiveInt().default(86_400),
   evt_max_age_sec: positiveInt().default(604_800),
   dedupe_window_sec: positiveInt().default(120),
@@ -122,6 +130,9 @@ export const apiSchema = section({
   // How long a verified project key is trusted without reading the database again; a revocation
   // drops it at once on every instance (the bus event key_revoked). 0 reads it on every request.
   auth_cache_ttl_ms: intAtLeast(0).default(5_000),
+  // GET /readyz: how long the NATS server has to answer a PING before readiness fails naming
+  // nats (a connection that is reconnecting would otherwise hold the probe until it is back).
+  readyz_nats_timeout_ms: positiveInt().default(2_000),
   body_limit_bytes: positiveInt().default(1_048_576),
   upload_limit_bytes: positiveInt().default(20_971_520),
   execution_wait_default_ms: positiveInt().default(30_000),

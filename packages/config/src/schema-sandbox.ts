@@ -149,8 +149,9 @@ export const reaperSchema = section({
   claim_ttl_ms: intAtLeast(1000).default(300_000),
   retry_base_ms: positiveInt().default(5_000),
   retry_max_ms: positiveInt().default(900_000),
+  // GET /healthz and /metrics; port 0 (the default) picks a free one, logged at start.
   health_host: hostName().default('127.0.0.1'),
-  health_port: port().default(8091),
+  health_port: port().default(0),
   // Installed environments (skill dependencies, MCP server packages) nothing refers to any more
   // are removed once they have not been written for this long; 0 keeps them all.
   unused_envs_after_sec: intAtLeast(0).default(3600),

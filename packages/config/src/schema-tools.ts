@@ -61,9 +61,10 @@ export const toolsSchema = section({
   upstream_retries: intAtLeast(0).default(2),
   upstream_retry_base_ms: positiveInt().default(200),
   upstream_retry_max_ms: positiveInt().default(5_000),
-  // Where the tools service answers GET /healthz; port 0 picks a free one.
+  // Where the tools service answers GET /healthz; port 0 (the default) picks a free one, logged
+  // at start, so two instances (or two `pnpm stack`s) on one host never collide.
   health_host: hostName().default('127.0.0.1'),
-  health_port: port().default(8092),
+  health_port: port().default(0),
 }).superRefine((tools, ctx) => {
   notAbove(ctx, 'tools', tools, 'default_timeout_ms', 'max_timeout_ms');
   notAbove(ctx, 'tools', tools, 'retry_base_ms', 'retry_max_ms');

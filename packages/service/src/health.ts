@@ -20,6 +20,8 @@ export interface HealthServer {
 export async function startHealthServer(o: {
   host: string;
   port: number;
+  /** The configuration key of the port (`tools.health_port`), named when the port is taken. */
+  key: string;
   check(): HealthReport;
 }): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {
@@ -49,7 +51,17 @@ export async function startHealthServer(o: {
   server.listen(o.port, o.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EADDRINUSE') return reject(err);
+      const [section = '', name = ''] = o.key.split('.');
+      const variable = `CG__${section.toUpperCase()}__${name.toUpperCase()}`;
+      reject(
+        new Error(
+          `port ${o.port} on ${o.host} is already in use: choose another with ${variable} or [${section}] ${name} (0 picks a free one)`,
+          { cause: err },
+        ),
+      );
+    });
   });
   return {
     port: (server.address() as AddressInfo).port,

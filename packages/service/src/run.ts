@@ -1,6 +1,7 @@
 // What every process's main.ts does the same way: parse the configuration once (a bad one exits
 // 2 with the file, line and key), build a pino logger with buffered writes, start the service,
-// and stop it cleanly on SIGTERM or SIGINT (exit 0 once stopped, 1 if stopping failed). Every
+// and stop it cleanly on SIGTERM or SIGINT (exit 0 once stopped, 1 if stopping failed or took
+// longer than [service] stop_timeout_ms: a supervisor must never wait on a hung stop). Every
 // line the logger writes is redacted: URL credentials and the configuration's secrets (keys,
 // passwords) are masked wherever they appear, in messages, fields, bindings and errors, since a
 // driver or a library may quote them in an error message.
@@ -70,7 +71,18 @@ export async function runService(opts: RunOptions): Promise<void> {
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'stopping: finishing work in flight');
+    const timeoutMs = config.service.stop_timeout_ms;
+    logger.info({ signal, timeout_ms: timeoutMs }, 'stopping: finishing work in flight');
+    // Kept referenced: a stop stuck on a promise nothing will settle must not let the process
+    // drift out with exit 0 once its event loop runs dry.
+    setTimeout(() => {
+      logger.error(
+        { timeout_ms: timeoutMs },
+        'stop did not finish within service.stop_timeout_ms; exiting anyway',
+      );
+      logger.flush();
+      process.exit(1);
+    }, timeoutMs);
     running
       .stop()
       .then(() => tracing.shutdown())

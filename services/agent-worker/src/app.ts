@@ -31,7 +31,12 @@ export async function startAgentWorker(config: Config, logger: Logger): Promise<
   const instanceId = instanceIdOf(config);
   const log = logger.child({ instance: instanceId });
   const nc = await connectNatsFromConfig(config, `agent-worker:${instanceId}`, log);
-  const bus = await createBus({ nc, root: config.nats.subject_root, logger: log });
+  const bus = await createBus({
+    nc,
+    root: config.nats.subject_root,
+    logger: log,
+    drainTimeoutMs: config.nats.drain_timeout_ms,
+  });
   await bus.provision(streamSettingsOf(config));
   const store = createStoreFromConfig(config, `agent-worker:${instanceId}`, log);
   const runner = createRunner({
@@ -68,6 +73,7 @@ export async function startAgentWorker(config: Config, logger: Logger): Promise<
   const health = await startHealthServer({
     host: a.health_host,
     port: a.health_port,
+    key: 'agent.health_port',
     check: () => ({
       ok: !stopping && !nc.isClosed(),
       body: { instance_id: instanceId, started_at: startedAt, running: runner.running() },

@@ -1,5 +1,5 @@
 // The api process: configuration, connections, the HTTP server; stops cleanly on SIGTERM.
-import { createBus } from '@toolmesh/bus';
+import { closeNats, createBus } from '@toolmesh/bus';
 import { createClient } from '@toolmesh/client';
 import {
   connectNatsFromConfig,
@@ -70,7 +70,7 @@ await runService({
         await scheduler.stop();
         await app.close();
         await client.close();
-        await nc.drain();
+        await closeNats(nc, { timeoutMs: config.nats.drain_timeout_ms, logger });
         await store.close();
       },
     };

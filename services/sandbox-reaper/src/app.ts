@@ -63,6 +63,7 @@ export async function startReaperService(
   const server = await startHealthServer({
     host: r.health_host,
     port: r.health_port,
+    key: 'reaper.health_port',
     check: () => reaperHealth(health, r.interval_ms),
   });
   log.info({ port: server.port, providers: [...destroyers.keys()] }, 'sandbox reaper started');

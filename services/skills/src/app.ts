@@ -88,7 +88,12 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
   const instanceId = instanceIdOf(config);
   const log = logger.child({ instance: instanceId });
   const nc = await connectNatsFromConfig(config, `skills:${instanceId}`, log);
-  const bus = await createBus({ nc, root: config.nats.subject_root, logger: log });
+  const bus = await createBus({
+    nc,
+    root: config.nats.subject_root,
+    logger: log,
+    drainTimeoutMs: config.nats.drain_timeout_ms,
+  });
   await bus.provision(streamSettingsOf(config));
   const store = createStoreFromConfig(config, `skills:${instanceId}`, log);
   const sandboxes = await createSandboxProviderFromConfig(config, log);
@@ -153,6 +158,7 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
   const health = await startHealthServer({
     host: config.skills.health_host,
     port: config.skills.health_port,
+    key: 'skills.health_port',
     check: () => ({
       ok: !stopped && !nc.isClosed(),
       body: {

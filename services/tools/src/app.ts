@@ -39,7 +39,12 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   const instanceId = instanceIdOf(config);
   const log = logger.child({ instance: instanceId });
   const nc = await connectNatsFromConfig(config, `tools:${instanceId}`, log);
-  const bus = await createBus({ nc, root: config.nats.subject_root, logger: log });
+  const bus = await createBus({
+    nc,
+    root: config.nats.subject_root,
+    logger: log,
+    drainTimeoutMs: config.nats.drain_timeout_ms,
+  });
   await bus.provision(streamSettingsOf(config));
   const store = createStoreFromConfig(config, `tools:${instanceId}`, log);
   const egress = createEgress(config.tools.allowed_private_hosts);
@@ -132,6 +137,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   const health = await startHealthServer({
     host: config.tools.health_host,
     port: config.tools.health_port,
+    key: 'tools.health_port',
     check: () => ({
       ok: !stopping && !nc.isClosed(),
       body: { instance_id: instanceId, started_at: startedAt, in_flight: service.inFlight() },

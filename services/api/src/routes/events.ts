@@ -1,6 +1,9 @@
 // A project's live events as Server-Sent Events, for the console and any other watcher (what
 // the feed carries and how it reads it: live-feed.ts). A feed the server cuts short (a refused
-// subscription, a lost consumer) ends only its own response; the watcher connects again.
+// subscription, a lost consumer) ends only its own response; the watcher connects again. A
+// stream lives no longer than the api's NATS connection: once that closed for good nothing more
+// would arrive, so the watcher is told by the end of the stream (the console then shows it is
+// reconnecting) and new watchers are refused with 503.
 import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -17,6 +20,9 @@ export const eventRoutes =
     // would otherwise wait on every watcher before it could stop.
     const open = new Set<() => void>();
     app.addHook('preClose', async () => {
+      for (const end of [...open]) end();
+    });
+    void nc.closed().then(() => {
       for (const end of [...open]) end();
     });
     app.get(
@@ -44,6 +50,8 @@ export const eventRoutes =
       },
       async (req, reply) => {
         const { project } = req.params;
+        if (nc.isClosed())
+          throw new ApiError('unavailable', 'the message bus is unavailable; retry later');
         const log = logger.child({ component: 'live-feed', project });
         // Set once the response is open. Events that arrive before wait in `early` (the open's
         // last round trip), and an end before then is the open's failure, not the response's.
