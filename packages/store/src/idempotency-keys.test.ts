@@ -31,7 +31,11 @@ describe('idempotency keys', () => {
     expect(await claim('k1', 'f1')).toEqual({ kind: 'in_progress' });
     expect(await claim('k1', 'f2')).toEqual({ kind: 'mismatch' });
     await fixture.store.idempotencyKeys.release('p', 'k1', 'call-1');
-    expect(await claim('k1', 'f1')).toEqual({ kind: 'claimed', toolCallId: 'call-1', fresh: false });
+    expect(await claim('k1', 'f1')).toEqual({
+      kind: 'claimed',
+      toolCallId: 'call-1',
+      fresh: false,
+    });
     expect(await claim('k1', 'f2')).toEqual({ kind: 'mismatch' });
   });
 
@@ -47,7 +51,10 @@ describe('idempotency keys', () => {
   it('a forgotten key starts afresh; an expired one too, and retention deletes expired ones', async () => {
     await claim('k3', 'f', { id: 'never-stored' });
     await fixture.store.idempotencyKeys.forget('p', 'k3', 'never-stored');
-    expect(await claim('k3', 'f2', { id: 'second' })).toMatchObject({ kind: 'claimed', fresh: true });
+    expect(await claim('k3', 'f2', { id: 'second' })).toMatchObject({
+      kind: 'claimed',
+      fresh: true,
+    });
     await age('k3', 25);
     expect(await claim('k3', 'f3', { id: 'third' })).toEqual({
       kind: 'claimed',

@@ -139,11 +139,9 @@ function createStreamPublisher(nc: NatsConnection): StreamPublisher {
     if (ack.error) {
       const why = ack.error.description ?? `error ${ack.error.code ?? '?'}`;
       w.reject(
-        new StreamPublishError(
-          'refused',
-          `publish to ${w.subject} refused: ${why}`,
-          { errCode: ack.error.err_code },
-        ),
+        new StreamPublishError('refused', `publish to ${w.subject} refused: ${why}`, {
+          errCode: ack.error.err_code,
+        }),
       );
       return;
     }
