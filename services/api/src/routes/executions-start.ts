@@ -77,7 +77,12 @@ export interface CallStarter {
     id: string,
     fingerprint: string,
     body: StartRequest,
-    who: { keyId: string | undefined; signal: AbortSignal },
+    who: {
+      keyId: string | undefined;
+      signal: AbortSignal;
+      /** The id was made for this request: no row can exist, so none is looked for. */
+      newId: boolean;
+    },
   ): Promise<Started>;
 }
 
@@ -163,7 +168,12 @@ export function createCallStarter(deps: StartDeps): CallStarter {
     id: string,
     fingerprint: string,
     body: StartRequest,
-    who: { keyId: string | undefined; signal: AbortSignal },
+    who: {
+      keyId: string | undefined;
+      signal: AbortSignal;
+      /** The id was made for this request: no row can exist, so none is looked for. */
+      newId: boolean;
+    },
   ): Promise<Started> {
     let fresh = false;
     for (let round = 0; ; round++) {
@@ -174,7 +184,10 @@ export function createCallStarter(deps: StartDeps): CallStarter {
           `tool_call_id ${id} is being started by another request at this moment; send it again`,
         );
       }
-      const known = await store.executions.requestFingerprint(project, id);
+      const known =
+        who.newId && round === 0
+          ? undefined
+          : await store.executions.requestFingerprint(project, id);
       if (known === undefined) {
         fresh = await enqueue(project, id, fingerprint, body, who.keyId);
         if (fresh) break;

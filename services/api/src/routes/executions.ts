@@ -138,7 +138,7 @@ export const executionRoutes =
         const onClose = () => {
           if (!reply.raw.writableFinished) gone.abort(new Error('client closed the connection'));
         };
-        const run = async (id: string) => {
+        const run = async (id: string, newId: boolean) => {
           reply.raw.once('close', onClose);
           try {
             const started = await starter.start(
@@ -146,7 +146,7 @@ export const executionRoutes =
               id,
               fingerprint,
               { ...body, waitMs },
-              { keyId, signal: gone.signal },
+              { keyId, signal: gone.signal, newId },
             );
             const out =
               started.card === 'stored'
@@ -159,7 +159,10 @@ export const executionRoutes =
         };
 
         if (idemKey === undefined) {
-          const { status, out } = await run(body.tool_call_id ?? randomUUID());
+          const { status, out } = await run(
+            body.tool_call_id ?? randomUUID(),
+            body.tool_call_id === undefined,
+          );
           return reply.status(status).send(out);
         }
         const claim = await store.idempotencyKeys.claim({
@@ -189,7 +192,7 @@ export const executionRoutes =
         }
         let answer: Awaited<ReturnType<typeof run>>;
         try {
-          answer = await run(claim.toolCallId);
+          answer = await run(claim.toolCallId, claim.fresh && body.tool_call_id === undefined);
         } catch (err) {
           // A key whose call was never recorded may start one afresh; otherwise it names it.
           if ((await store.executions.get(project, claim.toolCallId)) === undefined)
