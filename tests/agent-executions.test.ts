@@ -194,7 +194,7 @@ describe('retention', () => {
       await until(async () => ((await cancels()).length === 1 ? true : undefined));
       expect(await cancels()).toEqual(['ret-cancel-recent']);
       // A later pass finds nothing more to delete.
-      expect(await reaper.retention!.runPass()).toMatchObject({
+      expect(await reaper.retention.runPass()).toMatchObject({
         executions: 0,
         cards: 0,
         cancels: 0,

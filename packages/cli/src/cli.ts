@@ -112,7 +112,10 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .option('-c, --channel <id>', 'channel of the call', 'cli')
     .option('--timeout-ms <ms>', "the call's deadline, enforced by the tool service")
     .option('--wait-ms <ms>', 'how long to wait for the result (default: deadline + 5 s)')
-    .option('--id <tool_call_id>', 'tool call id (default: a new UUIDv7); reuse it to retry')
+    .option(
+      '--id <tool_call_id>',
+      'tool call id (default: a new UUIDv7); a retry under the same id never runs the tool twice',
+    )
     .option('--no-wait', 'print the tool call id once published, do not wait')
     .option('--session <id>', "the call's context session id (history filters by it)")
     .option('--metadata <json>', "the call's context metadata, a JSON object (4 KiB at most)")

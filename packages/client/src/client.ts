@@ -24,7 +24,7 @@ import {
   type Subjects,
   type ToolResultEvent,
 } from '@toolmesh/protocol';
-import { streamPublisher } from '@toolmesh/stream-publish';
+import { StreamPublishError, streamPublisher } from '@toolmesh/stream-publish';
 import { SpanKind, contextFromTraceparent, traceHeaders, withSpan } from '@toolmesh/telemetry';
 
 export interface ToolCallRequest {
@@ -59,7 +59,12 @@ export interface ToolCallRequest {
   traceparent?: string;
 }
 
-export interface CallOptions {
+export interface PublishOptions {
+  /** How long the publish waits for JetStream's acknowledgement (the client's default else). */
+  publishTimeoutMs?: number;
+}
+
+export interface CallOptions extends PublishOptions {
   /** How long to wait for the result event; defaults to timeoutMs + 5 s, or 65 s. */
   waitMs?: number;
   signal?: AbortSignal;
@@ -76,9 +81,16 @@ export interface Published {
 
 export interface Client {
   readonly subjects: Subjects;
-  /** Fire and forget: resolves once JetStream stored the call. */
-  publishToolCall(req: ToolCallRequest): Promise<Published>;
-  /** Publishes a call and resolves with its result (whatever its status). */
+  /**
+   * Fire and forget: resolves once JetStream stored the call. Rejects with
+   * PublishOutcomeUnknownError when it was sent but not acknowledged (it may run: send it again
+   * under the same toolCallId), with another error when it was not stored.
+   */
+  publishToolCall(req: ToolCallRequest, opts?: PublishOptions): Promise<Published>;
+  /**
+   * Publishes a call and resolves with its result (whatever its status); rejects as
+   * publishToolCall does when the publish fails, or with ResultWaitTimeoutError.
+   */
   callTool(req: ToolCallRequest, opts?: CallOptions): Promise<ToolResult>;
   /** Asks every tool-service instance to abort a running call. */
   cancel(req: {
@@ -98,6 +110,32 @@ export class ResultWaitTimeoutError extends MeshError {
   }
 }
 
+/**
+ * The call was sent but JetStream's acknowledgement never came (it timed out, or the connection
+ * closed meanwhile): the call may have been stored, and then it runs. Never answer this with a
+ * new tool_call_id; send the call again under `toolCallId` (safe: the mesh runs an id once).
+ * Its details say `outcome: "unknown"`, so it is told apart by its details, not only by class.
+ */
+export class PublishOutcomeUnknownError extends RetryableError {
+  readonly toolCallId: string;
+  constructor(toolCallId: string, cause: unknown) {
+    super(
+      `the call ${toolCallId} was sent but not acknowledged: it may run; send it again under the same tool_call_id, never a new one (${(cause as Error).message})`,
+      { cause, details: { tool_call_id: toolCallId, outcome: 'unknown' } },
+    );
+    this.toolCallId = toolCallId;
+  }
+}
+
+/** Whether an error means "the call may or may not have been stored" (by its details). */
+export function isOutcomeUnknown(err: unknown): boolean {
+  return (
+    err instanceof MeshError &&
+    err.code === 'unavailable' &&
+    (err.details as { outcome?: unknown } | undefined)?.outcome === 'unknown'
+  );
+}
+
 export interface ClientOptions {
   nc: NatsConnection;
   /** Subject root of the deployment; `cg` unless it was configured otherwise. */
@@ -107,6 +145,8 @@ export interface ClientOptions {
    * call as CG-Credential-Id, so its executions record it.
    */
   credentialId?: string | undefined;
+  /** How long a publish waits for JetStream's acknowledgement (default 5 s). */
+  publishTimeoutMs?: number | undefined;
 }
 
 export function createClient(opts: ClientOptions): Client {
@@ -146,7 +186,12 @@ export function createClient(opts: ClientOptions): Client {
     return sub;
   }
 
-  async function publishToolCall(req: ToolCallRequest, resendNonce?: string): Promise<Published> {
+  async function publishToolCall(
+    req: ToolCallRequest,
+    po: PublishOptions,
+    resendNonce?: string,
+  ): Promise<Published> {
+    const timeoutMs = po.publishTimeoutMs ?? opts.publishTimeoutMs;
     const { target, tool } = splitToolName(req.tool);
     const toolCallId = assertId(IdKind.toolCall, req.toolCallId ?? uuidv7());
     if (req.agentId !== undefined) assertId(IdKind.agent, req.agentId);
@@ -187,9 +232,12 @@ export function createClient(opts: ClientOptions): Client {
           const ack = await streamPublisher(nc).publish(subject, body, {
             headers: h,
             msgId: msgID,
+            ...(timeoutMs !== undefined ? { timeoutMs } : {}),
           });
           return { toolCallId, subject, seq: ack.seq, duplicate: ack.duplicate };
         } catch (cause) {
+          if (cause instanceof StreamPublishError && cause.outcomeUnknown)
+            throw new PublishOutcomeUnknownError(toolCallId, cause);
           throw new RetryableError(`publishing ${req.tool} failed: ${(cause as Error).message}`, {
             cause,
           });
@@ -218,11 +266,12 @@ export function createClient(opts: ClientOptions): Client {
     // observed below, this only keeps it from being reported as unhandled meanwhile.
     result.catch(() => undefined);
     try {
-      const sent = await publishToolCall({ ...req, toolCallId });
+      const po = o.publishTimeoutMs !== undefined ? { publishTimeoutMs: o.publishTimeoutMs } : {};
+      const sent = await publishToolCall({ ...req, toolCallId }, po);
       // A deduplicated publish means this id was sent moments ago; its result event may be long
       // gone. Send it once more under another Nats-Msg-Id: the tool service answers a known id
       // with its original result and never runs it twice.
-      if (sent.duplicate) await publishToolCall({ ...req, toolCallId }, uuidv7());
+      if (sent.duplicate) await publishToolCall({ ...req, toolCallId }, po, uuidv7());
       return await result;
     } finally {
       waiters.delete(key);
@@ -233,7 +282,7 @@ export function createClient(opts: ClientOptions): Client {
 
   return {
     subjects,
-    publishToolCall: (req) => publishToolCall(req),
+    publishToolCall: (req, po = {}) => publishToolCall(req, po),
     callTool,
     cancel: async ({ project, channel, toolCallId, reason }) => {
       const data = encodeMessage('cancel', {

@@ -1,9 +1,15 @@
-export { createClient, ResultWaitTimeoutError } from './client.ts';
+export {
+  createClient,
+  isOutcomeUnknown,
+  PublishOutcomeUnknownError,
+  ResultWaitTimeoutError,
+} from './client.ts';
 export type {
   Client,
   ClientOptions,
   ToolCallRequest,
   CallOptions,
+  PublishOptions,
   ToolResult,
   Published,
 } from './client.ts';

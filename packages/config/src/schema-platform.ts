@@ -138,6 +138,9 @@ export const apiSchema = section({
   execution_wait_default_ms: positiveInt().default(30_000),
   execution_wait_min_ms: positiveInt().default(1_000),
   execution_wait_max_ms: positiveInt().default(300_000),
+  // How long POST /executions waits for JetStream's acknowledgement of the call it publishes;
+  // without one in time it answers 504 outcome_unknown (the call may run), never a plain error.
+  publish_ack_timeout_ms: positiveInt().default(5_000),
   // How long registering or refreshing an MCP server waits for the tools service's discovery
   // (keep it above tools.mcp_discovery_timeout_ms).
   mcp_refresh_wait_ms: positiveInt().default(60_000),

@@ -185,4 +185,7 @@ export const retentionSchema = section({
   batch_size: positiveInt().default(1_000),
   // How often the daemon looks for expired executions.
   interval_sec: positiveInt().default(300),
+  // Idempotency-Key records of POST /executions older than this are forgotten (the key is new
+  // again) and deleted by the same daemon; also deleted with their execution.
+  idempotency_keys_max_age_hours: positiveInt().default(24),
 });

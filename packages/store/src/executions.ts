@@ -64,6 +64,8 @@ export interface StartExecution {
   keyId?: string | undefined;
   /** As the publisher's header named it; kept only when it is a credential of the project. */
   credentialId?: string | undefined;
+  /** Only the api sets it: the fingerprint of the HTTP request that queued the call. */
+  requestFingerprint?: string | undefined;
 }
 
 export interface ExecutionsRepo extends ExecutionStats {
@@ -71,6 +73,11 @@ export interface ExecutionsRepo extends ExecutionStats {
   start(e: StartExecution): Promise<void>;
   /** Records a call as queued before it is published; undefined if the id is already known. */
   enqueue(e: StartExecution): Promise<Execution | undefined>;
+  /**
+   * The fingerprint of the HTTP request that queued the call: null for a call that came another
+   * way, undefined when there is no such execution.
+   */
+  requestFingerprint(projectId: string, toolCallId: string): Promise<string | null | undefined>;
   /** Removes a row that is still queued (its publish failed); a started one is kept. */
   dropQueued(projectId: string, toolCallId: string): Promise<void>;
   get(projectId: string, toolCallId: string): Promise<Execution | undefined>;
@@ -175,8 +182,8 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
           'executions_enqueue',
           `INSERT INTO state.tool_executions
              (project_id, tool_call_id, channel, tool_name, target, agent_id, status, instance_id,
-              session_id, context_metadata, key_id)
-           VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10)
+              session_id, context_metadata, key_id, request_fingerprint)
+           VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11)
            ON CONFLICT (project_id, md5(tool_call_id)) DO NOTHING
            RETURNING ${COLUMNS}`,
           [
@@ -189,9 +196,19 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
             e.instanceId,
             ...contextValues(e.context),
             e.keyId ?? null,
+            e.requestFingerprint ?? null,
           ],
         )
       )[0],
+    requestFingerprint: async (projectId, toolCallId) => {
+      const [row] = await db.query<{ request_fingerprint: string | null }>(
+        'executions_request_fingerprint',
+        `SELECT request_fingerprint FROM state.tool_executions
+         WHERE tool_call_id = $2 AND project_id = $1`,
+        [projectId, toolCallId],
+      );
+      return row ? row.request_fingerprint : undefined;
+    },
     dropQueued: async (projectId, toolCallId) => {
       await db.query(
         'executions_drop_queued',

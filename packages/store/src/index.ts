@@ -18,6 +18,7 @@ export { TaskState } from './tasks.ts';
 export type { Task, NewTask, TasksRepo } from './tasks.ts';
 export type { CancelTaskOutcome, CanceledCall } from './task-cancel.ts';
 export type { RetentionBatch, RetentionRepo } from './retention.ts';
+export type { ClaimKey, IdempotencyKeysRepo, KeyClaim } from './idempotency-keys.ts';
 export type { RecordToolResult, RecordedResult, ResultsRepo } from './results.ts';
 export { isRetryablePgError, toStoreError } from './errors.ts';
 export { createPool } from './pool.ts';

@@ -1,5 +1,6 @@
 // Retention of the execution log: finished executions older than the configured age are
-// deleted with their tool.call and tool.result cards, their execution edge and a stored cancel.
+// deleted with their tool.call and tool.result cards, their execution edge, a stored cancel and
+// the Idempotency-Key naming them (keys expire on their own too: idempotency-keys.ts).
 // A stored cancel whose call never got an execution row goes on its own, once no copy of the
 // call can arrive any more (the caller says when).
 // One batch is one statement (its own short transaction) over rows locked with SKIP LOCKED, so
@@ -56,6 +57,11 @@ cancels_gone AS (
   DELETE FROM state.call_cancels x USING gone g
   WHERE x.project_id = g.project_id AND md5(x.tool_call_id) = md5(g.tool_call_id)
     AND x.tool_call_id = g.tool_call_id
+),
+-- A key whose call is gone would answer a request sent again with nothing: it goes too.
+keys_gone AS (
+  DELETE FROM state.idempotency_keys k USING gone g
+  WHERE k.project_id = g.project_id AND k.tool_call_id = g.tool_call_id
 )
 SELECT (SELECT count(*) FROM gone) AS executions, (SELECT count(*) FROM cards_gone) AS cards`;
 

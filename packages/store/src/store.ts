@@ -35,6 +35,7 @@ import { createDocumentsRepo, type DocumentsRepo } from './documents.ts';
 import { createRetentionRepo, type RetentionRepo } from './retention.ts';
 import { createConsoleReadsRepo, type ConsoleReadsRepo } from './console-reads.ts';
 import { createApprovalsRepo, type ApprovalsRepo } from './approvals.ts';
+import { createIdempotencyKeysRepo, type IdempotencyKeysRepo } from './idempotency-keys.ts';
 
 export interface Store {
   readonly pool: pg.Pool;
@@ -71,6 +72,7 @@ export interface Store {
   readonly skillEnvs: SkillEnvsRepo;
   readonly consoleReads: ConsoleReadsRepo;
   readonly approvals: ApprovalsRepo;
+  readonly idempotencyKeys: IdempotencyKeysRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -130,6 +132,7 @@ export function createStore(pool: pg.Pool): Store {
     skillEnvs: createSkillEnvsRepo(db),
     consoleReads: createConsoleReadsRepo(db),
     approvals: createApprovalsRepo(db),
+    idempotencyKeys: createIdempotencyKeysRepo(db),
     close: () => pool.end(),
   };
 }

@@ -85,6 +85,7 @@ describe('stream publisher', () => {
     const started = Date.now();
     const err = await failureOf(streamPublisher(nc).publish(`${nats.root}.nowhere.x`, 'lost'));
     expect(err.failure).toBe('no_stream');
+    expect(err.outcomeUnknown).toBe(false);
     expect(err.message).toContain(`${nats.root}.nowhere.x`);
     expect(Date.now() - started).toBeLessThan(DEFAULT_WAIT);
   });
@@ -94,6 +95,7 @@ describe('stream publisher', () => {
     await streamPublisher(nc).publish(`${at(name)}.a`, 'fits');
     const err = await failureOf(streamPublisher(nc).publish(`${at(name)}.a`, 'does not fit'));
     expect(err.failure).toBe('refused');
+    expect(err.outcomeUnknown).toBe(false);
     expect(err.message).toMatch(/maximum messages exceeded/i);
     expect(err.errCode).toBeGreaterThan(0);
     expect((await jsm.streams.info(name)).state.messages).toBe(1);
@@ -110,6 +112,7 @@ describe('stream publisher', () => {
     await nc.flush();
     const err = await failureOf(streamPublisher(nc).publish(subject, 'hi', { timeoutMs: 300 }));
     expect(err.failure).toBe('timeout');
+    expect(err.outcomeUnknown).toBe(true);
     expect(heard).toEqual(['hi']);
     expect(streamPublisher(nc).inFlight()).toBe(0);
     sub.unsubscribe();
@@ -122,8 +125,12 @@ describe('stream publisher', () => {
     await own.flush();
     const waiting = streamPublisher(own).publish(subject, 'never acked', { timeoutMs: 30_000 });
     await own.close();
-    expect((await failureOf(waiting)).failure).toBe('closed');
-    expect((await failureOf(streamPublisher(own).publish(subject, 'x'))).failure).toBe('closed');
+    // The first was sent and may have been stored; the second never left.
+    expect(await failureOf(waiting)).toMatchObject({ failure: 'closed', outcomeUnknown: true });
+    expect(await failureOf(streamPublisher(own).publish(subject, 'x'))).toMatchObject({
+      failure: 'closed',
+      outcomeUnknown: false,
+    });
   });
 
   it('fails at once a publish the server does not permit, and one whose acks it may not read', async () => {
@@ -149,6 +156,7 @@ authorization { users = [
       const started = Date.now();
       const denied = await failureOf(streamPublisher(writer).publish('closed.a', 'no'));
       expect(denied.failure).toBe('forbidden');
+      expect(denied.outcomeUnknown).toBe(false);
       expect(denied.message).toMatch(/closed\.a.*Permissions Violation/i);
       expect(Date.now() - started).toBeLessThan(DEFAULT_WAIT);
       // The same connection goes on publishing where it may.
@@ -160,12 +168,16 @@ authorization { users = [
       );
       expect(unheard.failure).toBe('forbidden');
       expect(unheard.message).toMatch(/Permissions Violation/i);
+      // Published all the same: only its acknowledgement could not come back.
+      expect(unheard.outcomeUnknown).toBe(true);
+      expect((await (await jetstreamManager(writer)).streams.info('S')).state.messages).toBe(3);
       // Told at once from then on, not after each publish's timeout.
       const started2 = Date.now();
       const again = await failureOf(
         streamPublisher(deaf).publish('open.d', 'y', { timeoutMs: 30_000 }),
       );
       expect(again.failure).toBe('forbidden');
+      expect(again.outcomeUnknown).toBe(false);
       expect(Date.now() - started2).toBeLessThan(DEFAULT_WAIT);
     } finally {
       await writer.close();

@@ -33,11 +33,25 @@ export class StreamPublishError extends Error {
   readonly failure: StreamPublishFailure;
   /** JetStream's own error code when the stream refused the message. */
   readonly errCode: number | undefined;
-  constructor(failure: StreamPublishFailure, message: string, errCode?: number) {
+  /**
+   * The message left this process and no answer says whether the stream stored it: a timeout,
+   * the connection closing while the acknowledgement was awaited, or the server refusing the
+   * inbox the acknowledgement would come to. A publisher that must not do a thing twice treats
+   * it as "perhaps done" and sends again under the same Nats-Msg-Id, never as "not done". Every
+   * other failure (no stream, a refusal by the stream, a publish the server does not permit, a
+   * connection already closed) means the message was not stored.
+   */
+  readonly outcomeUnknown: boolean;
+  constructor(
+    failure: StreamPublishFailure,
+    message: string,
+    opts: { errCode?: number | undefined; unanswered?: boolean } = {},
+  ) {
     super(message);
     this.name = 'StreamPublishError';
     this.failure = failure;
-    this.errCode = errCode;
+    this.errCode = opts.errCode;
+    this.outcomeUnknown = failure === 'timeout' || opts.unanswered === true;
   }
 }
 
@@ -125,11 +139,9 @@ function createStreamPublisher(nc: NatsConnection): StreamPublisher {
     if (ack.error) {
       const why = ack.error.description ?? `error ${ack.error.code ?? '?'}`;
       w.reject(
-        new StreamPublishError(
-          'refused',
-          `publish to ${w.subject} refused: ${why}`,
-          ack.error.err_code,
-        ),
+        new StreamPublishError('refused', `publish to ${w.subject} refused: ${why}`, {
+          errCode: ack.error.err_code,
+        }),
       );
       return;
     }
@@ -164,20 +176,24 @@ function createStreamPublisher(nc: NatsConnection): StreamPublisher {
   // requests do). A refused subscription to the inbox fails every publish waiting.
   const onServerError = (e: Error & { operation?: string; subject?: string }) => {
     if (e.name !== 'PermissionViolationError') return;
-    const forbidden = (w: Waiting) =>
-      new StreamPublishError('forbidden', `publish to ${w.subject} refused: ${e.message}`);
+    // Only a refused publish is known not stored; the others were published and their answers
+    // can no longer reach this connection.
+    const forbidden = (w: Waiting, unanswered: boolean) =>
+      new StreamPublishError('forbidden', `publish to ${w.subject} refused: ${e.message}`, {
+        unanswered,
+      });
     if (e.operation === 'publish') {
       for (const [token, w] of waiting) {
         if (w.subject !== e.subject) continue;
         take(token);
-        w.reject(forbidden(w));
+        w.reject(forbidden(w, false));
         return;
       }
     } else if (e.subject === `${prefix}.*`) {
       deaf = e.message;
       for (const token of [...waiting.keys()]) {
         const w = take(token);
-        if (w) w.reject(forbidden(w));
+        if (w) w.reject(forbidden(w, true));
       }
     }
   };
@@ -190,7 +206,9 @@ function createStreamPublisher(nc: NatsConnection): StreamPublisher {
     })();
     void nc.closed().then(() => {
       for (const token of [...waiting.keys()])
-        take(token)?.reject(new StreamPublishError('closed', 'the NATS connection closed'));
+        take(token)?.reject(
+          new StreamPublishError('closed', 'the NATS connection closed', { unanswered: true }),
+        );
     });
   };
 

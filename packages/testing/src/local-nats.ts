@@ -40,6 +40,13 @@ export interface LocalNats {
   stop(): Promise<void>;
   /** SIGKILLs the server (a crash: no clean shutdown) and keeps its store. */
   kill(): Promise<void>;
+  /**
+   * SIGSTOPs the server: connections stay open but nothing is answered (a stalled server, or a
+   * network that drops everything), until `resume()`.
+   */
+  pause(): void;
+  /** SIGCONTs a paused server: it reads what waited on its sockets and goes on. */
+  resume(): void;
   /** Stops the server and removes the store folder if this module created it. */
   close(): Promise<void>;
 }
@@ -144,6 +151,8 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
     if (proc === undefined || !running()) return;
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
     proc.kill(signal);
+    // A paused server would not act on the signal before it runs again.
+    proc.kill('SIGCONT');
     const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(timer);
@@ -158,6 +167,12 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
     },
     stop: () => stop(),
     kill: () => stop('SIGKILL'),
+    pause: () => {
+      if (running()) child?.kill('SIGSTOP');
+    },
+    resume: () => {
+      if (running()) child?.kill('SIGCONT');
+    },
     close: async () => {
       await stop();
       unregister();

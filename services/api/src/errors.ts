@@ -22,7 +22,14 @@ export const ApiErrorCode = {
   unsupported_server: 400,
   missing_variables: 400,
   missing_secret: 400,
+  invalid_idempotency_key: 400,
   conflict: 409,
+  /** Another request holding the same Idempotency-Key is still in progress. */
+  idempotency_key_in_use: 409,
+  /** The Idempotency-Key was first sent with another request. */
+  idempotency_key_reused: 422,
+  /** The tool_call_id names a call another request (or another way in) started. */
+  tool_call_id_reused: 422,
   mcp_server_disabled: 409,
   payload_too_large: 413,
   rate_limited: 429,
@@ -31,6 +38,8 @@ export const ApiErrorCode = {
   secrets_unconfigured: 503,
   bus_auth_unconfigured: 503,
   internal_error: 500,
+  /** A call was sent but not acknowledged: it may run; send it again under its tool_call_id. */
+  outcome_unknown: 504,
 } as const;
 export type ApiErrorCode = keyof typeof ApiErrorCode;
 

@@ -20,8 +20,8 @@ export interface ReaperService {
   /** The port /healthz listens on. */
   readonly healthPort: number;
   readonly health: HealthState;
-  /** The execution log's retention; undefined when retention.executions_max_age_hours is 0. */
-  readonly retention: RetentionLoop | undefined;
+  /** The execution log's retention (executions only when executions_max_age_hours > 0). */
+  readonly retention: RetentionLoop;
   stop(): Promise<void>;
 }
 
@@ -131,7 +131,7 @@ export async function startReaperService(
       stopping = true;
       clearTimeout(timer);
       await inFlight;
-      await retention?.stop();
+      await retention.stop();
       await server.close();
       await Promise.all([...destroyers.values()].map((d) => d.close()));
       await store.close();

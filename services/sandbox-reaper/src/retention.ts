@@ -1,5 +1,6 @@
 // The execution log's retention, run by the sandbox-reaper daemon beside its sandbox passes
-// (both are timers over Postgres that any number of instances may run at once). A pass deletes
+// (both are timers over Postgres that any number of instances may run at once), and the expiry
+// of POST /executions' Idempotency-Key records, which runs even when executions are kept. A pass deletes
 // batch after batch until a batch comes back short, yielding between batches; each batch is one
 // short statement over rows locked with SKIP LOCKED, so tool services closing rows never wait.
 import type { Logger } from 'pino';
@@ -8,7 +9,13 @@ import type { Store } from '@toolmesh/store';
 
 export interface RetentionLoop {
   /** One pass now: every batch due. Resolves with what it deleted. */
-  runPass(): Promise<{ executions: number; cards: number; cancels: number; batches: number }>;
+  runPass(): Promise<{
+    executions: number;
+    cards: number;
+    cancels: number;
+    idempotency_keys: number;
+    batches: number;
+  }>;
   stop(): Promise<void>;
 }
 
@@ -25,17 +32,27 @@ export function startRetention(
    * as long as executions are kept.
    */
   cancelsStandSec: number,
-): RetentionLoop | undefined {
-  if (cfg.executions_max_age_hours <= 0) return undefined;
+): RetentionLoop {
   const log = logger.child({ component: 'retention' });
+  const executions = cfg.executions_max_age_hours > 0;
   let stopping = false;
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<unknown> = Promise.resolve();
 
   const runPass = async () => {
-    const total = { executions: 0, cards: 0, cancels: 0, batches: 0 };
+    const total = { executions: 0, cards: 0, cancels: 0, idempotency_keys: 0, batches: 0 };
     const standSec = Math.max(cancelsStandSec, cfg.executions_max_age_hours * 3600);
     while (!stopping && total.batches < MAX_BATCHES_PER_PASS) {
+      const n = await store.idempotencyKeys.deleteExpired(
+        cfg.idempotency_keys_max_age_hours,
+        cfg.batch_size,
+      );
+      total.batches++;
+      total.idempotency_keys += n;
+      if (n < cfg.batch_size) break;
+      await new Promise((r) => setImmediate(r));
+    }
+    while (executions && !stopping && total.batches < MAX_BATCHES_PER_PASS) {
       const b = await store.retention.deleteExpiredExecutions(
         cfg.executions_max_age_hours,
         cfg.batch_size,
@@ -46,14 +63,15 @@ export function startRetention(
       if (b.executions < cfg.batch_size) break;
       await new Promise((r) => setImmediate(r));
     }
-    while (!stopping && total.batches < MAX_BATCHES_PER_PASS) {
+    while (executions && !stopping && total.batches < MAX_BATCHES_PER_PASS) {
       const n = await store.retention.deleteOrphanCancels(standSec, cfg.batch_size);
       total.batches++;
       total.cancels += n;
       if (n < cfg.batch_size) break;
       await new Promise((r) => setImmediate(r));
     }
-    if (total.executions > 0 || total.cancels > 0) log.info(total, 'expired rows deleted');
+    if (total.executions > 0 || total.cancels > 0 || total.idempotency_keys > 0)
+      log.info(total, 'expired rows deleted');
     return total;
   };
 
@@ -71,8 +89,12 @@ export function startRetention(
   };
   schedule(0);
   log.info(
-    { max_age_hours: cfg.executions_max_age_hours, interval_sec: cfg.interval_sec },
-    'execution retention on',
+    {
+      max_age_hours: cfg.executions_max_age_hours,
+      idempotency_keys_max_age_hours: cfg.idempotency_keys_max_age_hours,
+      interval_sec: cfg.interval_sec,
+    },
+    executions ? 'execution retention on' : 'executions kept for ever; idempotency keys expire',
   );
   return {
     runPass,

@@ -2,7 +2,12 @@
 // waits for its result event (a spinner on stderr meanwhile), or with --no-wait prints the
 // tool call id at once. The exit code follows the result's status.
 import yoctoSpinner from 'yocto-spinner';
-import { createClient, ResultWaitTimeoutError, type ToolResult } from '@toolmesh/client';
+import {
+  createClient,
+  PublishOutcomeUnknownError,
+  ResultWaitTimeoutError,
+  type ToolResult,
+} from '@toolmesh/client';
 import { CallContext, errorCodeOf, splitToolName } from '@toolmesh/protocol';
 import type { Context } from '../context.ts';
 import { CliError, ExitCode, usageError } from '../exit.ts';
@@ -108,6 +113,15 @@ export async function callCommand(ctx: Context, tool: string, flags: CallFlags):
     }
     if (err instanceof ResultWaitTimeoutError) {
       throw new CliError(ExitCode.timeout, 'timeout', err.message, { cause: err });
+    }
+    if (err instanceof PublishOutcomeUnknownError) {
+      // The call may run: a retry must name it, or it would run a second time.
+      throw new CliError(
+        ExitCode.connection,
+        'outcome_unknown',
+        `the call ${err.toolCallId} was sent but NATS did not acknowledge it: it may run. Retry with --id ${err.toolCallId} (it never runs twice), not without it`,
+        { cause: err },
+      );
     }
     const code = errorCodeOf(err);
     if (code === 'invalid_id' || code === 'invalid_message') {

@@ -10,6 +10,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { subscribeGuarded } from '@toolmesh/bus';
 import {
+  isOutcomeUnknown,
   ResultWaitTimeoutError,
   type Client,
   type ToolCallRequest,
@@ -138,6 +139,21 @@ export const DETACHED: CallToolResult = errorResult('detached', 'the wait was de
 export function createMeshCalls(deps: CallDeps) {
   const { store, client, nc, config } = deps;
   const log = deps.logger.child({ component: 'mcp' });
+  const publishTimeoutMs = config.api.publish_ack_timeout_ms;
+
+  /**
+   * A call sent but not acknowledged may run: its queued row stays, and the answer says so
+   * instead of inviting a retry that would run it again (a keyed re-send is safe).
+   */
+  function outcomeUnknown(id: string, keyed: boolean): CallToolResult {
+    return errorResult(
+      'outcome_unknown',
+      keyed
+        ? `the call ${id} was sent but the message bus did not acknowledge it: it may run. Send the same request again with the same idempotency key: it is answered from this call and never runs twice.`
+        : `the call ${id} was sent but the message bus did not acknowledge it: it may run. Check its execution before calling again; an idempotency key (_meta "${IDEMPOTENCY_META_KEY}") makes a re-send safe.`,
+      { tool_call_id: id },
+    );
+  }
 
   // The client keeps one waiter per tool_call_id: a re-send arriving here while the first is
   // still waiting joins that wait instead of replacing it.
@@ -147,7 +163,7 @@ export function createMeshCalls(deps: CallDeps) {
     const key = `${req.project}/${req.toolCallId}`;
     let shared = inflight.get(key);
     if (!shared) {
-      shared = client.callTool(req);
+      shared = client.callTool(req, { publishTimeoutMs });
       inflight.set(key, shared);
       const forget = () => inflight.delete(key);
       shared.then(forget, forget);
@@ -340,10 +356,16 @@ export function createMeshCalls(deps: CallDeps) {
       : undefined;
     try {
       if (stopProgress) await nc.flush();
-      await client.publishToolCall(req);
+      await client.publishToolCall(req, { publishTimeoutMs });
       return { id };
     } catch (err) {
       stopProgress?.();
+      if (isOutcomeUnknown(err)) {
+        // The task stands (its call may run) rather than a refusal that invites a second call;
+        // tasks/get follows it, and a keyed re-send publishes it again safely.
+        log.warn({ err, tool_call_id: id }, 'an MCP task was sent but not acknowledged');
+        return { id };
+      }
       await store.executions.dropQueued(call.project, id);
       log.warn({ err, tool_call_id: id }, 'publishing an MCP task failed');
       return {
@@ -382,6 +404,10 @@ export function createMeshCalls(deps: CallDeps) {
       }
       if (err instanceof ResultWaitTimeoutError) {
         return errorResult('timeout', (err as Error).message, { tool_call_id: id });
+      }
+      if (isOutcomeUnknown(err)) {
+        log.warn({ err, tool_call_id: id }, 'an MCP tool call was sent but not acknowledged');
+        return outcomeUnknown(id, call.idempotencyKey !== undefined);
       }
       if (queued) {
         await settleRow();

@@ -1,31 +1,34 @@
 // Running tools over HTTP: publish a tool call onto the mesh and wait (bounded) for its result,
 // read an execution's status and card, and cancel it. The execution row is written `queued`
 // before the call is published, so status and cancel find a call the moment its id is handed
-// out, even before any tool service has seen it. History, metrics and the active list live in
-// executions-history.ts and are registered from here.
+// out, even before any tool service has seen it. A request is safe to send again under its
+// tool_call_id or Idempotency-Key (executions-start.ts, executions-idempotency.ts). History,
+// metrics and the active list live in executions-history.ts and are registered from here.
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ResultWaitTimeoutError, type ToolCallRequest } from '@toolmesh/client';
-import {
-  CALL_CONTEXT_MAX_BYTES,
-  CallContext,
-  MeshError,
-  splitToolName,
-  type ToolResultContent,
-} from '@toolmesh/protocol';
-import type { Execution, ExecutionStatus } from '@toolmesh/store';
+import { CALL_CONTEXT_MAX_BYTES, CallContext, type ToolResultContent } from '@toolmesh/protocol';
+import type { Execution } from '@toolmesh/store';
 import { callerKeyOf, keyIdOf } from '../auth.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams, ToolName } from '../schemas.ts';
 import { createArgumentsChecker } from './executions-args.ts';
 import { executionHistoryRoutes } from './executions-history.ts';
-import { ExecutionDetail, ExecutionParams, executionOut } from './executions-schemas.ts';
-
-/** Written as the instance of a queued row; the tool service overwrites it when it starts. */
-const QUEUED_BY = 'api';
+import {
+  IDEMPOTENCY_KEY_MAX,
+  callFingerprint,
+  idempotencyKeyOf,
+  keyFingerprint,
+} from './executions-idempotency.ts';
+import {
+  ExecutionDetail,
+  ExecutionParams,
+  ToolCallId,
+  executionOut,
+} from './executions-schemas.ts';
+import { createCallStarter, isActive } from './executions-start.ts';
 
 const errors = {
   400: ErrorResponse,
@@ -36,28 +39,23 @@ const errors = {
   503: ErrorResponse,
 };
 
-function isActive(status: ExecutionStatus): boolean {
-  switch (status) {
-    case 'queued':
-    case 'awaiting_approval':
-    case 'running':
-      return true;
-    case 'succeeded':
-    case 'failed':
-    case 'timeout':
-    case 'canceled':
-      return false;
-    default:
-      return status satisfies never;
-  }
-}
+/** Added to a keyed request's longest duration to make its key's lock. */
+const KEY_LOCK_MARGIN_MS = 10_000;
 
 export const executionRoutes =
   (deps: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const { store, client, nc, auth, config } = deps;
     const { execution_wait_min_ms: minWait, execution_wait_max_ms: maxWait } = config.api;
-    const checker = createArgumentsChecker();
+    const keyMaxAgeHours = config.retention.idempotency_keys_max_age_hours;
+    const starter = createCallStarter({
+      store,
+      client,
+      nc,
+      config,
+      checker: createArgumentsChecker(),
+      log: app.log,
+    });
 
     /** The execution with its result card, once there is one. */
     async function detail(project: string, e: Execution) {
@@ -83,15 +81,6 @@ export const executionRoutes =
       return e;
     }
 
-    /** NATS trouble while publishing: the queued row goes (nothing will run it) and it is a 503. */
-    async function publishFailed(project: string, id: string, err: unknown): Promise<never> {
-      await store.executions.dropQueued(project, id);
-      if (err instanceof ApiError) throw err;
-      if (err instanceof MeshError && err.code !== 'unavailable') throw err;
-      app.log.warn({ err, tool_call_id: id }, 'publishing a tool call failed');
-      throw new ApiError('unavailable', 'the message bus is unavailable; retry later');
-    }
-
     app.post(
       '/projects/:project/executions',
       {
@@ -99,13 +88,15 @@ export const executionRoutes =
         schema: {
           tags: ['executions'],
           summary: 'Run a tool: publish the call, then wait for its result (or return at once)',
-          description:
-            '200 with the execution and its result card when the result arrived in time (whatever its status); 202 with the execution when not waiting or when the wait ran out: poll GET /executions/{id}.',
+          description: `200 with the execution and its result card when the result arrived in time (whatever its status); 202 with the execution when not waiting or when the wait ran out: poll GET /executions/{id}. Safe to send again: name the call's \`tool_call_id\`, or send an \`Idempotency-Key\` header (1-${IDEMPOTENCY_KEY_MAX} characters, kept ${keyMaxAgeHours} h): the same request again is answered from the same execution and card, never run twice; other arguments under the same id or key are 422, a key whose first request is still in progress 409. 504 \`outcome_unknown\`: the call was sent but not acknowledged and may run; send it again under \`error.details.tool_call_id\`, never under a new id.`,
           params: ProjectParams,
           body: z.strictObject({
             tool: ToolName.describe('<target>.<tool>, as registered in the project'),
             arguments: z.record(z.string(), z.unknown()).default({}),
             channel: Id.default('api'),
+            tool_call_id: ToolCallId.optional().describe(
+              'the id of this call (default: a new one); sending the same request again under it is answered from the same call',
+            ),
             timeout_ms: z
               .number()
               .int()
@@ -125,102 +116,93 @@ export const executionRoutes =
               `where the call comes from: session_id (1-128 characters; history filters by it) and a metadata object; at most ${CALL_CONTEXT_MAX_BYTES} bytes as JSON`,
             ),
           }),
-          response: { 200: ExecutionDetail, 202: ExecutionDetail, ...errors },
+          response: {
+            200: ExecutionDetail,
+            202: ExecutionDetail,
+            ...errors,
+            409: ErrorResponse,
+            422: ErrorResponse,
+            504: ErrorResponse,
+          },
         },
       },
       async (req, reply) => {
         const { project } = req.params;
         const body = req.body;
-        const tool = await store.tools.get(project, body.tool);
-        if (!tool) throw notFound('tool', body.tool);
-        if (!tool.enabled) {
-          throw new ApiError(
-            { code: 'tool_disabled', status: 400 },
-            `tool ${tool.name} is disabled`,
-          );
-        }
-        const issues = checker.check(tool, body.arguments);
-        if (issues) {
-          const first = issues[0];
-          throw new ApiError(
-            { code: 'invalid_arguments', status: 400 },
-            `invalid arguments for ${tool.name}: ${first ? `${first.path}: ${first.message}` : 'schema mismatch'}`,
-            { issues },
-          );
-        }
-        // Checked before the row is written: a closed connection would leave a queued row behind.
-        if (nc.isClosed() || nc.isDraining()) {
-          throw new ApiError('unavailable', 'the message bus connection is closed');
-        }
-
-        // The call's own deadline, else the one registered with the tool (never above the limit).
-        const registered = (tool.options as { timeout_ms?: unknown }).timeout_ms;
-        const deadline =
-          body.timeout_ms ??
-          (typeof registered === 'number'
-            ? Math.min(registered, config.tools.max_timeout_ms)
-            : undefined);
-        const id = randomUUID();
-        const queued = await store.executions.enqueue({
-          projectId: project,
-          toolCallId: id,
-          channel: body.channel,
-          toolName: tool.name,
-          // As the tool service derives it from the subject, so the final upsert agrees.
-          target: splitToolName(tool.name).target,
-          instanceId: QUEUED_BY,
-          context: body.context,
-          keyId: keyIdOf(req),
-        });
-        if (!queued) throw new Error(`fresh tool call id ${id} already recorded`);
-        const call: ToolCallRequest = {
-          project,
-          channel: body.channel,
-          tool: tool.name,
-          arguments: body.arguments,
-          toolCallId: id,
-          ...(deadline !== undefined ? { timeoutMs: deadline } : {}),
-          ...(body.context !== undefined ? { context: body.context } : {}),
-        };
-
-        if (!body.wait) {
-          await client
-            .publishToolCall(call)
-            .catch((err: unknown) => publishFailed(project, id, err));
-          return reply
-            .status(202)
-            .send(await detail(project, (await store.executions.get(project, id)) ?? queued));
-        }
-
+        const idemKey = idempotencyKeyOf(req.headers['idempotency-key']);
+        const keyId = keyIdOf(req);
+        const fingerprint = callFingerprint(body, keyId);
+        const waitMs = body.wait_ms ?? config.api.execution_wait_default_ms;
         // A client that hangs up ends the wait: a five-minute wait should not outlive its request.
         const gone = new AbortController();
         const onClose = () => {
           if (!reply.raw.writableFinished) gone.abort(new Error('client closed the connection'));
         };
-        reply.raw.once('close', onClose);
-        try {
-          const waitMs = body.wait_ms ?? config.api.execution_wait_default_ms;
-          const result = await client
-            .callTool(call, { waitMs, signal: gone.signal })
-            .catch((err: unknown) => {
-              if (err instanceof ResultWaitTimeoutError || gone.signal.aborted) return undefined;
-              return publishFailed(project, id, err);
-            });
-          const e = await store.executions.get(project, id);
-          if (!result || !e) return reply.status(202).send(await detail(project, e ?? queued));
-          // The card is written before its event is published, so the row is already final; the
-          // card comes from the event and costs no read.
-          return {
-            execution: executionOut(e),
-            card: {
-              card_id: result.card_id,
-              created_at: result.created_at,
-              content: result.content,
-            },
-          };
-        } finally {
-          reply.raw.off('close', onClose);
+        const run = async (id: string, newId: boolean) => {
+          reply.raw.once('close', onClose);
+          try {
+            const started = await starter.start(
+              project,
+              id,
+              fingerprint,
+              { ...body, waitMs },
+              { keyId, signal: gone.signal, newId },
+            );
+            const out =
+              started.card === 'stored'
+                ? await detail(project, started.execution)
+                : { execution: executionOut(started.execution), card: started.card };
+            return { status: started.status, out };
+          } finally {
+            reply.raw.off('close', onClose);
+          }
+        };
+
+        if (idemKey === undefined) {
+          const { status, out } = await run(
+            body.tool_call_id ?? randomUUID(),
+            body.tool_call_id === undefined,
+          );
+          return reply.status(status).send(out);
         }
+        const claim = await store.idempotencyKeys.claim({
+          projectId: project,
+          key: idemKey,
+          fingerprint: keyFingerprint(fingerprint, body.tool_call_id),
+          toolCallId: body.tool_call_id ?? randomUUID(),
+          // The whole request at most: its wait, the publish's acknowledgement, and a margin.
+          lockMs: (body.wait ? waitMs : 0) + config.api.publish_ack_timeout_ms + KEY_LOCK_MARGIN_MS,
+          maxAgeHours: keyMaxAgeHours,
+        });
+        switch (claim.kind) {
+          case 'claimed':
+            break;
+          case 'mismatch':
+            throw new ApiError(
+              'idempotency_key_reused',
+              'this Idempotency-Key was first sent with another request (other arguments, tool, channel, deadline, context, tool_call_id or API key); use a new key for a new call',
+            );
+          case 'in_progress':
+            throw new ApiError(
+              'idempotency_key_in_use',
+              'a request with this Idempotency-Key is still in progress; send it again once it has been answered',
+            );
+          default:
+            return claim satisfies never;
+        }
+        let answer: Awaited<ReturnType<typeof run>>;
+        try {
+          answer = await run(claim.toolCallId, claim.fresh && body.tool_call_id === undefined);
+        } catch (err) {
+          // A key whose call was never recorded may start one afresh; otherwise it names it.
+          if ((await store.executions.get(project, claim.toolCallId)) === undefined)
+            await store.idempotencyKeys.forget(project, idemKey, claim.toolCallId);
+          else await store.idempotencyKeys.release(project, idemKey, claim.toolCallId);
+          throw err;
+        }
+        // Released before the answer leaves: a client sending the key again at once is served.
+        await store.idempotencyKeys.release(project, idemKey, claim.toolCallId);
+        return reply.status(answer.status).send(answer.out);
       },
     );
 
