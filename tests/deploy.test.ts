@@ -174,7 +174,11 @@ describe('docker-compose.yml', () => {
       '[::1]:8080',
       'api:8080',
     ]);
-    const vars = { ...secrets, TOOLMESH_API_PORT: '9000', TOOLMESH_PUBLIC_HOST: 'mesh.example.com' };
+    const vars = {
+      ...secrets,
+      TOOLMESH_API_PORT: '9000',
+      TOOLMESH_PUBLIC_HOST: 'mesh.example.com',
+    };
     expect(loadConfig({ env: envOf('api', vars) }).api.allowed_hosts).toEqual([
       'api:8080',
       'localhost:9000',

@@ -91,14 +91,15 @@ describe.each(Object.keys(revisions))('the facade (%s) against DNS rebinding', (
   });
 
   it('serves its own names and origins, and the configured ones', async () => {
-    for (const headers of [
+    const served: Record<string, string>[] = [
       { host: `localhost:${port}` },
       { host: `127.0.0.1:${port}`, origin: `http://localhost:${port}` },
       { host: `[::1]:${port}` },
       // Behind a proxy: the public name, and the api's own pages under it (same origin).
       { host: 'mesh.example.test', origin: 'https://mesh.example.test' },
       { host: `127.0.0.1:${port}`, origin: 'https://console.example.test' },
-    ]) {
+    ];
+    for (const headers of served) {
       const res = await send(revision, headers);
       expect(res.status, JSON.stringify(headers)).toBe(200);
       expect(res.text).toContain(revision === '2025-11-25' ? '"serverInfo"' : '"builtin__echo"');

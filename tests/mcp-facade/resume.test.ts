@@ -62,7 +62,8 @@ async function open(version: string): Promise<Session> {
   const id = String(init.headers['mcp-session-id']);
   const opening = await events(init);
   const headers = { ...auth, 'mcp-session-id': id, 'mcp-protocol-version': version };
-  const post = (body: unknown) => rawRequest(url, { headers: { ...headers, accept: ACCEPT }, body });
+  const post = (body: unknown) =>
+    rawRequest(url, { headers: { ...headers, accept: ACCEPT }, body });
   const initialized = await post({ jsonrpc: '2.0', method: 'notifications/initialized' });
   expect(initialized.status).toBe(202);
   return {

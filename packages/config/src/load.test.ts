@@ -223,7 +223,7 @@ describe('loadConfig errors', () => {
     );
   });
 
-  it('takes the MCP endpoints\' allowed hosts and origins and refuses a malformed entry', () => {
+  it("takes the MCP endpoints' allowed hosts and origins and refuses a malformed entry", () => {
     const api = loadConfig({
       source:
         '[api]\nallowed_hosts = ["api:8080", "mesh.example.com", "[::1]:9000", "my_api"]\n' +

@@ -157,10 +157,7 @@ export const apiSchema = section({
     .array(
       z
         .string(expected('an origin (http(s)://host[:port])'))
-        .refine(
-          (o) => parseOrigin(o) !== undefined,
-          expected('an origin (http(s)://host[:port])'),
-        ),
+        .refine((o) => parseOrigin(o) !== undefined, expected('an origin (http(s)://host[:port])')),
       expected('an array of origins'),
     )
     .default([]),

@@ -10,8 +10,12 @@ const base: HostGuardOptions = {
   allowedOrigins: [],
   publicUrl: '',
 };
-const verdict = (o: Partial<HostGuardOptions>, host?: string, origin?: string, localPort?: number) =>
-  createHostCheck({ ...base, ...o })({ host, origin, localPort });
+const verdict = (
+  o: Partial<HostGuardOptions>,
+  host?: string,
+  origin?: string,
+  localPort?: number,
+) => createHostCheck({ ...base, ...o })({ host, origin, localPort });
 const code = (...a: Parameters<typeof verdict>) => {
   const v = verdict(...a);
   return v.ok ? 'ok' : v.code;

@@ -40,7 +40,9 @@ export async function sendWebResponse(reply: FastifyReply, res: Response): Promi
 }
 
 export const isEventStream = (res: Response): boolean =>
-  res.ok && res.body !== null && (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
+  res.ok &&
+  res.body !== null &&
+  (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
 
 /**
  * The same SSE response, opening with a priming event: an id (the client's Last-Event-ID if the

@@ -32,12 +32,7 @@ import { createModernHandlers } from '../mcp/modern.ts';
 import { readArtifact } from '../mcp/resources.ts';
 import { createSessionEventStore, type SessionEventStore } from '../mcp/event-store.ts';
 import { createHostGuard } from '../mcp/host-guard.ts';
-import {
-  isEventStream,
-  sendWebResponse,
-  toWebRequest,
-  withPrimingEvent,
-} from '../mcp/web-http.ts';
+import { isEventStream, sendWebResponse, toWebRequest, withPrimingEvent } from '../mcp/web-http.ts';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 import type { FastifyRequest } from 'fastify';
 
