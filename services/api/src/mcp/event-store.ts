@@ -18,7 +18,8 @@ import type {
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
 const MAX_EVENTS = 100;
-const MAX_BYTES = 1_048_576;
+// So 1000 sessions (the default [api] mcp_max_sessions) keep about 256 MiB at most.
+const MAX_BYTES = 262_144;
 
 interface Stored {
   stream: StreamId;
