@@ -189,6 +189,30 @@ describe('docker-compose.yml', () => {
     expect(services['api'].ports).toEqual([`\${TOOLMESH_API_PORT:-8080}:${api.api.port}`]);
   });
 
+  it('lets the MCP endpoints answer to the names the api is reached by, and no other', () => {
+    // The other containers (and the CLI run in one) reach the api as api:8080; this machine at
+    // the published port; a reverse proxy under TOOLMESH_PUBLIC_HOST.
+    expect(loadConfig({ env: envOf('api', secrets) }).api.allowed_hosts).toEqual([
+      'api:8080',
+      'localhost:8080',
+      '127.0.0.1:8080',
+      '[::1]:8080',
+      'api:8080',
+    ]);
+    const vars = {
+      ...secrets,
+      TOOLMESH_API_PORT: '9000',
+      TOOLMESH_PUBLIC_HOST: 'mesh.example.com',
+    };
+    expect(loadConfig({ env: envOf('api', vars) }).api.allowed_hosts).toEqual([
+      'api:8080',
+      'localhost:9000',
+      '127.0.0.1:9000',
+      '[::1]:9000',
+      'mesh.example.com',
+    ]);
+  });
+
   it('switches artifacts to the GCS emulator of the gcs profile with three variables', () => {
     expect(services['gcs'].profiles).toEqual(['gcs']);
     expect(services['gcs'].image).toMatch(/^fsouza\/fake-gcs-server:/);

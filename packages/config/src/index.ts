@@ -37,4 +37,6 @@ export type {
 export { redactConfig, redactUrls, secretsOf, createRedactor, MASK } from './redact.ts';
 export type { Redactor } from './redact.ts';
 export { ENV_PREFIX } from './env.ts';
+export { parseHostPort, parseOrigin, defaultPort } from './hosts.ts';
+export type { HostPort, WebOrigin } from './hosts.ts';
 export type { Env } from './env.ts';

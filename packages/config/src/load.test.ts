@@ -223,6 +223,30 @@ describe('loadConfig errors', () => {
     );
   });
 
+  it("takes the MCP endpoints' allowed hosts and origins and refuses a malformed entry", () => {
+    const api = loadConfig({
+      source:
+        '[api]\nallowed_hosts = ["api:8080", "mesh.example.com", "[::1]:9000", "my_api"]\n' +
+        'allowed_origins = ["https://console.example.com", "http://10.0.0.5:8080"]\n',
+      env: {},
+    }).api;
+    expect(api.allowed_hosts).toEqual(['api:8080', 'mesh.example.com', '[::1]:9000', 'my_api']);
+    expect(api.allowed_origins).toEqual(['https://console.example.com', 'http://10.0.0.5:8080']);
+    for (const bad of ['http://api:8080', 'api:0', 'api:99999', '*', '', 'a b', '[zz]:80', 'x/y']) {
+      expect(failure('', { CG__API__ALLOWED_HOSTS: JSON.stringify([bad]) }).message).toBe(
+        `env CG__API__ALLOWED_HOSTS: api.allowed_hosts.0: expected a host or host:port, got ${JSON.stringify(bad)}`,
+      );
+    }
+    for (const bad of ['console.example.com', 'https://x/', 'https://x/path', 'null', 'ftp://x']) {
+      expect(failure(`[api]\nallowed_origins = [${JSON.stringify(bad)}]\n`).message).toBe(
+        `config.toml:2: api.allowed_origins.0: expected an origin (http(s)://host[:port]), got ${JSON.stringify(bad)}`,
+      );
+    }
+    expect(failure('', { CG__API__ALLOWED_HOSTS: 'api:8080' }).message).toBe(
+      'env CG__API__ALLOWED_HOSTS: api.allowed_hosts: expected an array of hosts, got "api:8080"',
+    );
+  });
+
   it('never echoes a secret or a URL password in its messages', () => {
     const key = failure('', { CG__SECRETS__KEY: 'not-base64-32-bytes-s3cret' });
     expect(key.message).toContain('env CG__SECRETS__KEY: secrets.key');

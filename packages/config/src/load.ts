@@ -101,7 +101,8 @@ function describe(
   return found.map(({ path, message: raw }) => {
     const key = path.join('.');
     const message = withoutSecrets(key, raw);
-    const variable = origins.get(key);
+    // A variable sets a whole key: an issue inside its value (an array's item) is still its.
+    const variable = origins.get(path.slice(0, 2).join('.'));
     if (variable !== undefined) {
       return { issue: { source: `env ${variable}`, key, message }, order: Number.MAX_SAFE_INTEGER };
     }

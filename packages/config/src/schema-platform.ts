@@ -13,6 +13,7 @@ import {
   ID,
   HTTP_URL_OR_EMPTY,
 } from './schema-kit.ts';
+import { parseHostPort, parseOrigin } from './hosts.ts';
 
 export const LogLevel = {
   fatal: 'fatal',
@@ -153,6 +154,30 @@ export const apiSchema = section({
   // How long a 2026-07-28 task (io.modelcontextprotocol/tasks) stays readable; the revision lets
   // the server choose it. The card outlives it.
   mcp_task_ttl_ms: positiveInt().default(86_400_000),
+  // The MCP endpoints refuse (403) a request whose Host is not the api's own address, a localhost
+  // form at the api's port, or one of these (DNS rebinding): `name`, `name:port`, `[v6]:port`;
+  // a name without a port is allowed at any port.
+  allowed_hosts: z
+    .array(
+      z
+        .string(expected('a host or host:port'))
+        .refine((h) => parseHostPort(h) !== undefined, expected('a host or host:port')),
+      expected('an array of hosts'),
+    )
+    .default([]),
+  // ... and a present Origin that is neither the request's own (scheme-agnostic, its Host
+  // allowed), the api's own address, nor one of these (`https://console.example.com:8443`).
+  allowed_origins: z
+    .array(
+      z
+        .string(expected('an origin (http(s)://host[:port])'))
+        .refine((o) => parseOrigin(o) !== undefined, expected('an origin (http(s)://host[:port])')),
+      expected('an array of origins'),
+    )
+    .default([]),
+  // The `retry` (ms) of the priming event that opens each SSE stream of a 2025-11-25 session: how
+  // long a client whose stream broke waits before it resumes it with Last-Event-ID.
+  mcp_sse_retry_ms: positiveInt().default(1_000),
   // OpenAPI import (POST /v1/projects/:p/openapi): the largest request (the document inside it),
   // and the most operations one import may turn into tools (the registry event lists at most
   // 1000 names, so the ceiling is that).

@@ -4,13 +4,20 @@
 // what they refer to (executions, cards) is durable, so a client that lost its session starts
 // a new one and, with its idempotency key, gets the same call back. A session belongs to the
 // project it was opened for: another project's key gets 404 as for anything of another project.
-// `?agent=<id>` at initialize limits the session's tools to that agent's tool set.
+// `?agent=<id>` at initialize limits the session's tools to that agent's tool set. Every request
+// first passes the Host and Origin check (mcp/host-guard.ts, DNS rebinding). A 2025-11-25
+// session's SSE streams open with a priming event and resume from Last-Event-ID within the
+// session (mcp/event-store.ts); the 2026-07-28 revision has no resumption, so none there.
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from '@nats-io/transport-node';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  DEFAULT_NEGOTIATED_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  isInitializeRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { subscribeGuarded } from '@toolmesh/bus';
 import { createSubjects } from '@toolmesh/protocol';
@@ -24,16 +31,19 @@ import { createMcpAuth } from '../mcp/oauth.ts';
 import { createToolCache } from '../mcp/tool-cache.ts';
 import { createModernHandlers } from '../mcp/modern.ts';
 import { readArtifact } from '../mcp/resources.ts';
+import { createSessionEventStore, type SessionEventStore } from '../mcp/event-store.ts';
+import { createHostGuard } from '../mcp/host-guard.ts';
+import { isEventStream, sendWebResponse, toWebRequest, withPrimingEvent } from '../mcp/web-http.ts';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 
 interface Session {
   id: string;
   project: string;
   server: Server;
-  transport: StreamableHTTPServerTransport;
+  transport: WebStandardStreamableHTTPServerTransport;
+  /** What the session's SSE streams sent, for a client that resumes one (event-store.ts). */
+  events: SessionEventStore;
   registry: Subscription;
   lastSeen: number;
 }
@@ -43,13 +53,22 @@ const SWEEP_EVERY_MS = 60_000;
 const JsonRpcError = z
   .object({
     jsonrpc: z.literal('2.0'),
-    error: z.object({ code: z.number(), message: z.string() }),
+    error: z.object({
+      code: z.number(),
+      message: z.string(),
+      data: z.object({ code: z.string() }).optional(),
+    }),
     id: z.null(),
   })
-  .describe('a JSON-RPC error: no such session, or no session id where one is needed');
+  .describe(
+    'a JSON-RPC error: no such session, no session id where one is needed, or (403) a Host or Origin header that is not allowed (data.code host_not_allowed, origin_not_allowed)',
+  );
 const errors = {
   400: z.union([ErrorResponse, JsonRpcError]),
   401: ErrorResponse,
+  403: z
+    .union([ErrorResponse, JsonRpcError])
+    .describe('an OAuth token without the scope; a Host or Origin header that is not allowed'),
   404: z.union([ErrorResponse, JsonRpcError]),
   503: ErrorResponse,
 };
@@ -60,6 +79,19 @@ const rpcError = (code: number, message: string) => ({
   error: { code, message },
   id: null,
 });
+
+/** The 1.x transport's name for a session's GET stream, under which it stores that stream's events. */
+const GET_STREAM = '_GET_stream';
+
+/**
+ * Does this request's revision take a priming event? Its empty data breaks clients older than
+ * 2025-11-25, which parse every data line as JSON: the SDK's own rule for POST streams.
+ */
+function primes(req: FastifyRequest): boolean {
+  const header = req.headers['mcp-protocol-version'];
+  const version = typeof header === 'string' ? header : DEFAULT_NEGOTIATED_PROTOCOL_VERSION;
+  return SUPPORTED_PROTOCOL_VERSIONS.includes(version) && version >= '2025-11-25';
+}
 
 /** Who decides an approval answered through the facade: the key, or `mcp:oauth` for a token. */
 const mcpCallerOf = (req: FastifyRequest): string => {
@@ -106,8 +138,22 @@ export const mcpRoutes =
     });
     app.addHook('onClose', () => modern.close());
     const sessions = new Map<string, Session>();
-    const { mcp_session_idle_ms: idleMs, mcp_max_sessions: maxSessions } = config.api;
+    const {
+      mcp_session_idle_ms: idleMs,
+      mcp_max_sessions: maxSessions,
+      mcp_sse_retry_ms: retryMs,
+    } = config.api;
     const mcpAuth = createMcpAuth(config.mcp_oauth, auth);
+    const hostGuard = createHostGuard(
+      {
+        host: config.api.host,
+        port: config.api.port,
+        allowedHosts: config.api.allowed_hosts,
+        allowedOrigins: config.api.allowed_origins,
+        publicUrl: config.mcp_oauth.resource_base_url,
+      },
+      log,
+    );
 
     async function close(s: Session, why: string) {
       if (!sessions.delete(s.id)) return;
@@ -140,8 +186,14 @@ export const mcpRoutes =
       }
       const server = facade.newServer({ project, agent, caller });
       let session: Session | undefined;
-      const transport = new StreamableHTTPServerTransport({
+      const events = createSessionEventStore();
+      const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
+        // Resumability (2025-11-25): the SDK opens each POST stream with a priming event (id,
+        // retry, empty data) for clients of that revision and replays from Last-Event-ID; the
+        // route adds the same to the GET stream.
+        eventStore: events,
+        retryInterval: retryMs,
         onsessioninitialized: (id) => {
           // Registry changes of the project become notifications/tools/list_changed.
           const registry = subscribeGuarded(nc, subjects.registryChanged(project), {
@@ -150,7 +202,7 @@ export const mcpRoutes =
               server.sendToolListChanged().catch(() => undefined);
             },
           });
-          session = { id, project, server, transport, registry, lastSeen: Date.now() };
+          session = { id, project, server, transport, events, registry, lastSeen: Date.now() };
           sessions.set(id, session);
           log.debug({ session: id, project, agent }, 'MCP session opened');
         },
@@ -165,7 +217,8 @@ export const mcpRoutes =
     app.route({
       method: ['GET', 'POST', 'DELETE'],
       url: '/projects/:project/mcp',
-      onRequest: mcpAuth.authenticate,
+      // Host and Origin first: a refused page's requests are not failed authentications.
+      onRequest: [hostGuard, mcpAuth.authenticate],
       schema: {
         tags: ['mcp'],
         summary: 'The project as an MCP server (streamable HTTP)',
@@ -175,14 +228,13 @@ export const mcpRoutes =
         querystring: z.object({ agent: Id.optional() }),
         response: {
           200: z.unknown().describe('a JSON-RPC response, or a text/event-stream of messages'),
-          403: ErrorResponse.describe('an OAuth token without the scope'),
           ...errors,
         },
       },
       handler: async (req, reply) => {
         const { project } = req.params;
+        const web = toWebRequest(req);
         if (req.method === 'POST' && req.headers['mcp-session-id'] === undefined) {
-          const web = toWebRequest(req);
           if (!(await isLegacyRequest(web, req.body))) {
             // 2026-07-28: stateless, one server per request (modern.ts).
             const res = await modern.for(project).fetch(web, {
@@ -199,8 +251,9 @@ export const mcpRoutes =
         }
         const header = req.headers['mcp-session-id'];
         const sessionId = Array.isArray(header) ? header[0] : header;
-        let transport: StreamableHTTPServerTransport;
+        let transport: WebStandardStreamableHTTPServerTransport;
         let fresh: Awaited<ReturnType<typeof open>> | undefined;
+        let priming: string | undefined;
         if (sessionId) {
           const s = sessions.get(sessionId);
           if (!s || s.project !== project) {
@@ -208,6 +261,11 @@ export const mcpRoutes =
           }
           s.lastSeen = Date.now();
           transport = s.transport;
+          // The GET stream's priming event, placed before the SDK opens the stream so that
+          // nothing it sends there can come before it in the store.
+          if (req.method === 'GET' && !req.headers['last-event-id'] && primes(req)) {
+            priming = s.events.prime(GET_STREAM);
+          }
         } else if (req.method === 'POST' && isInitializeRequest(req.body)) {
           fresh = await open(project, req.query.agent, mcpCallerOf(req));
           transport = fresh.transport;
@@ -216,11 +274,15 @@ export const mcpRoutes =
             .status(400)
             .send(rpcError(-32000, 'Bad Request: no valid Mcp-Session-Id; send initialize first'));
         }
-        // The SDK writes the response itself (JSON or an SSE stream).
-        reply.hijack();
-        await transport.handleRequest(req.raw, reply.raw, req.body);
+        const res = await transport.handleRequest(web, { parsedBody: req.body });
         // An initialize the SDK refused opened no session: nothing else will close its server.
         if (fresh && !fresh.opened()) await fresh.server.close().catch(() => undefined);
+        await sendWebResponse(
+          reply,
+          priming !== undefined && isEventStream(res)
+            ? withPrimingEvent(res, priming, retryMs)
+            : res,
+        );
       },
     });
   };
@@ -256,35 +318,3 @@ export const mcpMetadataRoutes =
       },
     );
   };
-
-/** The request as the 2.x SDK's fetch-shaped handler reads it (the body goes as parsedBody). */
-function toWebRequest(req: FastifyRequest): Request {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
-  }
-  return new Request(`http://${req.headers.host ?? 'localhost'}${req.url}`, {
-    method: req.method,
-    headers,
-  });
-}
-
-/** Writes a web Response (JSON or an SSE stream) to the raw reply; a gone client ends it. */
-async function sendWebResponse(reply: FastifyReply, res: Response): Promise<void> {
-  reply.hijack();
-  const raw = reply.raw;
-  raw.writeHead(res.status, Object.fromEntries(res.headers));
-  if (!res.body) {
-    raw.end();
-    return;
-  }
-  const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
-  raw.once('close', () => body.destroy());
-  await new Promise<void>((resolve) => {
-    body.once('end', resolve);
-    body.once('error', () => resolve());
-    body.once('close', resolve);
-    body.pipe(raw);
-  });
-}
