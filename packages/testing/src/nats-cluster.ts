@@ -16,6 +16,8 @@ export interface NatsClusterOptions {
   dir?: string;
   name?: string;
   startTimeoutMs?: number;
+  /** Every node fsyncs each JetStream write where it can (LocalNatsOptions.syncAlways). */
+  syncAlways?: boolean;
 }
 
 export interface NatsCluster {
@@ -45,6 +47,7 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
         port,
         dir: join(dir, `n${i + 1}`),
         ...(options.startTimeoutMs !== undefined ? { startTimeoutMs: options.startTimeoutMs } : {}),
+        ...(options.syncAlways !== undefined ? { syncAlways: options.syncAlways } : {}),
         cluster: {
           name,
           serverName: `n${i + 1}`,

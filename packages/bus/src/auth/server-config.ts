@@ -15,6 +15,12 @@ export interface ServerConfigOptions {
   httpPort?: number;
   /** Largest message the server accepts (its default is 1 MiB). */
   maxPayloadBytes?: number;
+  /**
+   * fsync every JetStream write before it is acknowledged (`sync_interval: always`), instead of
+   * the server's default of every two minutes. nats-server 2.10 and later only: 2.9 refuses the
+   * whole configuration file over the unknown field.
+   */
+  syncAlways?: boolean;
 }
 
 const q = (s: string) => JSON.stringify(s);
@@ -27,7 +33,7 @@ export async function natsServerConfig(keys: BusKeys, o: ServerConfigOptions): P
     `port: ${o.port}`,
     ...(o.httpPort === undefined ? [] : [`http_port: ${o.httpPort}`]),
     ...(o.maxPayloadBytes === undefined ? [] : [`max_payload: ${o.maxPayloadBytes}`]),
-    `jetstream { store_dir: ${q(o.storeDir)} }`,
+    `jetstream { store_dir: ${q(o.storeDir)}${o.syncAlways === true ? ', sync_interval: always' : ''} }`,
     `operator: ${q(await operatorJwt(keys))}`,
     `system_account: ${q(sys)}`,
     `resolver { type: full, dir: ${q(o.resolverDir)}, allow_delete: false, interval: "2m" }`,
