@@ -224,7 +224,9 @@ try {
     const pg = await startLocalPostgres({ dir: postgresDir() });
     servers.push(pg);
     dbUrl = pg.url.replace(/\/postgres$/, '/toolmesh');
-    say(`Postgres on 127.0.0.1:${pg.port} (data in ${pg.dir}; fsync and synchronous commit on)`);
+    say(
+      `Postgres on 127.0.0.1:${pg.port} (data in ${pg.dir}; fsync, synchronous_commit, full_page_writes on)`,
+    );
   }
   // A local admin key, made once and kept in .data/, so the api can create projects.
   let adminKey = process.env['CG__API__ADMIN_KEY'];

@@ -126,7 +126,7 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it("runs Postgres on its durable defaults: nothing turns fsync, synchronous commit or full-page writes off", () => {
+  it('runs Postgres on its durable defaults: nothing turns fsync, synchronous commit or full-page writes off', () => {
     const pg = services['postgres'];
     // Postgres's own defaults are all on. They could be turned off on its command line, through
     // the environment (PGOPTIONS, POSTGRES_INITDB_ARGS) or by a configuration file mounted in.
