@@ -22,6 +22,7 @@ import {
   startLocalNats,
   useNats,
   usePostgres,
+  type LocalNats,
   type TestNats,
   type TestPostgres,
 } from '@toolmesh/testing';
@@ -35,16 +36,33 @@ export interface BenchAuth {
   project(project: string): Promise<Pick<ConnectionOptions, 'authenticator' | 'inboxPrefix'>>;
 }
 
+/** What the benches are measured on: every figure is for acknowledgements this durable. */
+export interface BenchDurability {
+  /** As the server reports them: `on` for each, as `pnpm stack` runs it. */
+  postgres: { fsync: string; synchronous_commit: string; full_page_writes: string };
+  /** When JetStream fsyncs a write: `always` (before acknowledging it), or its interval. */
+  jetstream_sync: string;
+}
+
+/** A server's JetStream sync in the words of BenchDurability.jetstream_sync. */
+export function jetStreamSync(nats: LocalNats): string {
+  return nats.syncAlways
+    ? 'always'
+    : `every 2 min (nats-server ${nats.version} has no sync_interval)`;
+}
+
 /** A local nats-server in operator mode (JWT auth, as `pnpm stack` runs it) and a root in it. */
-async function authNats(): Promise<{ nats: TestNats; auth: BenchAuth }> {
+async function authNats(): Promise<{ nats: TestNats; auth: BenchAuth; sync: string }> {
   const keys = generateBusKeys();
   const server = await startLocalNats({
-    config: ({ port, storeDir }) =>
+    syncAlways: true,
+    config: ({ port, storeDir, syncAlways }) =>
       natsServerConfig(keys, {
         host: '127.0.0.1',
         port,
         storeDir: join(storeDir, 'js'),
         resolverDir: join(storeDir, 'jwt'),
+        syncAlways,
       }),
   });
   const root = `t${randomBytes(5).toString('hex')}`;
@@ -65,16 +83,25 @@ async function authNats(): Promise<{ nats: TestNats; auth: BenchAuth }> {
       return { authenticator: credsAuthenticator(new TextEncoder().encode(creds)), inboxPrefix };
     },
   };
-  return { nats: { url: server.url, root, cleanup: () => server.close() }, auth };
+  return {
+    nats: { url: server.url, root, cleanup: () => server.close() },
+    auth,
+    sync: jetStreamSync(server),
+  };
 }
 
 /**
  * A fresh subject root and a fresh, migrated database; each has its own `cleanup`. With
- * `auth`, the root is on a nats-server of its own with JWT authentication.
+ * `auth`, the root is on a nats-server of its own with JWT authentication. The servers are
+ * NATS_URL and DATABASE_URL, which `pnpm bench` points at durable ones it started; their
+ * durability is printed and returned for the result file.
  */
-export async function benchServers(
-  opts: { auth?: boolean } = {},
-): Promise<{ nats: TestNats; db: TestPostgres; auth?: BenchAuth }> {
+export async function benchServers(opts: { auth?: boolean } = {}): Promise<{
+  nats: TestNats;
+  db: TestPostgres;
+  auth?: BenchAuth;
+  durability: BenchDurability;
+}> {
   const authed = opts.auth === true ? await authNats() : undefined;
   const nats = authed?.nats ?? (await useNats());
   const db = await usePostgres();
@@ -86,12 +113,32 @@ export async function benchServers(
     connectTimeoutMs: 5_000,
     logger,
   });
+  let settings;
   try {
     await migrate({ pool, logger });
+    settings = await pool.query<{ name: string; setting: string }>(
+      `SELECT name, setting FROM pg_settings
+        WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes')`,
+    );
   } finally {
     await pool.end();
   }
-  return { nats, db, ...(authed ? { auth: authed.auth } : {}) };
+  const pg = Object.fromEntries(settings.rows.map((r) => [r.name, r.setting]));
+  const durability: BenchDurability = {
+    postgres: {
+      fsync: pg['fsync'] ?? '?',
+      synchronous_commit: pg['synchronous_commit'] ?? '?',
+      full_page_writes: pg['full_page_writes'] ?? '?',
+    },
+    jetstream_sync:
+      authed?.sync ?? process.env['BENCH_JETSTREAM_SYNC'] ?? 'unknown (a server not started here)',
+  };
+  console.log(
+    `durability: Postgres ${Object.entries(durability.postgres)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}; JetStream sync ${durability.jetstream_sync}`,
+  );
+  return { nats, db, ...(authed ? { auth: authed.auth } : {}), durability };
 }
 
 /**
