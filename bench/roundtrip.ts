@@ -19,7 +19,7 @@ const IN_FLIGHT = 64;
 const WARMUP = 500;
 
 const AUTH = process.env['BENCH_AUTH'] === '1';
-const { nats, db, auth } = await benchServers({ auth: AUTH });
+const { nats, db, auth, durability } = await benchServers({ auth: AUTH });
 const children: ChildProcess[] = [];
 const adminCreds = auth ? await auth.creds('admin') : undefined;
 const asAdmin = adminCreds
@@ -123,6 +123,7 @@ try {
     ratio_calls_per_s: Math.round((callsPerS / floorPerS) * 100) / 100,
     sequential_calls: SEQUENTIAL,
     nats_auth: AUTH,
+    durability,
     node: process.version,
     cpus: (await import('node:os')).cpus().length,
     measured_at: new Date().toISOString(),

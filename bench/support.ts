@@ -15,6 +15,7 @@ import {
   startTestNatsServer,
   useNats,
   usePostgres,
+  type LocalNats,
   type TestPostgres,
 } from '@toolmesh/testing';
 
@@ -34,9 +35,24 @@ export interface BenchNats {
   cleanup(): Promise<void>;
 }
 
+/** What the benches are measured on: every figure is for acknowledgements this durable. */
+export interface BenchDurability {
+  /** As the server reports them: `on` for each, as `pnpm stack` runs it. */
+  postgres: { fsync: string; synchronous_commit: string; full_page_writes: string };
+  /** When JetStream fsyncs a write: `always` (before acknowledging it), or its interval. */
+  jetstream_sync: string;
+}
+
+/** A server's JetStream sync in the words of BenchDurability.jetstream_sync. */
+export function jetStreamSync(nats: LocalNats): string {
+  return nats.syncAlways
+    ? 'always'
+    : `every 2 min (nats-server ${nats.version} has no sync_interval)`;
+}
+
 /** A local nats-server in operator mode (JWT auth, as `pnpm stack` runs it) and a root in it. */
-async function authNats(): Promise<{ nats: BenchNats; auth: BenchAuth }> {
-  const server = await startTestNatsServer();
+async function authNats(): Promise<{ nats: BenchNats; auth: BenchAuth; sync: string }> {
+  const server = await startTestNatsServer({ syncAlways: true });
   const nats = await useNats({ server });
   const auth: BenchAuth = {
     creds: (user) => Promise.resolve(nats.creds(user)),
@@ -49,26 +65,33 @@ async function authNats(): Promise<{ nats: BenchNats; auth: BenchAuth }> {
     await nats.cleanup();
     await server.close();
   };
-  return { nats: { url: nats.url, root: nats.root, cleanup }, auth };
+  return { nats: { url: nats.url, root: nats.root, cleanup }, auth, sync: jetStreamSync(server) };
 }
 
-/** A local nats-server without authentication (the bench's default, for comparison over time). */
+/**
+ * A root on a nats-server without authentication: NATS_URL (the durable one `pnpm bench`
+ * starts), else one of its own. The bench's default, comparable with earlier figures.
+ */
 async function unauthenticatedNats(): Promise<BenchNats> {
+  const root = `t${randomBytes(5).toString('hex')}`;
+  const given = process.env['NATS_URL'];
+  if (given) return { url: given, root, cleanup: () => Promise.resolve() };
   const server = await startLocalNats();
-  return {
-    url: server.url,
-    root: `t${randomBytes(5).toString('hex')}`,
-    cleanup: () => server.close(),
-  };
+  return { url: server.url, root, cleanup: () => server.close() };
 }
 
 /**
  * A fresh subject root and a fresh, migrated database; each has its own `cleanup`. With
- * `auth`, the root is on a nats-server of its own with JWT authentication.
+ * `auth`, the root is on a nats-server of its own with JWT authentication. The servers are
+ * NATS_URL and DATABASE_URL, which `pnpm bench` points at durable ones it started; their
+ * durability is printed and returned for the result file.
  */
-export async function benchServers(
-  opts: { auth?: boolean } = {},
-): Promise<{ nats: BenchNats; db: TestPostgres; auth?: BenchAuth }> {
+export async function benchServers(opts: { auth?: boolean } = {}): Promise<{
+  nats: BenchNats;
+  db: TestPostgres;
+  auth?: BenchAuth;
+  durability: BenchDurability;
+}> {
   const authed = opts.auth === true ? await authNats() : undefined;
   const nats = authed?.nats ?? (await unauthenticatedNats());
   const db = await usePostgres();
@@ -80,12 +103,32 @@ export async function benchServers(
     connectTimeoutMs: 5_000,
     logger,
   });
+  let settings;
   try {
     await migrate({ pool, logger });
+    settings = await pool.query<{ name: string; setting: string }>(
+      `SELECT name, setting FROM pg_settings
+        WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes')`,
+    );
   } finally {
     await pool.end();
   }
-  return { nats, db, ...(authed ? { auth: authed.auth } : {}) };
+  const pg = Object.fromEntries(settings.rows.map((r) => [r.name, r.setting]));
+  const durability: BenchDurability = {
+    postgres: {
+      fsync: pg['fsync'] ?? '?',
+      synchronous_commit: pg['synchronous_commit'] ?? '?',
+      full_page_writes: pg['full_page_writes'] ?? '?',
+    },
+    jetstream_sync:
+      authed?.sync ?? process.env['BENCH_JETSTREAM_SYNC'] ?? 'unknown (a server not started here)',
+  };
+  console.log(
+    `durability: Postgres ${Object.entries(durability.postgres)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}; JetStream sync ${durability.jetstream_sync}`,
+  );
+  return { nats, db, ...(authed ? { auth: authed.auth } : {}), durability };
 }
 
 /**

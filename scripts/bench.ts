@@ -1,6 +1,14 @@
 // `pnpm bench <name>`: runs one benchmark (all when no name is given) and prints its figures.
-import { spawnSync } from 'node:child_process';
+// The benchmarks run on servers as durable as `pnpm stack`'s, started here once for all of them
+// and handed over as NATS_URL / DATABASE_URL: Postgres with fsync, synchronous_commit and
+// full_page_writes on, JetStream fsyncing every write where the nats-server can (2.10+). The
+// test fixtures they would otherwise fall back on turn durability off for speed. A NATS_URL or
+// DATABASE_URL given from outside is used as it is.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { join } from 'node:path';
+import { startLocalNats, startLocalPostgres } from '@toolmesh/testing';
+import { jetStreamSync } from '../bench/support.ts';
 
 const BENCHES: Record<string, string> = {
   roundtrip: 'bench/roundtrip.ts',
@@ -16,15 +24,43 @@ const BENCHES: Record<string, string> = {
 
 const wanted = process.argv.slice(2);
 const names = wanted.length > 0 ? wanted : Object.keys(BENCHES);
-for (const name of names) {
-  const file = BENCHES[name];
-  if (!file) {
-    console.error(`unknown benchmark "${name}"; known: ${Object.keys(BENCHES).join(', ')}`);
-    process.exit(2);
-  }
-  console.log(`== bench ${name}`);
-  const r = spawnSync(process.execPath, [join(import.meta.dirname, '..', file)], {
-    stdio: 'inherit',
-  });
-  if (r.status !== 0) process.exit(r.status ?? 1);
+const unknown = names.find((name) => BENCHES[name] === undefined);
+if (unknown !== undefined) {
+  console.error(`unknown benchmark "${unknown}"; known: ${Object.keys(BENCHES).join(', ')}`);
+  process.exit(2);
 }
+
+const servers: { close(): Promise<void> }[] = [];
+const env: Record<string, string> = {};
+if (!process.env['NATS_URL']) {
+  const nats = await startLocalNats({ syncAlways: true });
+  servers.push(nats);
+  env['NATS_URL'] = nats.url;
+  // The benches cannot ask the server; they print and record what this says.
+  env['BENCH_JETSTREAM_SYNC'] = jetStreamSync(nats);
+}
+if (!process.env['DATABASE_URL']) {
+  const pg = await startLocalPostgres();
+  servers.push(pg);
+  env['DATABASE_URL'] = pg.url;
+}
+
+let status = 0;
+try {
+  for (const name of names) {
+    console.log(`== bench ${name}`);
+    // Not spawnSync: the nats-server's output is drained by this process's event loop.
+    const child = spawn(process.execPath, [join(import.meta.dirname, '..', BENCHES[name] ?? '')], {
+      stdio: 'inherit',
+      env: { ...process.env, ...env },
+    });
+    const [code] = (await once(child, 'exit')) as [number | null];
+    if (code !== 0) {
+      status = code ?? 1;
+      break;
+    }
+  }
+} finally {
+  for (const s of servers) await s.close();
+}
+process.exit(status);

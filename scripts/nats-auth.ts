@@ -6,6 +6,8 @@
 // for .data/nats-auth; compose runs it as the one-shot `nats-auth` job into a volume.
 //   node scripts/nats-auth.ts --dir <folder> [--root cg] [--host 0.0.0.0] [--port 4222]
 //     [--http-port 8222] [--store-dir /data/jetstream] [--resolver-dir /data/jwt]
+//     [--no-sync-always]   (for a nats-server older than 2.10, which refuses `sync_interval`)
+// JetStream fsyncs every write before acknowledging it (`sync_interval: always`) unless told not to.
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -69,7 +71,9 @@ if (import.meta.main) {
       'store-dir': { type: 'string', default: '/data/jetstream' },
       'resolver-dir': { type: 'string', default: '/data/jwt' },
       'max-payload': { type: 'string', default: '1048576' },
+      'sync-always': { type: 'boolean', default: true },
     },
+    allowNegative: true,
   });
   if (values.dir === undefined) {
     process.stderr.write('nats-auth: --dir <folder> is required\n');
@@ -83,6 +87,7 @@ if (import.meta.main) {
     storeDir: values['store-dir'],
     resolverDir: values['resolver-dir'],
     maxPayloadBytes: Number(values['max-payload']),
+    syncAlways: values['sync-always'],
   });
   process.stdout.write(
     `nats-auth: keys in ${files.keysFile}, server configuration in ${files.confFile}, creds of ${Object.keys(files.creds).join(', ')} in ${join(resolve(values.dir), 'creds')} (subject root ${root})\n`,

@@ -29,6 +29,7 @@ import {
   startLocalPostgres,
   startNatsCluster,
   startScriptedOpenAI,
+  type LocalNats,
 } from '@toolmesh/testing';
 import { runDemo, type DemoTarget } from './demo.ts';
 import { ensureNatsAuth, type NatsAuthFiles } from './nats-auth.ts';
@@ -127,6 +128,15 @@ async function stopAll(code: number): Promise<never> {
   for (const s of servers.reverse()) await s.stop().catch(() => undefined);
   say('stopped');
   process.exit(code);
+}
+
+/** What an acknowledged JetStream write survives on this server, in a line. */
+function jetStreamSync(nats: LocalNats): string {
+  if (nats.syncAlways) return 'JetStream fsyncs every write before acknowledging it';
+  return (
+    `nats-server ${nats.version} has no sync_interval (2.10 and later): JetStream fsyncs every ` +
+    '2 minutes, so an OS crash or power loss may lose acknowledged calls (docs/operations.md)'
+  );
 }
 
 /** The NATS user of each service when the stack runs its own (authenticated) nats-server. */
@@ -354,23 +364,30 @@ try {
   // --cluster runs three servers without authentication (a local trial of replication).
   let natsAuth: NatsAuthFiles | undefined;
   if (!natsUrl && clusterMode) {
-    const cluster = await startNatsCluster({ nodes: 3, dir: join(STATE, 'nats-cluster') });
+    const cluster = await startNatsCluster({
+      nodes: 3,
+      dir: join(STATE, 'nats-cluster'),
+      syncAlways: true,
+    });
     servers.push({ stop: () => cluster.close() });
     natsUrl = cluster.url;
     say(
       `three-node NATS cluster with JetStream on ${natsUrl} (stores in ${join(STATE, 'nats-cluster')}; no auth)`,
     );
+    say(jetStreamSync(cluster.nodes[0] as LocalNats));
   } else if (!natsUrl) {
     const root = loadConfig({ env: process.env }).nats.subject_root;
     const nats = await startLocalNats({
       dir: join(STATE, 'nats'),
-      config: async ({ port, storeDir }) => {
+      syncAlways: true,
+      config: async ({ port, storeDir, syncAlways }) => {
         natsAuth = await ensureNatsAuth(join(STATE, 'nats-auth'), root, {
           host: '127.0.0.1',
           port,
           storeDir: join(storeDir, 'jetstream'),
           resolverDir: join(storeDir, 'jwt'),
           maxPayloadBytes: 1024 * 1024,
+          syncAlways,
         });
         return readFile(natsAuth.confFile, 'utf8');
       },
@@ -380,13 +397,16 @@ try {
     say(
       `nats-server with JetStream and JWT auth on ${natsUrl} (keys in ${join(STATE, 'nats-auth')})`,
     );
+    say(jetStreamSync(nats));
   }
   let dbUrl = process.env['DATABASE_URL'];
   if (!dbUrl) {
     const pg = await startLocalPostgres({ dir: postgresDir(STATE) });
     servers.push(pg);
     dbUrl = pg.url.replace(/\/postgres$/, '/toolmesh');
-    say(`Postgres on 127.0.0.1:${pg.port} (data in ${pg.dir})`);
+    say(
+      `Postgres on 127.0.0.1:${pg.port} (data in ${pg.dir}; fsync, synchronous_commit, full_page_writes on)`,
+    );
   }
   // A local admin key, made once and kept in .data/, so the api can create projects.
   let adminKey = process.env['CG__API__ADMIN_KEY'];

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { loadConfig } from '@toolmesh/config';
+import { startTestNatsServer, type TestNatsServer } from '@toolmesh/testing';
 import { createNames } from '@toolmesh/protocol';
 import {
   expectError,
@@ -20,10 +21,9 @@ import {
   type TestResponse,
 } from '../services/api/src/test/support.ts';
 import { startToolsService, type ToolsService } from '../services/tools/src/app.ts';
-import { startAuthNats, type AuthNats } from './support/auth-nats.ts';
 import { startUpstream, type Upstream } from './support/upstream.ts';
 
-let nats: AuthNats;
+let server: TestNatsServer;
 let api: TestApi;
 let tools: ToolsService;
 let up: Upstream;
@@ -35,22 +35,22 @@ let b: { id: string; key: string };
 const ACK_TIMEOUT_MS = 400;
 
 beforeAll(async () => {
-  const root = `t${randomBytes(5).toString('hex')}`;
-  nats = await startAuthNats(root);
+  // A server of this file's own: the tests pause it.
+  server = await startTestNatsServer();
   up = await startUpstream();
-  api = await startTestApi({
-    CG__NATS__URL: nats.url,
-    CG__NATS__SUBJECT_ROOT: root,
-    CG__NATS__CREDS: await nats.creds('api'),
-    CG__API__PUBLISH_ACK_TIMEOUT_MS: String(ACK_TIMEOUT_MS),
-    CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
-    CG__TOOLS__HEALTH_PORT: '0',
-  });
+  api = await startTestApi(
+    {
+      CG__API__PUBLISH_ACK_TIMEOUT_MS: String(ACK_TIMEOUT_MS),
+      CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
+      CG__TOOLS__HEALTH_PORT: '0',
+    },
+    { natsServer: server },
+  );
   tools = await startToolsService(
-    loadConfig({ env: { ...api.env, CG__NATS__CREDS: await nats.creds('tools') } }),
+    loadConfig({ env: api.serviceEnv('tools') }),
     pino({ level: 'silent' }),
   );
-  admin = await nats.connectAs(await nats.creds('admin'));
+  admin = await api.nats.connect('admin');
   a = await api.createProject();
   b = await api.createProject();
   for (const p of [a, b]) {
@@ -75,8 +75,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await tools?.stop(2_000);
   await api?.close();
-  await admin?.close();
-  await nats?.close();
+  await server?.close();
   await up?.close();
 });
 
@@ -253,12 +252,12 @@ describe('an acknowledgement that never comes', () => {
   async function unknownOutcome(body: Record<string, unknown>, key?: string) {
     // The api's result subscription for this channel exists before the server stops.
     expectSucceeded(await run(charge(uniq('warm'))));
-    nats.server.pause();
+    server.pause();
     let res: TestResponse;
     try {
       res = await run(body, key !== undefined ? { key } : {});
     } finally {
-      nats.server.resume();
+      server.resume();
     }
     expectError(res, 504, 'outcome_unknown');
     const id = res.body.error.details.tool_call_id as string;

@@ -11,18 +11,27 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { createPool, migrate } from '@toolmesh/store';
-import { freePort, usePostgres, type TestPostgres } from '@toolmesh/testing';
-import { startAuthNats, type AuthNats } from './support/auth-nats.ts';
+import {
+  freePort,
+  startTestNatsServer,
+  useNats,
+  usePostgres,
+  type TestNats,
+  type TestNatsServer,
+  type TestPostgres,
+} from '@toolmesh/testing';
 import { REPO_ROOT } from './support/mesh.ts';
 import { processesWith, spawnReady, until } from './support/procs.ts';
 
-let nats: AuthNats;
+let server: TestNatsServer;
+let nats: TestNats;
 let db: TestPostgres;
 let api: ChildProcess | undefined;
 let url = '';
 
 beforeAll(async () => {
-  nats = await startAuthNats(`rz${Date.now().toString(36)}`);
+  server = await startTestNatsServer();
+  nats = await useNats({ server });
   db = await usePostgres();
   const logger = pino({ level: 'silent' });
   const pool = createPool({
@@ -39,9 +48,7 @@ beforeAll(async () => {
   api = await spawnReady(
     join(REPO_ROOT, 'services/api/src/main.ts'),
     {
-      CG__NATS__URL: nats.url,
-      CG__NATS__SUBJECT_ROOT: nats.root,
-      CG__NATS__CREDS: await nats.creds('api'),
+      ...nats.env('api'),
       CG__NATS__RECONNECT_WAIT_MS: '200',
       CG__POSTGRES__URL: db.url,
       CG__API__PORT: String(port),
@@ -57,7 +64,8 @@ afterAll(async () => {
     api.kill('SIGKILL');
     await once(api, 'exit');
   }
-  await nats?.close();
+  await nats?.cleanup();
+  await server?.close();
   await db?.cleanup();
 });
 
@@ -82,7 +90,7 @@ it(
       body: { status: 'ok', checks: { postgres: 'ok', nats: 'ok' } },
     });
 
-    await nats.server.stop();
+    await server.stop();
     expect(await readyzTurns(503)).toEqual({
       status: 503,
       body: { status: 'unavailable', checks: { postgres: 'ok', nats: 'unavailable' } },
@@ -90,7 +98,7 @@ it(
     // Liveness stays: a reconnecting connection is not a reason to restart the process.
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
 
-    await nats.server.start();
+    await server.start();
     expect(await readyzTurns(200)).toEqual({
       status: 200,
       body: { status: 'ok', checks: { postgres: 'ok', nats: 'ok' } },
@@ -104,7 +112,7 @@ it(
   async () => {
     await readyzTurns(200);
     // The server's command line names its configuration file, in its own folder.
-    const [pid, ...others] = await processesWith(join(nats.server.dir, 'nats.conf'));
+    const [pid, ...others] = await processesWith(join(server.dir, 'nats.conf'));
     expect(others).toEqual([]);
     process.kill(pid!, 'SIGSTOP');
     try {
@@ -124,7 +132,7 @@ it(
 
 it('stops on SIGTERM with exit 0 while its NATS server is gone', { timeout: 60_000 }, async () => {
   const child = api!;
-  await nats.server.kill();
+  await server.kill();
   // The api notices the lost server first, as it would in production before the stop comes.
   await readyzTurns(503);
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;

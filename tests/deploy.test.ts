@@ -4,7 +4,8 @@
 // has what the skills sandbox needs. (`pnpm check:deploy` validates the same files with
 // docker-compose itself and a Dockerfile linter.)
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
@@ -147,6 +148,44 @@ describe('docker-compose.yml', () => {
       } else {
         expect(env['CG__NATS__AUTH_KEYS'], name).toBeUndefined();
       }
+    }
+  });
+
+  it('runs Postgres on its durable defaults: nothing turns fsync, synchronous commit or full-page writes off', () => {
+    const pg = services['postgres'];
+    // Postgres's own defaults are all on. They could be turned off on its command line, through
+    // the environment (PGOPTIONS, POSTGRES_INITDB_ARGS) or by a configuration file mounted in.
+    expect(pg.entrypoint).toBeUndefined();
+    const said = [...[pg.command ?? []].flat(), ...Object.values(pg.environment ?? {})]
+      .map(String)
+      .join(' ');
+    expect(said).not.toMatch(/fsync|synchronous_commit|full_page_writes|--no-sync/);
+    expect(pg.volumes).toEqual(['postgres-data:/var/lib/postgresql/data']);
+    expect(pg.image).toMatch(/^postgres:/);
+  });
+
+  it('has JetStream fsync every write: nats-auth writes sync_interval always, and the image takes it', () => {
+    // sync_interval came with nats-server 2.10; an older server refuses the whole file.
+    const tag = /^nats:(\d+)\.(\d+)/.exec(services['nats'].image);
+    expect(tag, services['nats'].image).not.toBeNull();
+    const [major, minor] = [Number(tag?.[1]), Number(tag?.[2])];
+    expect(major > 2 || (major === 2 && minor >= 10), services['nats'].image).toBe(true);
+
+    // The nats-auth job's own command, through the image's entrypoint, into a folder of ours.
+    const dir = mkdtempSync(join(tmpdir(), 'toolmesh-deploy-'));
+    try {
+      const args = (services['nats-auth'].command as string[]).map((a) =>
+        a === '/var/lib/toolmesh/nats-auth' ? dir : a,
+      );
+      const r = spawnSync('sh', [join(ROOT, 'infra/entrypoint.sh'), ...args], {
+        env: { PATH: process.env['PATH'] },
+        encoding: 'utf8',
+      });
+      expect(r.status, r.stderr).toBe(0);
+      const conf = readFileSync(join(dir, 'nats.conf'), 'utf8');
+      expect(conf).toMatch(/^jetstream \{[^}]*sync_interval: always[^}]*\}$/m);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

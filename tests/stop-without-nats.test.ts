@@ -10,10 +10,9 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { pino } from 'pino';
-import { ServiceUser } from '@toolmesh/bus';
+import { ServiceUser } from '@toolmesh/nats-auth';
 import { createPool, migrate } from '@toolmesh/store';
-import { usePostgres, type TestPostgres } from '@toolmesh/testing';
-import { startAuthNats, type AuthNats } from './support/auth-nats.ts';
+import { startTestNatsServer, useNats, usePostgres, type TestPostgres } from '@toolmesh/testing';
 import { REPO_ROOT } from './support/mesh.ts';
 import { processesWith, spawnReady } from './support/procs.ts';
 
@@ -25,7 +24,8 @@ const SERVICES = [
 
 /** Starts NATS, a migrated database and the three services; `close()` cleans up after them. */
 async function startAll() {
-  const nats: AuthNats = await startAuthNats(`sw${Date.now().toString(36)}`);
+  const server = await startTestNatsServer();
+  const nats = await useNats({ server });
   const db: TestPostgres = await usePostgres();
   const children = new Map<string, ChildProcess>();
   const close = async () => {
@@ -35,7 +35,8 @@ async function startAll() {
         await once(c, 'exit');
       }
     }
-    await nats.close();
+    await nats.cleanup();
+    await server.close();
     await db.cleanup();
   };
   try {
@@ -53,9 +54,7 @@ async function startAll() {
       const child = await spawnReady(
         join(REPO_ROOT, `services/${s.name}/src/main.ts`),
         {
-          CG__NATS__URL: nats.url,
-          CG__NATS__SUBJECT_ROOT: nats.root,
-          CG__NATS__CREDS: await nats.creds(s.name),
+          ...nats.env(s.name),
           CG__POSTGRES__URL: db.url,
           CG__LOG__LEVEL: 'info',
         },
@@ -68,7 +67,7 @@ async function startAll() {
     await close();
     throw err;
   }
-  return { nats, children, close };
+  return { server, children, close };
 }
 
 /** SIGTERMs every child at once; resolves with each one's exit code and signal. */
@@ -89,7 +88,7 @@ it(
   async () => {
     const all = await startAll();
     try {
-      await all.nats.server.kill();
+      await all.server.kill();
       expect(await terminate(all.children)).toEqual(CLEAN);
     } finally {
       await all.close();
@@ -103,7 +102,7 @@ it(
   async () => {
     const all = await startAll();
     // The server's command line names its configuration file, in its own folder.
-    const [pid] = await processesWith(join(all.nats.server.dir, 'nats.conf'));
+    const [pid] = await processesWith(join(all.server.dir, 'nats.conf'));
     expect(pid).toEqual(expect.any(Number));
     process.kill(pid!, 'SIGSTOP');
     try {

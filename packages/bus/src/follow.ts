@@ -12,7 +12,7 @@ import {
 import { createInbox, nanos, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { RetryableError } from '@toolmesh/protocol';
-import { SERVICE_INBOX } from './auth/permissions.ts';
+import { SERVICE_INBOX } from '@toolmesh/nats-auth';
 import { subscribeGuarded } from './subscribe.ts';
 
 export interface FollowOptions {

@@ -17,6 +17,12 @@ export interface ServerConfigOptions {
   maxPayloadBytes?: number;
   /** Joins a cluster: the cluster's name, this node's name, its route port, the others' routes. */
   cluster?: { name: string; serverName: string; port: number; routes: readonly string[] };
+  /**
+   * fsync every JetStream write before it is acknowledged (`sync_interval: always`), instead of
+   * the server's default of every two minutes. nats-server 2.10 and later only: 2.9 refuses the
+   * whole configuration file over the unknown field.
+   */
+  syncAlways?: boolean;
 }
 
 const q = (s: string) => JSON.stringify(s);
@@ -39,7 +45,7 @@ export async function natsServerConfig(keys: BusKeys, o: ServerConfigOptions): P
           `  routes: [${o.cluster.routes.map(q).join(', ')}]`,
           `}`,
         ]),
-    `jetstream { store_dir: ${q(o.storeDir)} }`,
+    `jetstream { store_dir: ${q(o.storeDir)}${o.syncAlways === true ? ', sync_interval: always' : ''} }`,
     `operator: ${q(await operatorJwt(keys))}`,
     `system_account: ${q(sys)}`,
     `resolver { type: full, dir: ${q(o.resolverDir)}, allow_delete: false, interval: "2m" }`,

@@ -5,7 +5,7 @@ import { connect } from '@nats-io/transport-node';
 import { createNames, createSubjects } from '@toolmesh/protocol';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from './ports.ts';
-import { startLocalNats } from './local-nats.ts';
+import { hasSyncInterval, startLocalNats } from './local-nats.ts';
 import type { LocalNats } from './local-nats.ts';
 
 describe('startLocalNats', () => {
@@ -64,6 +64,27 @@ describe('startLocalNats', () => {
     } finally {
       blocker.close();
     }
+  });
+
+  it('fsyncs every JetStream write where the server can, and still starts where it cannot', async () => {
+    // `pnpm stack` asks for it; Debian 12's nats-server 2.9.10 has no sync_interval and would
+    // refuse a configuration file that names it.
+    const nats = await startLocalNats({ syncAlways: true });
+    servers.push(nats);
+    expect(nats.version).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(nats.syncAlways).toBe(hasSyncInterval(nats.version));
+    const nc = await connect({ servers: nats.url });
+    await (await jetstreamManager(nc)).streams.add({ name: 'SYNCED', subjects: ['synced.>'] });
+    expect((await jetstream(nc).publish('synced.one', 'x')).seq).toBe(1);
+    await nc.close();
+  });
+
+  it('knows which servers take sync_interval: 2.10.0 and later', () => {
+    expect(hasSyncInterval('2.9.10')).toBe(false);
+    expect(hasSyncInterval('2.9.25')).toBe(false);
+    expect(hasSyncInterval('2.10.0')).toBe(true);
+    expect(hasSyncInterval('2.14.4')).toBe(true);
+    expect(hasSyncInterval('3.0.0')).toBe(true);
   });
 });
 

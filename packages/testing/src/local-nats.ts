@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { freePort } from './ports.ts';
-import { findExecutable, LogTail, onExit, waitUntil } from './processes.ts';
+import { findExecutable, LogTail, onExit, run, waitUntil } from './processes.ts';
 
 export interface LocalNatsOptions {
   /** Client port; a free one by default. */
@@ -18,10 +18,17 @@ export interface LocalNatsOptions {
   dir?: string;
   startTimeoutMs?: number;
   /**
-   * A configuration file's text for the port and store folder (e.g. operator mode with JWT
-   * auth); the server then starts with `-c` and nothing else on its command line.
+   * fsync every JetStream write before it is acknowledged (`sync_interval: always`) where the
+   * server has the setting (nats-server 2.10 and later); an older one keeps its fixed two-minute
+   * interval. `syncAlways` on the result says which. With `config`, the callback is told.
    */
-  config?: (o: { port: number; storeDir: string }) => Promise<string>;
+  syncAlways?: boolean;
+  /**
+   * A configuration file's text for the port and store folder (e.g. operator mode with JWT
+   * auth); the server then starts with `-c` and nothing else on its command line. `syncAlways`:
+   * put `sync_interval: always` in its jetstream block (asked for and the server has it).
+   */
+  config?: (o: { port: number; storeDir: string; syncAlways: boolean }) => Promise<string>;
   /** Sees every chunk of the server's output (e.g. to collect permission violations). */
   onOutput?: (text: string) => void;
   /** Joins a cluster: this node's name, its route port and the other nodes' route URLs. */
@@ -34,6 +41,10 @@ export interface LocalNats {
   readonly port: number;
   /** The JetStream store folder. */
   readonly dir: string;
+  /** The server's version, e.g. `2.9.10`. */
+  readonly version: string;
+  /** Whether JetStream fsyncs every write before acknowledging it (`sync_interval: always`). */
+  readonly syncAlways: boolean;
   /** Starts the server again after `stop()`, on the same port and store. */
   start(): Promise<void>;
   /** Stops the server and keeps its store, so `start()` brings the streams back. */
@@ -64,6 +75,8 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
       'nats-server is not installed (looked on PATH and in /usr/sbin, /usr/local/{s,}bin)',
     );
   }
+  const version = await natsServerVersion(bin);
+  const syncAlways = options.syncAlways === true && hasSyncInterval(version);
   const created = options.dir === undefined;
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'toolmesh-nats-')));
   await mkdir(dir, { recursive: true });
@@ -90,8 +103,15 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
     }
     if (options.config !== undefined) {
       const file = join(dir, 'nats.conf');
-      await writeFile(file, await options.config({ port, storeDir: dir }), { mode: 0o600 });
+      const text = await options.config({ port, storeDir: dir, syncAlways });
+      await writeFile(file, text, { mode: 0o600 });
       args = ['-c', file];
+    } else if (syncAlways) {
+      // No command-line flag for it: a file with just this beside the flags. Not store_dir too:
+      // the server refuses it from both the file and -sd.
+      const file = join(dir, 'sync.conf');
+      await writeFile(file, 'jetstream { sync_interval: always }\n');
+      args = ['-c', file, ...args];
     }
     const proc = spawn(bin as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     // Always drain the output: a full pipe would block the server's logging and then the
@@ -162,6 +182,8 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
     url: `nats://127.0.0.1:${port}`,
     port,
     dir,
+    version,
+    syncAlways,
     start: async () => {
       if (!running()) await launch();
     },
@@ -179,6 +201,23 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
       if (created) await rm(dir, { recursive: true, force: true, maxRetries: 5 });
     },
   };
+}
+
+/** `nats-server --version` prints `nats-server: v2.9.10`. */
+async function natsServerVersion(bin: string): Promise<string> {
+  const out = await run(bin, ['--version'], { timeoutMs: 10_000 });
+  const version = /v(\d+\.\d+\.\d+)/.exec(out)?.[1];
+  if (version === undefined) throw new Error(`cannot tell the version of ${bin} from: ${out}`);
+  return version;
+}
+
+/**
+ * Whether a nats-server of this version takes `sync_interval` (it came with 2.10.0; 2.9 refuses
+ * the whole configuration file over the unknown field).
+ */
+export function hasSyncInterval(version: string): boolean {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  return major > 2 || (major === 2 && minor >= 10);
 }
 
 function unrefPipe(stream: Readable): void {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { appendFile, chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -73,4 +73,58 @@ describe('startLocalPostgres', () => {
     );
     expect(rows).toEqual([{ datname: 'survivor' }]);
   });
+
+  it('is durable by default, as `pnpm stack` runs it: fsync, synchronous_commit, full_page_writes on', async () => {
+    const server = await startLocalPostgres();
+    servers.push(server);
+    expect(await durability(server.url)).toEqual({
+      fsync: 'on',
+      synchronous_commit: 'on',
+      full_page_writes: 'on',
+    });
+  });
+
+  it('turns them off only when asked (the test fixture)', async () => {
+    const server = await startLocalPostgres({ durable: false });
+    servers.push(server);
+    expect(await durability(server.url)).toEqual({
+      fsync: 'off',
+      synchronous_commit: 'off',
+      full_page_writes: 'off',
+    });
+  });
+
+  it('brings a data folder made without fsync back up durable, and cleans its postgresql.conf', async () => {
+    const parent = await mkdtemp(join(tmpdir(), 'toolmesh-pg-test-'));
+    folders.push(parent);
+    await chmod(parent, 0o755);
+    const dir = join(parent, 'cluster');
+    const first = await startLocalPostgres({ dir, durable: false });
+    await query(first.url, 'CREATE TABLE kept (id int); INSERT INTO kept VALUES (7)');
+    await first.close();
+    // What an older version wrote at initdb, and what ALTER SYSTEM would write.
+    const conf = join(dir, 'data', 'postgresql.conf');
+    const off = 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n';
+    await appendFile(conf, off);
+    await appendFile(join(dir, 'data', 'postgresql.auto.conf'), off);
+
+    const second = await startLocalPostgres({ dir });
+    servers.push(second);
+    expect(await durability(second.url)).toEqual({
+      fsync: 'on',
+      synchronous_commit: 'on',
+      full_page_writes: 'on',
+    });
+    expect(await query<{ id: number }>(second.url, 'SELECT id FROM kept')).toEqual([{ id: 7 }]);
+    expect(await readFile(conf, 'utf8')).not.toMatch(/^fsync = off/m);
+  });
 });
+
+async function durability(url: string): Promise<Record<string, string>> {
+  const rows = await query<{ name: string; setting: string }>(
+    url,
+    `SELECT name, setting FROM pg_settings
+      WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes') ORDER BY name`,
+  );
+  return Object.fromEntries(rows.map((r) => [r.name, r.setting]));
+}

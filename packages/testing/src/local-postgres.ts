@@ -3,7 +3,16 @@
 // The server lives as long as the process that started it.
 import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
-import { appendFile, chown, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import {
+  appendFile,
+  chown,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './ports.ts';
@@ -15,7 +24,11 @@ export interface LocalPostgresOptions {
   /** TCP port on 127.0.0.1; a free one by default. */
   port?: number;
   startTimeoutMs?: number;
-  /** fsync and friends; off by default because tests never survive an OS crash anyway. */
+  /**
+   * fsync, synchronous_commit and full_page_writes on (true, the default): a committed
+   * transaction survives an OS crash or a power loss. The test fixture turns them off for speed,
+   * since its databases are thrown away with the process anyway.
+   */
   durable?: boolean;
 }
 
@@ -44,6 +57,13 @@ export async function startLocalPostgres(
   const timeoutSec = Math.ceil((options.startTimeoutMs ?? 60_000) / 1000);
   let port = options.port ?? (await freePort());
   let running = false;
+  // On the command line at every start rather than in postgresql.conf at initdb: the command
+  // line wins over both configuration files, so a data folder made by an older version (which
+  // wrote `fsync = off` and friends into postgresql.conf) comes up durable too.
+  const durable = options.durable ?? true;
+  const durability = ['fsync', 'synchronous_commit', 'full_page_writes'].map(
+    (name) => `${name}=${durable ? 'on' : 'off'}`,
+  );
 
   const pg = (args: readonly string[], timeoutMs = timeoutSec * 1000 + 5_000): Promise<string> => {
     const [command, all] = asPostgresUser(pgCtl, args);
@@ -73,11 +93,12 @@ export async function startLocalPostgres(
       });
     }
     if (!existsSync(join(data, 'PG_VERSION'))) {
-      await initCluster(bindir, dir, data, options.durable === true);
+      await initCluster(bindir, dir, data, durable);
     }
     // A server left behind by a process that was killed (say `pnpm stack` under SIGKILL)
     // still holds the data folder; stop it rather than fail to start.
     if (await isRunning(pg, data)) await pg(['stop', '-D', data, '-m', 'fast', '-w']);
+    if (durable) await dropNoSyncSettings(bindir, dir, data);
     for (let attempt = 1; ; attempt++) {
       try {
         await start();
@@ -109,7 +130,7 @@ export async function startLocalPostgres(
         '-t',
         String(timeoutSec),
         '-o',
-        `-p ${port}`,
+        [`-p ${port}`, ...durability.map((setting) => `-c ${setting}`)].join(' '),
       ]);
     } catch (err) {
       // After a timeout the server may still come up later; never leave it running unowned.
@@ -151,7 +172,9 @@ async function initCluster(
 ): Promise<void> {
   const [command, args] = asPostgresUser(join(bindir, 'initdb'), [
     ...['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C'],
-    ...['--no-sync', '--no-instructions'],
+    // --no-sync leaves the new cluster's files in the page cache: fine for a throwaway one.
+    ...(durable ? [] : ['--no-sync']),
+    '--no-instructions',
   ]);
   await run(command, args, { cwd: dir, timeoutMs: 120_000 });
   const settings = [
@@ -161,12 +184,27 @@ async function initCluster(
     // longer than the OS limit (~107 bytes) stops Postgres from starting, so go TCP-only then.
     `unix_socket_directories = '${dir.length > 80 ? '' : dir.replaceAll("'", "''")}'`,
     'max_connections = 200',
-    ...(durable ? [] : ['fsync = off', 'synchronous_commit = off', 'full_page_writes = off']),
   ];
   await appendFile(
     join(data, 'postgresql.conf'),
     `\n# toolmesh local server\n${settings.join('\n')}\n`,
   );
+}
+
+/**
+ * A data folder made when the local server was not durable has `fsync = off` and friends in its
+ * postgresql.conf. The command line overrides them, but they are removed so the file tells the
+ * truth, and the folder is flushed to disk once: what was written while fsync was off may still
+ * be in the page cache only (Postgres's advice when fsync is turned back on).
+ */
+async function dropNoSyncSettings(bindir: string, dir: string, data: string): Promise<void> {
+  const file = join(data, 'postgresql.conf');
+  const text = await readFile(file, 'utf8');
+  const kept = text.replace(/^(fsync|synchronous_commit|full_page_writes) = off\n/gm, '');
+  if (kept === text) return;
+  const [command, args] = asPostgresUser(join(bindir, 'initdb'), ['--sync-only', '-D', data]);
+  await run(command, args, { cwd: dir, timeoutMs: 300_000 });
+  await writeFile(file, kept);
 }
 
 async function isRunning(

@@ -29,6 +29,8 @@ export interface NatsClusterOptions {
   onOutput?: (text: string) => void;
   /** How the readiness check connects (e.g. the credentials a configured server wants). */
   connectOptions?: ConnectionOptions;
+  /** Every node fsyncs each JetStream write where it can (LocalNatsOptions.syncAlways). */
+  syncAlways?: boolean;
 }
 
 export interface NatsCluster {
@@ -66,6 +68,7 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
         dir: join(dir, `n${i + 1}`),
         ...(options.startTimeoutMs !== undefined ? { startTimeoutMs: options.startTimeoutMs } : {}),
         cluster,
+        ...(options.syncAlways !== undefined ? { syncAlways: options.syncAlways } : {}),
         ...(options.onOutput === undefined ? {} : { onOutput: options.onOutput }),
         ...(config === undefined
           ? {}

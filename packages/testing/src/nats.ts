@@ -50,6 +50,8 @@ export interface TestNatsServerOptions {
   dir?: string;
   /** Largest message the server accepts (the stack's 1 MiB by default). */
   maxPayloadBytes?: number;
+  /** fsync each JetStream write where the server can (LocalNatsOptions.syncAlways). */
+  syncAlways?: boolean;
 }
 
 /** A bus credential of one project, as POST /v1/projects/:p/bus-credentials issues it. */
@@ -112,13 +114,15 @@ export async function startTestNatsServer(
     ...(options.port === undefined ? {} : { port: options.port }),
     ...(options.dir === undefined ? {} : { dir: options.dir }),
     onOutput: recordOutput(),
-    config: ({ port, storeDir }) =>
+    ...(options.syncAlways === undefined ? {} : { syncAlways: options.syncAlways }),
+    config: ({ port, storeDir, syncAlways }) =>
       natsServerConfig(keys, {
         host: '127.0.0.1',
         port,
         storeDir: join(storeDir, 'jetstream'),
         resolverDir: join(storeDir, 'jwt'),
         maxPayloadBytes: options.maxPayloadBytes ?? 1024 * 1024,
+        syncAlways,
       }),
   });
   return { ...server, keys, keysJson: JSON.stringify(keys) };
