@@ -45,13 +45,12 @@ async function spawnApi(n: number): Promise<ChildProcess> {
   const main = join(import.meta.dirname, '..', 'services/api/src/main.ts');
   const child = await spawnReady(
     main,
-    {
-      ...mesh.workerEnv,
+    mesh.api.serviceEnv('api', {
       CG__API__PORT: '0',
       CG__LOG__LEVEL: 'info',
       CG__SERVICE__INSTANCE_ID: `sched-${n}`,
       CG__SCHEDULES__POLL_MS: '200',
-    },
+    }),
     'api listening',
     `api ${n}`,
   );

@@ -330,7 +330,8 @@ describe('credentials in the configuration', () => {
       CG__API__PORT: '0',
       CG__API__ADMIN_KEY: admin,
       CG__NATS__URL: natsUrl,
-      CG__NATS__SUBJECT_ROOT: `rt${randomUUID().slice(0, 8)}`,
+      CG__NATS__SUBJECT_ROOT: mesh.api.nats.root,
+      CG__NATS__CREDS: mesh.api.nats.creds('api'),
       CG__POSTGRES__URL: `postgres://toolmesh:${pgPassword}@127.0.0.1:${deadPort}/toolmesh?sslpassword=${pgPassword}`,
       CG__POSTGRES__CONNECT_TIMEOUT_MS: '1000',
       CG__LLM__API_KEY: llmKey,
@@ -375,7 +376,10 @@ describe('credentials in the configuration', () => {
       `postgres://toolmesh:***@127.0.0.1:${deadPort}/toolmesh?sslpassword=***`,
     );
     expect(logs).toContain('nats://***@127.0.0.1');
-    for (const secret of [pgPassword, natsToken, llmKey, admin]) {
+    // The seed of the api's NATS user (the creds' second half) is a secret too.
+    const seed = /SU[A-Z2-7]{56}/.exec(mesh.api.nats.creds('api'))?.[0] ?? 'no seed';
+    expect(seed).not.toBe('no seed');
+    for (const secret of [pgPassword, natsToken, llmKey, admin, seed]) {
       expect(logs, 'a secret in the logs').not.toContain(secret);
       for (const body of bodies) expect(body).not.toContain(secret);
     }
@@ -388,8 +392,9 @@ describe('an internal error', () => {
 
   beforeAll(async () => {
     const config = mesh.api.config;
+    // A tool service of its own, as the skills service's user (what a tool service may publish).
     const bus = await createBus({
-      nc: mesh.api.nc,
+      nc: await mesh.api.nats.connect('skills'),
       root: config.nats.subject_root,
       logger: mesh.api.app.log,
     });

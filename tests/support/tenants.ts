@@ -17,6 +17,9 @@ export function createTenantClient(nats: TestNats, options: ConnectionOptions = 
         client: createClient({ nc, root: nats.root }),
       }));
       clients.set(project, entry);
+      // A project no credential can be minted for (an invalid id) is refused as the SDK would
+      // refuse it, and leaves nothing behind.
+      void entry.catch(() => clients.delete(project));
     }
     return (await entry).client;
   };

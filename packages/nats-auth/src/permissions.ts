@@ -59,13 +59,15 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
     case ServiceUser.sandboxReaper:
       return { pub: [], sub: [] };
     case ServiceUser.api:
-      // Tool calls, cancels and wakeups; task-cancel and MCP-refresh requests; registry changes
-      // and key revocations (every api instance drops a revoked key it cached). It watches
+      // Tool calls, cancels and wakeups; task-cancel and MCP-refresh requests; task events of
+      // the tasks it cancels; registry changes and key revocations (every api instance drops a revoked key it cached). It watches
       // results, progress, agent facts, chunks and those two system events.
       return {
         pub: [
           `${v}.*.*.cmd.>`,
           `${v}.*.*.ctl.>`,
+          // A task the api cancels, and the thread's next message it starts, are announced by it.
+          `${v}.*.*.evt.agent.*.task`,
           registryChanged,
           `${v}.*.sys.evt.sys.key.revoked`,
           inbox,
