@@ -33,6 +33,8 @@ import {
 } from '@toolmesh/testing';
 import { runDemo, type DemoTarget } from './demo.ts';
 import { ensureNatsAuth, type NatsAuthFiles } from './nats-auth.ts';
+import { credsAuthenticator } from '@nats-io/transport-node';
+import { natsServerConfig } from '@toolmesh/nats-auth';
 
 const ROOT = join(import.meta.dirname, '..');
 const DEFAULT_DATA = join(ROOT, '.data');
@@ -361,18 +363,40 @@ try {
   let natsUrl = process.env['NATS_URL'];
   // Our own nats-server runs with JWT authentication: keys made once in .data/nats-auth, a
   // user per service. A NATS_URL given from outside is used as it is (its auth is its own).
-  // --cluster runs three servers without authentication (a local trial of replication).
+  // --cluster runs three servers with the same authentication (a local trial of replication).
   let natsAuth: NatsAuthFiles | undefined;
   if (!natsUrl && clusterMode) {
+    // The same keys and users as a single server; every node trusts them.
+    const root = loadConfig({ env: process.env }).nats.subject_root;
+    const auth = await ensureNatsAuth(join(STATE, 'nats-auth'), root, {
+      host: '127.0.0.1',
+      port: 0,
+      storeDir: join(STATE, 'nats-cluster', 'jetstream'),
+      resolverDir: join(STATE, 'nats-cluster', 'jwt'),
+    });
+    natsAuth = auth;
     const cluster = await startNatsCluster({
       nodes: 3,
       dir: join(STATE, 'nats-cluster'),
       syncAlways: true,
+      config: ({ port, storeDir, cluster: node, syncAlways }) =>
+        natsServerConfig(auth.keys, {
+          host: '127.0.0.1',
+          port,
+          storeDir: join(storeDir, 'jetstream'),
+          resolverDir: join(storeDir, 'jwt'),
+          maxPayloadBytes: 1024 * 1024,
+          syncAlways,
+          cluster: node,
+        }),
+      connectOptions: {
+        authenticator: credsAuthenticator(await readFile(auth.creds.admin)),
+      },
     });
     servers.push({ stop: () => cluster.close() });
     natsUrl = cluster.url;
     say(
-      `three-node NATS cluster with JetStream on ${natsUrl} (stores in ${join(STATE, 'nats-cluster')}; no auth)`,
+      `three-node NATS cluster with JetStream and JWT auth on ${natsUrl} (stores in ${join(STATE, 'nats-cluster')}, keys in ${join(STATE, 'nats-auth')})`,
     );
     say(jetStreamSync(cluster.nodes[0] as LocalNats));
   } else if (!natsUrl) {

@@ -1,6 +1,7 @@
 // A nats-server with JetStream run from the local binary: for tests when no Docker engine is
 // around, and for `pnpm stack`. The server lives as long as the process that started it.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import type { ChildProcessByStdio } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -9,7 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { freePort } from './ports.ts';
-import { findExecutable, LogTail, onExit, run, waitUntil } from './processes.ts';
+import { findExecutable, LogTail, onExit, waitUntil } from './processes.ts';
+
+const execFileAsync = promisify(execFile);
 
 export interface LocalNatsOptions {
   /** Client port; a free one by default. */
@@ -204,8 +207,22 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
 }
 
 /** `nats-server --version` prints `nats-server: v2.9.10`. */
-async function natsServerVersion(bin: string): Promise<string> {
-  const out = await run(bin, ['--version'], { timeoutMs: 10_000 });
+const versions = new Map<string, Promise<string>>();
+function natsServerVersion(bin: string): Promise<string> {
+  let v = versions.get(bin);
+  if (v === undefined) {
+    v = readVersion(bin);
+    versions.set(bin, v);
+    void v.catch(() => versions.delete(bin));
+  }
+  return v;
+}
+
+async function readVersion(bin: string): Promise<string> {
+  // execFile resolves once the output is read to its end ('close'), not at 'exit', when the
+  // pipe may still hold the line (seen with three servers starting at once).
+  const { stdout, stderr } = await execFileAsync(bin, ['--version'], { timeout: 10_000 });
+  const out = `${stdout}${stderr}`;
   const version = /v(\d+\.\d+\.\d+)/.exec(out)?.[1];
   if (version === undefined) throw new Error(`cannot tell the version of ${bin} from: ${out}`);
   return version;

@@ -23,6 +23,8 @@ export interface NatsClusterOptions {
   config?: (node: {
     port: number;
     storeDir: string;
+    /** Whether the node may fsync every write (LocalNatsOptions.syncAlways). */
+    syncAlways: boolean;
     cluster: { name: string; serverName: string; port: number; routes: string[] };
   }) => Promise<string>;
   /** Sees every chunk of every node's output (e.g. to collect permission violations). */
@@ -72,7 +74,10 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
         ...(options.onOutput === undefined ? {} : { onOutput: options.onOutput }),
         ...(config === undefined
           ? {}
-          : { config: (o: { port: number; storeDir: string }) => config({ ...o, cluster }) }),
+          : {
+              config: (o: { port: number; storeDir: string; syncAlways: boolean }) =>
+                config({ ...o, cluster }),
+            }),
       });
     }),
   );
