@@ -51,8 +51,11 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
   const jetStream = ['$JS.API.>', '$JS.ACK.>', leases];
   const inbox = `${SERVICE_INBOX}.>`;
   const registryChanged = `${v}.*.sys.evt.sys.registry.changed`;
+  // A tool service publishes a call again once its approval is decided and its decider died
+  // before publishing it, or it timed out (the approval gate's scan, which runs in every tool
+  // service): `cmd.tool.>`, on any target the scan finds.
   const toolService = {
-    pub: [`${v}.*.*.evt.tool.>`, `${v}.*.*.cmd.agent.*.wakeup`],
+    pub: [`${v}.*.*.evt.tool.>`, `${v}.*.*.cmd.agent.*.wakeup`, `${v}.*.*.cmd.tool.>`],
     sub: [`${v}.*.*.cmd.sys.cancel`, registryChanged],
   };
   switch (user) {
