@@ -190,13 +190,15 @@ it("streams the project's own events over SSE and none of another project's", as
   const b = await api.createProject();
   const root = api.config.nats.subject_root;
   const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+  // The events as the services and callers would publish them: the admin user may publish all.
+  const admin = await api.nats.connect('admin');
   const events = await readEvents(a.id, a.key, 3, () => {
     // b's events first: had they leaked, they would be the first to arrive.
-    api.nc.publish(`${root}.v1.${b.id}.main.evt.tool.web.result`, enc({ tool_call_id: 'b-1' }));
-    api.nc.publish(`${root}.v1.${b.id}.main.cmd.tool.web.fetch`, enc({ tool_call_id: 'b-2' }));
-    api.nc.publish(`${root}.v1.${a.id}.main.cmd.tool.web.fetch`, enc({ tool_call_id: 'a-1' }));
-    api.nc.publish(`${root}.v1.${a.id}.main.evt.tool.web.result`, enc({ tool_call_id: 'a-1' }));
-    api.nc.publish(`${root}.v1.${a.id}.main.str.agent.scout.chunk`, enc({ delta: 'hi' }));
+    admin.publish(`${root}.v1.${b.id}.main.evt.tool.web.result`, enc({ tool_call_id: 'b-1' }));
+    admin.publish(`${root}.v1.${b.id}.main.cmd.tool.web.fetch`, enc({ tool_call_id: 'b-2' }));
+    admin.publish(`${root}.v1.${a.id}.main.cmd.tool.web.fetch`, enc({ tool_call_id: 'a-1' }));
+    admin.publish(`${root}.v1.${a.id}.main.evt.tool.web.result`, enc({ tool_call_id: 'a-1' }));
+    admin.publish(`${root}.v1.${a.id}.main.str.agent.scout.chunk`, enc({ delta: 'hi' }));
   });
   // Calls come off the command stream, events by subscription: their order may differ.
   expect(events).toHaveLength(3);

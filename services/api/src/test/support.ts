@@ -100,10 +100,10 @@ export async function startTestApi(
   // this api, and an Error built per JetStream publish is not what production pays.
   const nc = await connect({ servers: nats.url, noAsyncTraces: true, ...natsAuthOf(config) });
   if (opts.provision !== false) {
-    const bus = await createBus({ nc, root: nats.root, logger });
+    const bus = await createBus({ nc, root: config.nats.subject_root, logger });
     await bus.provision(streamSettingsOf(config));
   }
-  const client = createClient({ nc, root: nats.root });
+  const client = createClient({ nc, root: config.nats.subject_root });
   // The store the configuration names: a folder by default, GCS when a test sets it so.
   const artifacts = createArtifactStoreFromConfig(config);
   const app = await buildApp({ config, store, nc, client, artifacts, logger });
