@@ -46,7 +46,9 @@ describe('tasks', () => {
   it('starting a task files it in the inbox, then publishes the wakeup', async () => {
     const subjects = createSubjects(api.config.nats.subject_root);
     const woken: { wakeup: Wakeup; msgId: string | undefined }[] = [];
-    const sub = api.nc.subscribe(
+    // Watching as the admin user: the api may publish wakeups, never read them.
+    const admin = await api.nats.connect('admin');
+    const sub = admin.subscribe(
       subjects.agentWakeup({ project: a.id, channel: 'ops', agent: 'ada' }),
       {
         callback: (_err, msg) => {
@@ -57,7 +59,7 @@ describe('tasks', () => {
         },
       },
     );
-    await api.nc.flush();
+    await admin.flush();
 
     const res = await start({ input: 'summarise the quarter', channel: 'ops' });
     expect(res.status, res.raw).toBe(202);

@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { AckPolicy, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createBus } from '@toolmesh/bus';
@@ -54,7 +54,13 @@ function reset(root: string, ...args: string[]) {
       process.execPath,
       [SCRIPT, ...args],
       {
-        env: { PATH: process.env['PATH'], CG__NATS__URL: target.url, CG__NATS__SUBJECT_ROOT: root },
+        // As the deployment's admin user, which scripts such as this one run as.
+        env: {
+          PATH: process.env['PATH'],
+          CG__NATS__URL: target.url,
+          CG__NATS__SUBJECT_ROOT: root,
+          CG__NATS__CREDS: target.creds('admin'),
+        },
       },
       (err, stdout, stderr) =>
         resolve({ code: err ? Number(err.code ?? 1) : 0, out: stdout + stderr }),
@@ -65,7 +71,7 @@ function reset(root: string, ...args: string[]) {
 beforeAll(async () => {
   target = await useNats();
   bystander = await useNats();
-  nc = await connect({ servers: target.url });
+  nc = await target.connect('admin');
   jsm = await jetstreamManager(nc);
   await provision(target.root);
   await provision(bystander.root);
