@@ -22,6 +22,8 @@ beforeAll(async () => {
   nats = await useNats();
   nc = await connectNats({
     url: nats.url,
+    // The api's user: the live feed follows the command stream with it.
+    creds: nats.creds('api'),
     name: 'follow-test',
     connectTimeoutMs: 5_000,
     reconnectWaitMs: 500,
