@@ -1,18 +1,19 @@
-// Bus credentials on a NATS without authentication (the shared test server): there is nothing
-// to issue, and every route says so with a 503 that names the setting, after the usual checks
-// (a key, the project's own key). The authenticated path is tests/redteam/bus.test.ts.
+// Bus credentials from an api that was not given the account's keys (`nats.auth_keys` empty, as
+// for a NATS whose authentication is not the stack's own): there is nothing to issue, and every
+// route says so with a 503 that names the setting, after the usual checks (a key, the project's
+// own key). The issuing path is tests/redteam/bus.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApi, expectError } from '../test/support.ts';
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await startTestApi();
+  api = await startTestApi({ CG__NATS__AUTH_KEYS: '' });
 });
 afterAll(async () => {
   await api?.close();
 });
 
-describe('bus credentials without NATS authentication', () => {
+describe('bus credentials without the account keys', () => {
   it('answer 503 bus_auth_unconfigured for issue and revoke, and list none', async () => {
     const p = await api.createProject();
     const url = `/v1/projects/${p.id}/bus-credentials`;
