@@ -132,6 +132,19 @@ async function stopAll(code: number): Promise<never> {
   process.exit(code);
 }
 
+/**
+ * The nats-server's permission violations, as lines of the stack's output: a service asking for
+ * what its user may not have is a bug to see at once, not a line in a log nobody reads.
+ */
+function reportViolations(): (text: string) => void {
+  let partial = '';
+  return (text) => {
+    const lines = (partial + text).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) if (/Violation/.test(line)) say(`nats-server: ${line.trim()}`);
+  };
+}
+
 /** What an acknowledged JetStream write survives on this server, in a line. */
 function jetStreamSync(nats: LocalNats): string {
   if (nats.syncAlways) return 'JetStream fsyncs every write before acknowledging it';
@@ -379,6 +392,7 @@ try {
       nodes: 3,
       dir: join(STATE, 'nats-cluster'),
       syncAlways: true,
+      onOutput: reportViolations(),
       config: ({ port, storeDir, cluster: node, syncAlways }) =>
         natsServerConfig(auth.keys, {
           host: '127.0.0.1',
@@ -404,6 +418,7 @@ try {
     const nats = await startLocalNats({
       dir: join(STATE, 'nats'),
       syncAlways: true,
+      onOutput: reportViolations(),
       config: async ({ port, storeDir, syncAlways }) => {
         natsAuth = await ensureNatsAuth(join(STATE, 'nats-auth'), root, {
           host: '127.0.0.1',
