@@ -31,12 +31,14 @@ it('sends the registered deadline unless the call gives its own', async () => {
     tool: 'slow',
   });
   const seen: (number | undefined)[] = [];
-  const sub = api.nc.subscribe(subject, {
+  // Watching as the admin user: the api publishes calls, it may not read them.
+  const admin = await api.nats.connect('admin');
+  const sub = admin.subscribe(subject, {
     callback: (_e, m) => {
       seen.push(decodeMessage('tool_call', m.data).timeout_ms);
     },
   });
-  await api.nc.flush();
+  await admin.flush();
   for (const body of [
     { tool: 'ext.slow', arguments: {}, wait: false },
     { tool: 'ext.slow', arguments: {}, wait: false, timeout_ms: 99 },
