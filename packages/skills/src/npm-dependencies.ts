@@ -58,9 +58,12 @@ const LOCK_PATH = /^(?:node_modules\/(?:@[^/]+\/)?[^/]+\/?)+$/;
 
 function checkResolved(where: string, resolved: unknown, registries: readonly URL[]): void {
   if (resolved === undefined) return;
+  if (typeof resolved !== 'string') {
+    throw new NpmSpecError(`package-lock.json ${where}: resolved is not a string`);
+  }
   let url: URL;
   try {
-    url = new URL(String(resolved));
+    url = new URL(resolved);
   } catch {
     throw new NpmSpecError(`package-lock.json ${where}: resolved is not a URL`);
   }
@@ -69,7 +72,7 @@ function checkResolved(where: string, resolved: unknown, registries: readonly UR
   );
   if (!ok || url.username || url.password) {
     throw new NpmSpecError(
-      `package-lock.json ${where}: resolved ${JSON.stringify(String(resolved))} is not a tarball on the configured registry`,
+      `package-lock.json ${where}: resolved ${JSON.stringify(resolved)} is not a tarball on the configured registry`,
     );
   }
 }
@@ -80,9 +83,10 @@ function checkLockEntry(where: string, entry: unknown, registries: readonly URL[
   }
   const e = entry as Record<string, unknown>;
   if (e['link'] === true) throw new NpmSpecError(`package-lock.json ${where}: a linked folder`);
-  if (e['version'] !== undefined && !REGISTRY_SPEC.test(String(e['version']))) {
+  const version = e['version'];
+  if (version !== undefined && (typeof version !== 'string' || !REGISTRY_SPEC.test(version))) {
     throw new NpmSpecError(
-      `package-lock.json ${where}: version ${JSON.stringify(e['version'])} is not a registry version`,
+      `package-lock.json ${where}: version ${JSON.stringify(version)} is not a registry version`,
     );
   }
   checkResolved(where, e['resolved'], registries);
@@ -97,9 +101,10 @@ function checkLockEntry(where: string, entry: unknown, registries: readonly URL[
     if (typeof specs !== 'object' || specs === null) {
       throw new NpmSpecError(`package-lock.json ${where}: ${field} is not an object`);
     }
-    for (const [name, spec] of Object.entries(specs)) {
+    for (const [name, spec] of Object.entries(specs as Record<string, unknown>)) {
       try {
-        checkNpmSpec(name, String(spec));
+        if (typeof spec !== 'string') throw new NpmSpecError(`${name}: the spec is not a string`);
+        checkNpmSpec(name, spec);
       } catch (err) {
         throw new NpmSpecError(`package-lock.json ${where}: ${(err as Error).message}`);
       }

@@ -81,6 +81,7 @@ function refusal(option: string): string {
 }
 
 /** Python's str.splitlines() boundaries, which is how pip splits a requirements file. */
+// eslint-disable-next-line no-control-regex -- the file separators are line breaks to Python
 const LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
 const COMMENT = /(^|\s+)#.*$/;
 
