@@ -35,7 +35,10 @@ const SANDBOX = [
   c('quota_exceeded', "a new sandbox would pass the project's sandbox quota"),
 ];
 const PLACING = [
-  c('invalid_dependencies', "the skill's requirements.txt, pyproject.toml or package.json is bad"),
+  c(
+    'invalid_dependencies',
+    "the skill's requirements.txt, pyproject.toml, package.json or package-lock.json is bad, or would fetch from outside the configured indexes",
+  ),
   c('dependency_install_failed', "installing the skill's dependencies failed"),
   c('timeout', 'its dependencies were still being installed by another call when time ran out'),
   c('unavailable', 'the sandbox provider cannot mount a skill environment'),

@@ -1,10 +1,19 @@
 // What a skill needs installed before its commands run, read from its own files:
 // `requirements.txt`, `pyproject.toml` ([project].dependencies) and `package.json`
 // (`dependencies`; dev dependencies are a skill author's, not its users'). Pure: the skills
-// service builds the environment from what this returns. Options of requirements.txt that
-// would point pip at another index are refused: a build may reach only the deployment's
-// configured package indexes, and saying so here beats a network denial deep in pip's output.
+// service builds the environment from what this returns. A build may fetch only from the
+// deployment's configured indexes, so anything that would make pip or npm fetch elsewhere is
+// refused here (pip-requirements.ts, npm-dependencies.ts), which beats a network denial deep in
+// an installer's output; and pip gets requirements written back from what was checked, never
+// the skill's own text.
 import { parse as parseToml } from 'smol-toml';
+import { checkLockfile, checkNpmSpec, NpmSpecError } from './npm-dependencies.ts';
+import {
+  canonicalRequirements,
+  checkRequirement,
+  decodeRequirements,
+  RequirementError,
+} from './pip-requirements.ts';
 
 export const DependencyKind = { python: 'python', node: 'node' } as const;
 export type DependencyKind = (typeof DependencyKind)[keyof typeof DependencyKind];
@@ -26,24 +35,17 @@ export class SkillDependencyError extends Error {
   }
 }
 
-/** pip options that would change where packages come from. */
-const INDEX_OPTIONS =
-  /^(-i|--index-url|--extra-index-url|-f|--find-links|--trusted-host|--no-index)\b/;
-
-function requirementLines(text: string, file: string): string[] {
-  const lines: string[] = [];
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.replace(/(^|\s)#.*$/, '').trim();
-    if (line === '') continue;
-    if (INDEX_OPTIONS.test(line)) {
-      throw new SkillDependencyError(
-        `${file} sets a package index (${line.split(/\s/)[0]}): dependencies come only from the deployment's configured indexes`,
-        { file, line },
-      );
-    }
-    lines.push(line);
+function requirementLines(data: Buffer): string[] {
+  try {
+    return canonicalRequirements(decodeRequirements(data));
+  } catch (err) {
+    if (!(err instanceof RequirementError)) throw err;
+    const at = err.line === undefined ? '' : ` line ${err.line}`;
+    throw new SkillDependencyError(`requirements.txt${at} ${err.message}`, {
+      file: 'requirements.txt',
+      ...(err.line === undefined ? {} : { line: err.line }),
+    });
   }
-  return lines;
 }
 
 function pyprojectDependencies(text: string): string[] {
@@ -67,7 +69,19 @@ function pyprojectDependencies(text: string): string[] {
       },
     );
   }
-  return (deps as string[]).map((d) => d.trim()).filter((d) => d !== '');
+  // Each one becomes a line of the requirements file pip reads, so it is checked as one.
+  return (deps as string[]).flatMap((d, i) => {
+    if (d.trim() === '') return [];
+    try {
+      return [checkRequirement(d)];
+    } catch (err) {
+      if (!(err instanceof RequirementError)) throw err;
+      throw new SkillDependencyError(`pyproject.toml [project].dependencies[${i}] ${err.message}`, {
+        file: 'pyproject.toml',
+        index: i,
+      });
+    }
+  });
 }
 
 function nodeDependencies(text: string): Record<string, string> {
@@ -94,21 +108,38 @@ function nodeDependencies(text: string): Record<string, string> {
       },
     );
   }
+  for (const [name, spec] of Object.entries(deps as Record<string, string>)) {
+    try {
+      checkNpmSpec(name, spec);
+    } catch (err) {
+      if (!(err instanceof NpmSpecError)) throw err;
+      throw new SkillDependencyError(`package.json dependency ${err.message}`, {
+        file: 'package.json',
+        dependency: name,
+      });
+    }
+  }
   return deps as Record<string, string>;
+}
+
+export interface DependencyOptions {
+  /** The registry npm installs from: a lockfile may resolve to it (and to registry.npmjs.org). */
+  readonly npmRegistry?: string;
 }
 
 /** The skill's dependencies, from its files at the skill's root; empty when it has none. */
 export function skillDependencies(
   files: readonly { readonly path: string; readonly data: Buffer }[],
+  opts: DependencyOptions = {},
 ): SkillDependencies {
   const text = (name: string) => files.find((f) => f.path === name)?.data.toString('utf8');
-  const requirements = text('requirements.txt');
+  const requirements = files.find((f) => f.path === 'requirements.txt')?.data;
   const pyproject = text('pyproject.toml');
   const packageJson = text('package.json');
   const lines: string[] = [];
   const sources: string[] = [];
   if (requirements !== undefined) {
-    const found = requirementLines(requirements, 'requirements.txt');
+    const found = requirementLines(requirements);
     if (found.length > 0) sources.push('requirements.txt');
     lines.push(...found);
   }
@@ -122,6 +153,14 @@ export function skillDependencies(
     const deps = nodeDependencies(packageJson);
     if (Object.keys(deps).length > 0) {
       const lockfile = text('package-lock.json');
+      if (lockfile !== undefined) {
+        try {
+          checkLockfile(lockfile, opts.npmRegistry ?? 'https://registry.npmjs.org/');
+        } catch (err) {
+          if (!(err instanceof NpmSpecError)) throw err;
+          throw new SkillDependencyError(err.message, { file: 'package-lock.json' });
+        }
+      }
       node = {
         packageJson: JSON.stringify({ name: 'skill-env', private: true, dependencies: deps }),
         ...(lockfile === undefined ? {} : { lockfile }),

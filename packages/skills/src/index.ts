@@ -61,7 +61,7 @@ export {
   dependencyKinds,
   skillDependencies,
 } from './dependencies.ts';
-export type { SkillDependencies } from './dependencies.ts';
+export type { DependencyOptions, SkillDependencies } from './dependencies.ts';
 export { skillLocation } from './layout.ts';
 export { renderToolReference } from './catalog-docs.ts';
 export { COMMON_ERRORS, INTERRUPTED, TOOL_ERRORS, type ToolErrorCase } from './catalog-errors.ts';

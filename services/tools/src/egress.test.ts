@@ -3,40 +3,37 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { createEgress, egressDeniedIn, isPublicAddress, type Resolve } from './egress.ts';
+import { createEgress, egressDeniedIn, type Resolve } from './egress.ts';
+import { embeddings, PRIVATE_V4 } from './test/addresses.ts';
 
-describe('isPublicAddress', () => {
-  it.each([
-    '127.0.0.1',
-    '127.8.9.10',
-    '10.1.2.3',
-    '172.16.0.1',
-    '192.168.1.1',
-    '169.254.169.254', // cloud metadata
-    '100.64.0.1', // CGNAT
-    '0.0.0.0',
-    '224.0.0.1',
-    '255.255.255.255',
-    '::1',
-    '::',
-    'fe80::1',
-    'fc00::1',
-    'fd12:3456::1',
-    '::ffff:127.0.0.1',
-    '::ffff:10.0.0.1',
-    '::ffff:7f00:1',
-    'ff02::1',
-    'not an address',
-  ])('refuses %s', (a) => {
-    expect(isPublicAddress(a)).toBe(false);
-  });
-
-  it.each(['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('allows %s', (a) => {
-    expect(isPublicAddress(a)).toBe(true);
-  });
-});
+// Each private IPv4 address in every IPv6 form that carries it, and the IPv4 spellings a URL
+// parser turns into it.
+const PRIVATE = PRIVATE_V4.flatMap((v4) => [v4, ...embeddings(v4)]);
+const URL_HOSTS = [
+  ...PRIVATE.map((a) => (a.includes(':') ? `[${a}]` : a)),
+  '0x7f.1',
+  '2130706433',
+  '0177.0.0.1',
+  '127.1',
+  '127.0.0.1.',
+  '0xa9.0xfe.0xa9.0xfe',
+  '[::]',
+  '[fe80::1]',
+  '[fd00::1]',
+];
 
 describe('checkUrl', () => {
+  it.each(URL_HOSTS)('refuses http://%s/', async (host) => {
+    const strict = createEgress([]);
+    try {
+      expect(() => strict.checkUrl(new URL(`http://${host}:8080/x`))).toThrow(
+        expect.objectContaining({ code: 'egress_denied' }),
+      );
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('refuses private IP literals unless listed, and leaves names to the lookup', async () => {
     const strict = createEgress([]);
     const open = createEgress(['127.0.0.1', '[::1]']);
@@ -56,6 +53,27 @@ describe('checkUrl', () => {
 });
 
 describe('the dispatcher', () => {
+  it('refuses a name whose every DNS answer is a private address in any form, before connecting', async () => {
+    const resolve: Resolve = (host) => {
+      const address = decodeURIComponent(host.replace(/\.test$/, '')).replaceAll('-', ':');
+      return Promise.resolve([{ address, family: address.includes(':') ? 6 : 4 }]);
+    };
+    const strict = createEgress([], { resolve });
+    try {
+      for (const address of PRIVATE) {
+        // The name carries the answer: `::127.0.0.1` is asked for as `--127.0.0.1.test`.
+        const name = `${address.replaceAll(':', '-')}.test`;
+        const err = await request(`http://${name}:9/`, { dispatcher: strict.dispatcher }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(egressDeniedIn(err)?.details, address).toEqual({ host: name, addresses: [address] });
+      }
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('connects to the address its own lookup checked, and refuses a name resolving to loopback', async () => {
     const server = createServer((_req, res) => res.end('reached'));
     server.listen(0, '127.0.0.1');

@@ -1,15 +1,18 @@
 // Outbound traffic of registry tools refuses loopback, link-local, private and every other
-// non-public address (IPv4, IPv6, IPv4-mapped IPv6), classified by ipaddr.js, unless the operator
-// lists the host or address in [tools] allowed_private_hosts. Names are checked after DNS
+// non-public address (IPv4, IPv6 and every IPv6 form that embeds an IPv4 address; see
+// public-address.ts), unless the operator lists the host or address in
+// [tools] allowed_private_hosts. Names are checked after DNS
 // resolution inside the connection's own lookup, and the socket connects to the address that was
 // checked, so a name that resolves once to a public and then to a private address (DNS
 // rebinding) cannot slip through. IP literals skip the lookup, so they are checked up front.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { promisify } from 'node:util';
 import { isIP } from 'node:net';
-import ipaddr from 'ipaddr.js';
 import { Agent } from 'undici';
 import { ToolError } from '@toolmesh/protocol';
+import { isPublicAddress } from './public-address.ts';
+
+export { isPublicAddress };
 
 export class EgressDenied extends ToolError {
   constructor(host: string, addresses: readonly string[]) {
@@ -18,20 +21,6 @@ export class EgressDenied extends ToolError {
       { code: 'egress_denied', details: { host, addresses } },
     );
   }
-}
-
-/** True when the address is public unicast; IPv4-mapped IPv6 is judged as its IPv4 address. */
-export function isPublicAddress(address: string): boolean {
-  let addr: ipaddr.IPv4 | ipaddr.IPv6;
-  try {
-    addr = ipaddr.parse(address);
-  } catch {
-    return false;
-  }
-  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) {
-    addr = (addr as ipaddr.IPv6).toIPv4Address();
-  }
-  return addr.range() === 'unicast';
 }
 
 type LookupCallback = (

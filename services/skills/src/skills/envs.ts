@@ -150,9 +150,12 @@ export interface EnvRequest {
 }
 
 /** The skill's dependencies, or a clear failure when its files cannot be used. */
-export function dependenciesOf(req: Pick<EnvRequest, 'skill' | 'version' | 'files'>) {
+export function dependenciesOf(
+  req: Pick<EnvRequest, 'skill' | 'version' | 'files'>,
+  o: Pick<EnvOptions, 'npmRegistry'>,
+) {
   try {
-    return skillDependencies(req.files);
+    return skillDependencies(req.files, { npmRegistry: o.npmRegistry });
   } catch (err) {
     if (err instanceof SkillDependencyError) {
       throw new ToolError(`skill ${req.skill}: ${err.message}`, {
@@ -173,7 +176,7 @@ export async function ensureSkillEnv(
   sandbox: Sandbox,
   req: EnvRequest,
 ): Promise<EnvView | undefined> {
-  const wanted = dependenciesOf(req);
+  const wanted = dependenciesOf(req, deps.envs);
   const kinds = dependencyKinds(wanted);
   if (kinds.length === 0) return undefined;
   const key: SkillEnvKey = {

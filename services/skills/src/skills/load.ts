@@ -40,7 +40,9 @@ export function loadTool(deps: SkillsDeps) {
       const { skill, version } = await resolveSkill(deps, ctx.project, args.skill, args.version);
       const zip = await skillZip(deps, ctx.project, skill.name, version);
       const read = await withSkillFiles(deps, zip, (files, skillMd) => {
-        const kinds = dependencyKinds(dependenciesOf({ skill: skill.name, version, files }));
+        const kinds = dependencyKinds(
+          dependenciesOf({ skill: skill.name, version, files }, deps.envs),
+        );
         return Promise.resolve({ files: files.map((f) => f.path), skillMd, kinds });
       });
       const base = {
