@@ -16,6 +16,7 @@ import { pino, type Logger } from 'pino';
 import { probeSandboxCgroups } from './cgroup.ts';
 import { SandboxError } from './errors.ts';
 import { SANDBOX_PATH } from './launch.ts';
+import { sweepOrphans } from './orphans.ts';
 import type { Running } from './local-process.ts';
 import type { CreateSandboxOptions, ExecLimits, Sandbox, SandboxProvider } from './provider.ts';
 import { acquireRuntime } from './runtime.ts';
@@ -115,6 +116,8 @@ export async function createLocalSandboxProvider(
     if ((mode & 0o011) !== 0o011) await chmod(rootDir, (mode & 0o7777) | 0o011);
     assertReachable(user, rootDir);
   }
+  // What an instance of this root killed without closing left running ends before we start.
+  await sweepOrphans(rootDir, logger);
   const runtime = await acquireRuntime({
     rootDir,
     deniedDomains: [...(options.deniedDomains ?? [])],

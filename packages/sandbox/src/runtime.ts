@@ -12,6 +12,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SandboxManager, type SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime';
 import { SandboxError } from './errors.ts';
+import { recordOwner } from './orphans.ts';
 import type { SandboxDenial } from './provider.ts';
 import { systemReadPaths } from './read-policy.ts';
 import type { SandboxUser } from './sandbox-user.ts';
@@ -84,6 +85,8 @@ let current:
 interface Started {
   /** Runtime files every command must reach: the seccomp helper, the proxy bridge sockets. */
   readonly runtimeReads: readonly string[];
+  /** Removes this process's owner record (orphans.ts) once the runtime is reset. */
+  readonly forgetOwner: () => Promise<void>;
 }
 
 interface Tap {
@@ -182,6 +185,7 @@ export async function acquireRuntime(settings: RuntimeSettings): Promise<Runtime
       if (state.users === 0 && current === state) {
         current = undefined;
         await SandboxManager.reset();
+        await started.forgetOwner();
       }
     },
   };
@@ -234,6 +238,14 @@ async function start(settings: RuntimeSettings, taps: Map<string, Tap>): Promise
       await chmod(dirname(observer), 0o711);
     }
   }
+  // The host-side bridges are our children but in no sandbox: recorded, so that the next
+  // instance or a reaper can end them if this process dies without closing (orphans.ts).
+  const forgetOwner = await recordOwner(
+    settings.rootDir,
+    [SandboxManager.getLinuxHttpSocketPath(), SandboxManager.getLinuxSocksSocketPath()].filter(
+      (p): p is string => p !== undefined,
+    ),
+  );
   const store = SandboxManager.getSandboxViolationStore();
   let seen = store.getTotalCount();
   store.subscribe((violations) => {
@@ -249,7 +261,10 @@ async function start(settings: RuntimeSettings, taps: Map<string, Tap>): Promise
       tap.denials.push(parseDenial(violation.line));
     }
   });
-  return { runtimeReads: [...(helper === undefined ? [] : [helper]), ...new Set(sockets)] };
+  return {
+    runtimeReads: [...(helper === undefined ? [] : [helper]), ...new Set(sockets)],
+    forgetOwner,
+  };
 }
 
 /**
