@@ -54,6 +54,7 @@ export type ResourceLimitMode = (typeof ResourceLimitMode)[keyof typeof Resource
 
 export const DEFAULT_MEMORY_BYTES = 2 * 1024 * 1024 * 1024;
 export const DEFAULT_CPU_PERCENT = 100;
+export const DEFAULT_DISK_BYTES = 10 * 1024 * 1024 * 1024;
 /** Exit status of a command killed by SIGXCPU (RLIMIT_CPU), as the sandbox's layers pass it. */
 
 export interface LocalSandboxOptions {
@@ -78,6 +79,11 @@ export interface LocalSandboxOptions {
   readonly cpuPercent?: number;
   /** Host user of commands when the service runs as root. Default 65534 (nobody). */
   readonly sandboxUser?: SandboxUser;
+  /**
+   * Disk of one sandbox: its workdir's usage, and the size of each command's private /tmp (see
+   * disk.ts). Default 10 GiB.
+   */
+  readonly diskBytes?: number;
   /** Use cgroups per sandbox and command when they can be made (default true). */
   readonly pidsCgroup?: boolean;
   /**
@@ -150,6 +156,7 @@ export async function createLocalSandboxProvider(
     user,
     memoryBytes,
     cpuPercent,
+    diskBytes: options.diskBytes ?? DEFAULT_DISK_BYTES,
   });
   logger.info(
     {
@@ -294,6 +301,7 @@ class LocalProvider implements LocalSandboxProvider, SandboxHost {
       cgroups: this.deps.cgroups,
       memoryBytes: this.deps.memoryBytes,
       cpuPercent: this.deps.cpuPercent,
+      tmpBytes: this.deps.diskBytes,
       user: this.deps.user,
       idleMs: this.deps.warmIdleMs,
       logger: this.deps.logger,

@@ -8,7 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { sweepOrphans } from './orphans.ts';
+import { sandboxProcesses, sweepOrphans } from './orphans.ts';
 import { readProc } from './proc-proof.ts';
 import {
   marker,
@@ -86,7 +86,8 @@ describe('sweepOrphans', () => {
       { stdio: 'ignore' },
     );
     await once(sh, 'exit');
-    await waitForProcesses(lost, 1);
+    // The shell's child has the marker before it execs bwrap: wait for bwrap itself.
+    await until(async () => (await sandboxProcesses(work)).some((p) => p.info.argv[0] === 'bwrap'));
     await sweepOrphans(fx.provider.rootDir);
     await until(async () => (await processesWith(lost)).length === 0);
     expect((await processesWith(live)).length).toBeGreaterThan(0);

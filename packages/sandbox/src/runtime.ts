@@ -63,6 +63,8 @@ export interface WrapRequest {
   readonly workdir: string;
   /** Host paths the command may read besides the system allow-list (`read-policy.ts`). */
   readonly allowRead: readonly string[];
+  /** Size of the command's private /tmp (a tmpfs): the sandbox's disk limit. */
+  readonly tmpBytes?: number;
 }
 
 export interface Runtime {
@@ -147,7 +149,7 @@ export async function acquireRuntime(settings: RuntimeSettings): Promise<Runtime
     );
     let ended = false;
     return {
-      line: readOnlyTmpfs(line),
+      line: sizedTmp(readOnlyTmpfs(line), request.tmpBytes),
       ended: () => {
         if (ended) return;
         ended = true;
@@ -319,6 +321,15 @@ export function readOnlyTmpfs(line: string): string {
   if (tokens.length === 0) return line;
   const remounts = [...new Set(tokens)].map((token) => ` --remount-ro ${token}`).join('');
   return `${line.slice(0, at)}${remounts}${line.slice(at)}`;
+}
+
+/**
+ * Caps the command's private /tmp (the runtime mounts it as a tmpfs of half the host's memory):
+ * bwrap's `--size` applies to the `--tmpfs` that follows it.
+ */
+export function sizedTmp(line: string, bytes: number | undefined): string {
+  if (bytes === undefined) return line;
+  return line.replace(' --tmpfs /tmp ', ` --size ${bytes} --tmpfs /tmp `);
 }
 
 /** Lines look like `deny openat /etc/x` or `deny network-outbound host:443 (reason)`. */
