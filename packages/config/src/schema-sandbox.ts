@@ -119,6 +119,8 @@ export const sandboxSchema = section({
   memory_bytes: intAtLeast(16 * 1024 * 1024).default(2_147_483_648),
   // local: CPU of one sandbox in percent of one core (a cpu cgroup; RLIMIT_CPU where none can be made).
   cpu_percent: positiveInt().default(100),
+  // local: bytes one sandbox's files may take (its workdir; each command's private /tmp too).
+  disk_bytes: intAtLeast(1024 * 1024).default(10_737_418_240),
   // local: host folders every sandbox may also read (read-only), e.g. tool installations in /opt.
   read_paths: z
     .array(

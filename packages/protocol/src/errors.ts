@@ -194,6 +194,12 @@ export const ERROR_CODES = {
     status: 'failed',
     summary: 'a sandboxed command used more CPU time than its limit and was killed',
   },
+  disk_full: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      "the sandbox's files would pass its disk limit (sandbox.disk_bytes): the write was refused or the command killed",
+  },
   quota_exceeded: {
     retryable: false,
     status: 'failed',

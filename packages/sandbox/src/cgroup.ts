@@ -15,6 +15,8 @@
 // it execs bwrap, so no child is ever outside them.
 import { access, mkdir, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { killOutermostFirst, type SandboxProc } from './orphans.ts';
+import { readProc } from './proc-proof.ts';
 
 export const CgroupController = { pids: 'pids', memory: 'memory', cpu: 'cpu' } as const;
 export type CgroupController = (typeof CgroupController)[keyof typeof CgroupController];
@@ -234,13 +236,12 @@ function sandboxCgroups(hierarchies: readonly Hierarchy[], pids: Hierarchy): San
       }
       const found = await pidsIn(dir);
       if (found.length === 0) return;
-      for (const pid of found) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // Gone already.
-        }
-      }
+      // cgroup.procs lists by pid, and after a pid wrap a namespace's init comes before the
+      // bwrap that leads it: leaders die first, or they exit with a status instead of SIGKILL.
+      const procs = await Promise.all(
+        found.map(async (pid) => ({ pid, info: await readProc(pid) })),
+      );
+      killOutermostFirst(procs.filter((p): p is SandboxProc => p.info !== undefined));
       await new Promise((resolve) => setTimeout(resolve, round < 5 ? 5 : 20));
     }
   }

@@ -14,6 +14,8 @@ export const SandboxErrorReason = {
   not_found: 'not_found',
   /** A file larger than the caller would read (details: size_bytes, limit_bytes). */
   too_large: 'too_large',
+  /** A file that would take the sandbox past its disk limit (details: used_bytes, limit_bytes). */
+  disk_full: 'disk_full',
   /** The sandbox or the provider was closed or destroyed. */
   closed: 'closed',
   /** bubblewrap, socat or ripgrep missing, or the runtime refused to start. */
@@ -33,6 +35,8 @@ function codeFor(reason: SandboxErrorReason): ErrorCode {
     case 'closed':
     case 'too_large':
       return 'tool_error';
+    case 'disk_full':
+      return 'disk_full';
     case 'unavailable':
     case 'runtime_conflict':
       return 'internal_error';

@@ -21,6 +21,7 @@ export { SandboxError, SandboxErrorReason, isSandboxError } from './errors.ts';
 export {
   createLocalSandboxProvider,
   DEFAULT_CPU_PERCENT,
+  DEFAULT_DISK_BYTES,
   DEFAULT_LIMITS,
   DEFAULT_MEMORY_BYTES,
   ProcessLimitMode,

@@ -84,7 +84,8 @@ export function launchEnv(input: LaunchInput): Record<string, string> {
     SHLVL: '1',
     LANG: 'C.UTF-8',
     TOOLMESH_CWD: input.cwd,
-    TOOLMESH_FSIZE: String(positiveInt(input.limits.fileSizeBytes, 'fileSizeBytes')),
+    // 0 is a real limit: a sandbox at its disk limit may delete, not write (disk.ts).
+    TOOLMESH_FSIZE: String(nonNegativeInt(input.limits.fileSizeBytes, 'fileSizeBytes')),
   };
   if (input.rlimitProcesses) {
     out.TOOLMESH_NPROC = String(positiveInt(input.limits.processes, 'processes'));
@@ -113,6 +114,13 @@ export function launchEnv(input: LaunchInput): Record<string, string> {
     out[`${ENV}${name}`] = value;
   }
   return out;
+}
+
+function nonNegativeInt(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new SandboxError('invalid_command', `limit ${what} must be a non-negative integer`);
+  }
+  return value;
 }
 
 function positiveInt(value: number, what: string): number {

@@ -7,6 +7,7 @@ import { access, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createLocalSandboxReaper } from './local-reap.ts';
+import { killOutermostFirst, sandboxProcesses } from './orphans.ts';
 import {
   marker,
   processesWith,
@@ -39,6 +40,27 @@ describe('createLocalSandboxReaper', () => {
       await reaper.destroy(sandbox.id);
     });
   }
+
+  it('kills the host-side bwrap before its namespace, whatever order /proc lists them in', async () => {
+    // Regression: the scan killed in /proc order with a read between kills. After a pid wrap
+    // (pid_max is 32768 on many hosts) the namespace's init is listed before its bwrap: killed
+    // first, it let the bwrap exit with a status before its own SIGKILL came (signal null).
+    const sandbox = await fx.provider.create({ key: SESSION });
+    const bg = await sandbox.spawn({ shell: 'sleep 300' });
+    const dir = `${join(fx.provider.rootDir, sandbox.id)}/`;
+    let procs = await sandboxProcesses(dir);
+    while (procs.length < 2 || !procs.some((p) => p.info.ppid === bg.pid)) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      procs = await sandboxProcesses(dir);
+    }
+    const innerFirst = [...procs].sort(
+      (a, b) => Number(a.pid === bg.pid) - Number(b.pid === bg.pid),
+    );
+    expect(innerFirst.at(-1)?.pid).toBe(bg.pid);
+    killOutermostFirst(innerFirst);
+    expect((await bg.wait()).signal).toBe('SIGKILL');
+    await fx.provider.destroy(sandbox.id);
+  });
 
   it('kills a process recorded in a head only when pid, start time and command prove it', async () => {
     const sandbox = await fx.provider.create({ key: SESSION });

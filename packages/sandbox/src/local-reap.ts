@@ -7,14 +7,15 @@
 // - the sandbox's cgroups (`<base>/<sandbox id>` of pids, memory and cpu, shared by every
 //   command any instance ran in it) are emptied and removed;
 // - without pids cgroups, a /proc scan kills each bwrap whose command line names the sandbox's
-//   folder (its random id makes that a proof of its own);
+//   folder (its random id makes that a proof of its own), host-side leaders first (orphans.ts);
 // - the folder `<rootDir>/<sandbox id>` is removed.
 // Every step tolerates a sandbox that is already (partly) gone: destroy is idempotent.
-import { readdir, realpath, rm } from 'node:fs/promises';
+import { realpath, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { probeSandboxCgroups } from './cgroup.ts';
-import { isOurProcess, readProc, SANDBOX_COMMAND } from './proc-proof.ts';
+import { killOutermostFirst, sandboxProcesses, sweepOrphans } from './orphans.ts';
+import { isOurProcess, readProc } from './proc-proof.ts';
 
 /** The local provider's sandbox id shape (see local.ts): nothing else is ever deleted. */
 const LOCAL_ID = /^lsb_[0-9a-f]{20}$/;
@@ -40,6 +41,11 @@ export interface LocalSandboxReaper {
   readonly rootDir: string;
   /** Kills every process of the sandbox and deletes its folder; a missing one is no error. */
   destroy(sandboxId: string): Promise<void>;
+  /**
+   * Kills what providers of this root that died without closing left running (their runtime's
+   * socat bridges, bwraps whose service is gone; see orphans.ts). Returns how many.
+   */
+  sweep(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -68,11 +74,12 @@ export async function createLocalSandboxReaper(
         await cgroups.kill(sandboxId);
         await cgroups.remove(sandboxId);
       } else {
-        for (const pid of await bwrapsNaming(`${dir}/`)) killed += await killGroup(pid);
+        killed += killOutermostFirst(await sandboxProcesses(`${dir}/`));
       }
       await rm(dir, { recursive: true, force: true });
       log.debug({ sandboxId, killed }, 'sandbox destroyed');
     },
+    sweep: () => sweepOrphans(rootDir, log),
     close: async () => {
       await cgroups?.release();
     },
@@ -91,25 +98,4 @@ async function killGroup(pid: number): Promise<number> {
   } catch {
     return 0; // Gone in between.
   }
-}
-
-/**
- * Live bwrap processes whose command line contains `text`, and the launchers about to become
- * one (`[sh -c <join cgroup> ...] bash --norc --noprofile -c 'bwrap ...'`, before their execs):
- * a command started a moment ago must not slip through between the two.
- */
-async function bwrapsNaming(text: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const argv = (await readProc(Number(entry)))?.argv ?? [];
-    const cmd = argv[0] ?? '';
-    if (cmd === SANDBOX_COMMAND || cmd.endsWith(`/${SANDBOX_COMMAND}`)) {
-      if (argv.some((a) => a.includes(text))) found.push(Number(entry));
-    } else if (cmd === '/bin/bash' || cmd === '/bin/sh' || cmd === '/usr/bin/setpriv') {
-      const line = argv[argv.lastIndexOf('-c') + 1] ?? '';
-      if (line.startsWith(`${SANDBOX_COMMAND} `) && line.includes(text)) found.push(Number(entry));
-    }
-  }
-  return found;
 }

@@ -5,6 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { SandboxCgroups } from './cgroup.ts';
+import { diskUsage, SIGXFSZ_STATUS, watchDisk, type DiskWatch } from './disk.ts';
 import { SandboxError } from './errors.ts';
 import { launchEnv, LAUNCHER, SANDBOX_PATH } from './launch.ts';
 import { launch, type LaunchSpec, type Running } from './local-process.ts';
@@ -54,6 +55,8 @@ export interface ProviderDeps {
   readonly user: SandboxUser | undefined;
   readonly memoryBytes: number;
   readonly cpuPercent: number;
+  /** Disk of one sandbox (disk.ts). */
+  readonly diskBytes: number;
 }
 
 /** What a sandbox needs of the provider that made it. */
@@ -106,16 +109,20 @@ export class LocalSandbox implements Sandbox {
     if (options.stdin === undefined && options.signal?.aborted !== true) {
       const prepared = await this.#prepare(command, options);
       const warm = await this.#provider.warmFor(this, this.#allowedDomains);
+      const disk = warm === undefined ? undefined : this.#watchDisk(prepared);
       const result = await warm?.run({
         vars: prepared.env,
         processes: prepared.limits.processes,
         stdoutBytes: prepared.limits.stdoutBytes,
         stderrBytes: prepared.limits.stderrBytes,
         timeoutMs: options.timeoutMs,
-        signal: options.signal,
+        signal: withDiskSignal(options.signal, disk),
         maxDenials: MAX_DENIALS,
       });
-      if (result !== undefined) return withCpuLimit(result, prepared.env);
+      const over = (await disk?.finish()) ?? false;
+      if (result !== undefined) {
+        return withDiskLimit(withCpuLimit(result, prepared.env), over, prepared, options.signal);
+      }
     }
     const running = await this.#start(command, options);
     return running.done;
@@ -184,6 +191,16 @@ export class LocalSandbox implements Sandbox {
 
   async putFile(path: string, data: string | Uint8Array): Promise<void> {
     this.#assertOpen();
+    const limit = this.#provider.deps.diskBytes;
+    const used = await diskUsage(this.workdir).catch(() => 0);
+    const size = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
+    if (used + size > limit) {
+      throw new SandboxError(
+        'disk_full',
+        `writing ${JSON.stringify(path)} (${size} bytes) would take sandbox ${this.id} past its disk limit of ${limit} bytes (${used} used)`,
+        { details: { used_bytes: used, size_bytes: size, limit_bytes: limit } },
+      );
+    }
     await writeFileInside(this.workdir, path, data, this.#provider.deps.user);
   }
 
@@ -203,10 +220,7 @@ export class LocalSandbox implements Sandbox {
   }
 
   /** Checks a command's options; returns its launcher variables and limits. */
-  async #prepare(
-    command: CommandSpec,
-    options: SpawnOptions,
-  ): Promise<{ cwd: string; limits: ExecLimits; env: Record<string, string> }> {
+  async #prepare(command: CommandSpec, options: SpawnOptions): Promise<Prepared> {
     this.#assertOpen();
     const { deps } = this.#provider;
     if (
@@ -222,7 +236,12 @@ export class LocalSandbox implements Sandbox {
     // A command may have removed it; TMPDIR should exist for the next one. If a command put a
     // file or a link in its place, leave that alone: the command chose to break its TMPDIR.
     await ensureDirInside(this.workdir, TMP_DIR, deps.user).catch(() => undefined);
-    const limits: ExecLimits = { ...deps.limits, ...options.limits };
+    const asked: ExecLimits = { ...deps.limits, ...options.limits };
+    // What is left of the sandbox's disk caps the size of any file the command writes.
+    const used = await diskUsage(this.workdir).catch(() => 0);
+    const left = Math.max(0, deps.diskBytes - used);
+    const diskBound = left < asked.fileSizeBytes;
+    const limits: ExecLimits = { ...asked, fileSizeBytes: Math.min(asked.fileSizeBytes, left) };
     const cpuSec =
       this.#provider.cpuLimit === 'rlimit' && options.timeoutMs !== undefined
         ? Math.max(1, Math.ceil(((options.timeoutMs / 1000) * deps.cpuPercent) / 100))
@@ -245,7 +264,12 @@ export class LocalSandbox implements Sandbox {
       ...(this.#provider.memoryLimit === 'rlimit' ? { rlimitMemoryBytes: deps.memoryBytes } : {}),
       ...(cpuSec === undefined ? {} : { rlimitCpuSec: cpuSec }),
     });
-    return { cwd, limits, env };
+    return { cwd, limits, env, diskBound, usedBytes: used };
+  }
+
+  /** Watches the workdir while a command runs (disk.ts). */
+  #watchDisk(prepared: Prepared): DiskWatch {
+    return watchDisk(this.workdir, this.#provider.deps.diskBytes, prepared.usedBytes);
   }
 
   async #start(
@@ -254,13 +278,19 @@ export class LocalSandbox implements Sandbox {
     interactive?: LaunchSpec['interactive'],
   ): Promise<Running> {
     const { deps } = this.#provider;
-    const { cwd, limits, env } = await this.#prepare(command, options);
+    const prepared = await this.#prepare(command, options);
+    const { cwd, limits, env } = prepared;
+    const disk = this.#watchDisk(prepared);
     const commandId = randomBytes(16).toString('base64url');
     const undo: (() => void | Promise<void>)[] = [];
     const cleanup = async (): Promise<void> => {
       for (const step of undo.reverse()) await step();
       undo.length = 0;
     };
+    let diskOver = false;
+    undo.push(async () => {
+      diskOver = await disk.finish();
+    });
     let oomKilled = 0;
     try {
       let cgroupProcs: readonly string[] = [];
@@ -288,6 +318,7 @@ export class LocalSandbox implements Sandbox {
           commandId,
           workdir: this.workdir,
           allowRead: [...deps.allowRead, ...this.readPaths],
+          tmpBytes: deps.diskBytes,
         })
         .catch((err: unknown) => {
           throw new SandboxError(
@@ -308,13 +339,21 @@ export class LocalSandbox implements Sandbox {
         stdoutBytes: limits.stdoutBytes,
         stderrBytes: limits.stderrBytes,
         timeoutMs: options.timeoutMs,
-        signal: options.signal,
+        signal: withDiskSignal(options.signal, disk),
         denials: stopCollecting,
         killTree: () => (cgroups ? cgroups.kill(this.id, commandId) : Promise.resolve()),
         cleanup,
       });
       const done = running.done.then((result) =>
-        withCpuLimit(oomKilled > 0 ? { ...result, limitExceeded: 'memory' as const } : result, env),
+        withDiskLimit(
+          withCpuLimit(
+            oomKilled > 0 ? { ...result, limitExceeded: 'memory' as const } : result,
+            env,
+          ),
+          diskOver,
+          prepared,
+          options.signal,
+        ),
       );
       const tracked: Running = { ...running, done, kill: () => running.kill().then(() => done) };
       this.#track(tracked);
@@ -342,6 +381,45 @@ export class LocalSandbox implements Sandbox {
       throw new SandboxError('closed', `sandbox ${this.id} is closed`);
     }
   }
+}
+
+interface Prepared {
+  readonly cwd: string;
+  readonly limits: ExecLimits;
+  readonly env: Record<string, string>;
+  /** True when RLIMIT_FSIZE was lowered to what is left of the sandbox's disk. */
+  readonly diskBound: boolean;
+  /** The workdir's usage before the command. */
+  readonly usedBytes: number;
+}
+
+/** The caller's cancel signal and the disk watch's, as one. */
+function withDiskSignal(
+  signal: AbortSignal | undefined,
+  disk: DiskWatch | undefined,
+): AbortSignal | undefined {
+  if (disk === undefined) return signal;
+  return signal === undefined ? disk.signal : AbortSignal.any([signal, disk.signal]);
+}
+
+/**
+ * A command that took the workdir past the disk limit (killed by the watch, or left it over), or
+ * died of SIGXFSZ where RLIMIT_FSIZE was what was left of the disk: `limitExceeded: 'disk'`.
+ * A kill by the watch is not the caller's cancel.
+ */
+function withDiskLimit(
+  result: ExecResult,
+  over: boolean,
+  prepared: Prepared,
+  signal: AbortSignal | undefined,
+): ExecResult {
+  const xfsz = result.exitCode === SIGXFSZ_STATUS || result.signal === 'SIGXFSZ';
+  if (!over && !(prepared.diskBound && xfsz)) return result;
+  return {
+    ...result,
+    canceled: result.canceled && signal?.aborted === true,
+    limitExceeded: result.limitExceeded ?? 'disk',
+  };
 }
 
 /**

@@ -100,6 +100,8 @@ export interface WarmStart {
   /** Memory and CPU of the sandbox, for its cgroups. */
   readonly memoryBytes?: number;
   readonly cpuPercent?: number;
+  /** Size of the executor's private /tmp (the sandbox's disk limit). */
+  readonly tmpBytes?: number;
   /** The host user commands run as (the service is root), or none. */
   readonly user: SandboxUser | undefined;
   /** Idle time after which the executor stops by itself. */
@@ -133,6 +135,7 @@ export async function startWarmExecutor(start: WarmStart): Promise<WarmExecutor>
       commandId: executorId,
       workdir: start.workdir,
       allowRead: start.allowRead,
+      ...(start.tmpBytes === undefined ? {} : { tmpBytes: start.tmpBytes }),
     });
     undo.push(wrapped.ended);
     const [file, ...args] = hostArgv(wrapped.line, {

@@ -16,6 +16,7 @@ import { pino, type Logger } from 'pino';
 import { probeSandboxCgroups } from './cgroup.ts';
 import { SandboxError } from './errors.ts';
 import { SANDBOX_PATH } from './launch.ts';
+import { sweepOrphans } from './orphans.ts';
 import type { Running } from './local-process.ts';
 import type { CreateSandboxOptions, ExecLimits, Sandbox, SandboxProvider } from './provider.ts';
 import { acquireRuntime } from './runtime.ts';
@@ -53,6 +54,7 @@ export type ResourceLimitMode = (typeof ResourceLimitMode)[keyof typeof Resource
 
 export const DEFAULT_MEMORY_BYTES = 2 * 1024 * 1024 * 1024;
 export const DEFAULT_CPU_PERCENT = 100;
+export const DEFAULT_DISK_BYTES = 10 * 1024 * 1024 * 1024;
 /** Exit status of a command killed by SIGXCPU (RLIMIT_CPU), as the sandbox's layers pass it. */
 
 export interface LocalSandboxOptions {
@@ -77,6 +79,11 @@ export interface LocalSandboxOptions {
   readonly cpuPercent?: number;
   /** Host user of commands when the service runs as root. Default 65534 (nobody). */
   readonly sandboxUser?: SandboxUser;
+  /**
+   * Disk of one sandbox: its workdir's usage, and the size of each command's private /tmp (see
+   * disk.ts). Default 10 GiB.
+   */
+  readonly diskBytes?: number;
   /** Use cgroups per sandbox and command when they can be made (default true). */
   readonly pidsCgroup?: boolean;
   /**
@@ -115,6 +122,8 @@ export async function createLocalSandboxProvider(
     if ((mode & 0o011) !== 0o011) await chmod(rootDir, (mode & 0o7777) | 0o011);
     assertReachable(user, rootDir);
   }
+  // What an instance of this root killed without closing left running ends before we start.
+  await sweepOrphans(rootDir, logger);
   const runtime = await acquireRuntime({
     rootDir,
     deniedDomains: [...(options.deniedDomains ?? [])],
@@ -147,6 +156,7 @@ export async function createLocalSandboxProvider(
     user,
     memoryBytes,
     cpuPercent,
+    diskBytes: options.diskBytes ?? DEFAULT_DISK_BYTES,
   });
   logger.info(
     {
@@ -291,6 +301,7 @@ class LocalProvider implements LocalSandboxProvider, SandboxHost {
       cgroups: this.deps.cgroups,
       memoryBytes: this.deps.memoryBytes,
       cpuPercent: this.deps.cpuPercent,
+      tmpBytes: this.deps.diskBytes,
       user: this.deps.user,
       idleMs: this.deps.warmIdleMs,
       logger: this.deps.logger,

@@ -12,6 +12,8 @@ export const SANDBOX_COMMAND = 'bwrap';
 export interface ProcInfo {
   /** Field 22 of /proc/<pid>/stat: clock ticks since boot, unique per pid over time. */
   readonly startTime: string;
+  /** Field 4: the parent. */
+  readonly ppid: number;
   /** Field 5: the process group. */
   readonly pgrp: number;
   readonly state: string;
@@ -31,6 +33,7 @@ export async function readProc(pid: number): Promise<ProcInfo | undefined> {
     if (state === 'Z' || state === 'X') return undefined;
     return {
       startTime: fields[19] ?? '',
+      ppid: Number(fields[1]),
       pgrp: Number(fields[2]),
       state,
       argv: cmdline.split('\0').filter((a, i, all) => i < all.length - 1 || a !== ''),

@@ -105,12 +105,14 @@ export interface ExecResult {
   readonly denials: readonly SandboxDenial[];
   /**
    * Set when the kernel killed a process of the command for a resource limit: `memory` (an
-   * out-of-memory kill in the sandbox's memory cgroup) or `cpu` (RLIMIT_CPU, SIGXCPU).
+   * out-of-memory kill in the sandbox's memory cgroup) or `cpu` (RLIMIT_CPU, SIGXCPU); `disk`
+   * when the command took the sandbox's workdir past its disk limit (local: killed, or its write
+   * refused with EFBIG/SIGXFSZ; see disk.ts).
    */
   readonly limitExceeded?: LimitExceeded;
 }
 
-export const LimitExceeded = { memory: 'memory', cpu: 'cpu' } as const;
+export const LimitExceeded = { memory: 'memory', cpu: 'cpu', disk: 'disk' } as const;
 export type LimitExceeded = (typeof LimitExceeded)[keyof typeof LimitExceeded];
 
 export interface GetFileOptions {

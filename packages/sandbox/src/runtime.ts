@@ -12,6 +12,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SandboxManager, type SandboxRuntimeConfig } from '@anthropic-ai/sandbox-runtime';
 import { SandboxError } from './errors.ts';
+import { recordOwner } from './orphans.ts';
 import type { SandboxDenial } from './provider.ts';
 import { systemReadPaths } from './read-policy.ts';
 import type { SandboxUser } from './sandbox-user.ts';
@@ -62,6 +63,8 @@ export interface WrapRequest {
   readonly workdir: string;
   /** Host paths the command may read besides the system allow-list (`read-policy.ts`). */
   readonly allowRead: readonly string[];
+  /** Size of the command's private /tmp (a tmpfs): the sandbox's disk limit. */
+  readonly tmpBytes?: number;
 }
 
 export interface Runtime {
@@ -84,6 +87,8 @@ let current:
 interface Started {
   /** Runtime files every command must reach: the seccomp helper, the proxy bridge sockets. */
   readonly runtimeReads: readonly string[];
+  /** Removes this process's owner record (orphans.ts) once the runtime is reset. */
+  readonly forgetOwner: () => Promise<void>;
 }
 
 interface Tap {
@@ -144,7 +149,7 @@ export async function acquireRuntime(settings: RuntimeSettings): Promise<Runtime
     );
     let ended = false;
     return {
-      line: readOnlyTmpfs(line),
+      line: sizedTmp(readOnlyTmpfs(line), request.tmpBytes),
       ended: () => {
         if (ended) return;
         ended = true;
@@ -182,6 +187,7 @@ export async function acquireRuntime(settings: RuntimeSettings): Promise<Runtime
       if (state.users === 0 && current === state) {
         current = undefined;
         await SandboxManager.reset();
+        await started.forgetOwner();
       }
     },
   };
@@ -234,6 +240,14 @@ async function start(settings: RuntimeSettings, taps: Map<string, Tap>): Promise
       await chmod(dirname(observer), 0o711);
     }
   }
+  // The host-side bridges are our children but in no sandbox: recorded, so that the next
+  // instance or a reaper can end them if this process dies without closing (orphans.ts).
+  const forgetOwner = await recordOwner(
+    settings.rootDir,
+    [SandboxManager.getLinuxHttpSocketPath(), SandboxManager.getLinuxSocksSocketPath()].filter(
+      (p): p is string => p !== undefined,
+    ),
+  );
   const store = SandboxManager.getSandboxViolationStore();
   let seen = store.getTotalCount();
   store.subscribe((violations) => {
@@ -249,7 +263,10 @@ async function start(settings: RuntimeSettings, taps: Map<string, Tap>): Promise
       tap.denials.push(parseDenial(violation.line));
     }
   });
-  return { runtimeReads: [...(helper === undefined ? [] : [helper]), ...new Set(sockets)] };
+  return {
+    runtimeReads: [...(helper === undefined ? [] : [helper]), ...new Set(sockets)],
+    forgetOwner,
+  };
 }
 
 /**
@@ -304,6 +321,15 @@ export function readOnlyTmpfs(line: string): string {
   if (tokens.length === 0) return line;
   const remounts = [...new Set(tokens)].map((token) => ` --remount-ro ${token}`).join('');
   return `${line.slice(0, at)}${remounts}${line.slice(at)}`;
+}
+
+/**
+ * Caps the command's private /tmp (the runtime mounts it as a tmpfs of half the host's memory):
+ * bwrap's `--size` applies to the `--tmpfs` that follows it.
+ */
+export function sizedTmp(line: string, bytes: number | undefined): string {
+  if (bytes === undefined) return line;
+  return line.replace(' --tmpfs /tmp ', ` --size ${bytes} --tmpfs /tmp `);
 }
 
 /** Lines look like `deny openat /etc/x` or `deny network-outbound host:443 (reason)`. */

@@ -21,6 +21,7 @@ export interface WrapKey {
   readonly commandId: string;
   readonly workdir: string;
   readonly allowRead: readonly string[];
+  readonly tmpBytes?: number;
 }
 
 export interface Wrapped {
@@ -57,7 +58,12 @@ export class WrapCache {
 
   async wrap(request: WrapKey): Promise<Wrapped> {
     if (this.#ttlMs <= 0) return this.#wrap(request);
-    const key = JSON.stringify([request.script, request.workdir, request.allowRead]);
+    const key = JSON.stringify([
+      request.script,
+      request.workdir,
+      request.allowRead,
+      request.tmpBytes,
+    ]);
     const now = this.#now();
     for (const [k, e] of this.#entries) {
       if (e.expiresAt <= now) this.#retire(k, e);

@@ -125,6 +125,7 @@ export async function createSandboxProviderFromConfig(
           warmIdleMs: s.warm_idle_ms,
           memoryBytes: s.memory_bytes,
           cpuPercent: s.cpu_percent,
+          diskBytes: s.disk_bytes,
           sandboxUser: { uid: s.uid, gid: s.gid },
           logger,
         }),

@@ -55,6 +55,7 @@ const COMMAND_CUT = [
   c('timeout', 'the command ran past `timeout_ms` and was killed (details keep its output)'),
   c('oom', 'the command went past its memory limit and was killed'),
   c('cpu_limit', 'the command used more CPU time than its limit and was killed'),
+  c('disk_full', "the command would take the sandbox's files past its disk limit"),
 ];
 const STARTING = [
   WITH_SKILL,

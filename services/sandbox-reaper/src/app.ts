@@ -80,6 +80,10 @@ export async function startReaperService(
       pid: process.pid,
       startedAt,
     });
+    for (const d of destroyers.values()) {
+      // A service killed without closing leaves processes no sandbox row leads to.
+      await d.sweep?.().catch((err: unknown) => log.warn({ err }, 'sweeping orphans failed'));
+    }
     const s = await reaper.runPass();
     if (r.unused_envs_after_sec > 0) {
       // Its own failure is logged: it must not hold up the sandboxes' pass.

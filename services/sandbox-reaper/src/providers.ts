@@ -11,6 +11,8 @@ import type { Store } from '@toolmesh/store';
 export interface SandboxDestroyer {
   readonly kind: SandboxProvider['kind'];
   destroy(sandboxId: string): Promise<void>;
+  /** Ends what dead instances of the provider left running (local: bridges, orphaned bwraps). */
+  sweep?(): Promise<number>;
   close(): Promise<void>;
 }
 

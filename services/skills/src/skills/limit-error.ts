@@ -3,13 +3,15 @@ import { ToolError } from '@toolmesh/protocol';
 import type { ExecResult } from '@toolmesh/sandbox';
 
 /**
- * The error of a command the kernel killed for a sandbox limit (memory: `oom`; CPU time:
- * `cpu_limit`), else undefined. Checked before the timeout: a command killed for memory or CPU
+ * The error of a command cut by a sandbox limit (memory: `oom`; CPU time: `cpu_limit`; disk:
+ * `disk_full`), else undefined. Checked before the timeout: a command killed for memory or CPU
  * did not run out of time.
  */
 export function limitErrorOf(
   r: ExecResult,
-): { code: 'oom' | 'cpu_limit'; message: string; limit: 'memory' | 'cpu' } | undefined {
+):
+  | { code: 'oom' | 'cpu_limit' | 'disk_full'; message: string; limit: 'memory' | 'cpu' | 'disk' }
+  | undefined {
   switch (r.limitExceeded) {
     case undefined:
       return undefined;
@@ -24,6 +26,13 @@ export function limitErrorOf(
         code: 'cpu_limit',
         message: 'the command used more CPU time than its sandbox allows and was killed',
         limit: 'cpu',
+      };
+    case 'disk':
+      return {
+        code: 'disk_full',
+        message:
+          "the command would take its sandbox's files past the disk limit: its write was refused or it was killed",
+        limit: 'disk',
       };
     default: {
       const never: never = r.limitExceeded;
