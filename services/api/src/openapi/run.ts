@@ -7,6 +7,7 @@
 // instance, so a burst of imports cannot take every core.
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import { metrics } from '@toolmesh/telemetry';
 import { ApiError } from '../errors.ts';
 import type { ConvertOptions } from './convert.ts';
 import type { PrepareLimits, Prepared } from './prepare.ts';
@@ -42,6 +43,16 @@ export interface ImportRunner {
 }
 
 const WORKER = new URL('./worker.ts', import.meta.url);
+
+/** Codes of the refusals that are a budget of the import (counted by metric). */
+const BUDGET_CODES = new Set([
+  'nesting_too_deep',
+  'openapi_operations_limit',
+  'openapi_expansion_limit',
+  'openapi_time_limit',
+  'openapi_memory_limit',
+  'openapi_busy',
+]);
 
 export function createImportRunner(o: ImportRunnerOptions): ImportRunner {
   let running = 0;
@@ -111,6 +122,7 @@ export function createImportRunner(o: ImportRunnerOptions): ImportRunner {
   return {
     prepare: async (document, options) => {
       if (running >= o.maxConcurrent) {
+        metrics.openapiImportsRefused.inc({ code: 'openapi_busy' });
         throw new ApiError(
           'openapi_busy',
           `${o.maxConcurrent} OpenAPI imports are running on this api instance (api.openapi_max_concurrent): retry in a moment`,
@@ -118,11 +130,19 @@ export function createImportRunner(o: ImportRunnerOptions): ImportRunner {
         );
       }
       running++;
+      metrics.openapiImportsRunning.inc();
       const started = performance.now();
       try {
         return await runWorker({ document, options, limits: o.limits });
+      } catch (err) {
+        if (err instanceof ApiError && BUDGET_CODES.has(err.code)) {
+          metrics.openapiImportsRefused.inc({ code: err.code });
+          o.logger.info({ code: err.code, msg: err.message }, 'OpenAPI import refused');
+        }
+        throw err;
       } finally {
         running--;
+        metrics.openapiImportsRunning.dec();
         o.logger.debug(
           { duration_ms: Math.round(performance.now() - started) },
           'OpenAPI import prepared',
