@@ -32,7 +32,12 @@ export function jsonDepth(value: unknown, limit = Number.MAX_SAFE_INTEGER): numb
  * Throws `nesting_too_deep` (terminal) when `value` nests deeper than `limit`; `what` names the
  * value and `setting` the configuration key of the limit, for the message.
  */
-export function assertJsonDepth(value: unknown, limit: number, what: string, setting: string): void {
+export function assertJsonDepth(
+  value: unknown,
+  limit: number,
+  what: string,
+  setting: string,
+): void {
   if (jsonDepth(value, limit) > limit) {
     throw new ProtocolError(
       'nesting_too_deep',

@@ -226,7 +226,8 @@ export function createFacade(deps: {
     try {
       issues = checker.check(tool, args);
     } catch (err) {
-      if (err instanceof ApiError) return errorResult(err.code, err.message, { details: err.details });
+      if (err instanceof ApiError)
+        return errorResult(err.code, err.message, { details: err.details });
       throw err;
     }
     if (issues) {

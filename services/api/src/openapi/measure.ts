@@ -37,7 +37,7 @@ function pointer(root: Obj, ref: string): unknown {
       return undefined;
     }
     if (!isObj(cur)) return undefined;
-    cur = (cur as Obj)[part];
+    cur = cur[part];
   }
   return cur;
 }
