@@ -28,7 +28,7 @@ export function assertCronFields(pattern: string): void {
   if (fields !== 5 && fields !== 6) {
     throw new InvalidScheduleError(
       'cron',
-      `a cron pattern has 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), got ${fields}`,
+      `invalid cron pattern: 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), got ${fields}`,
     );
   }
 }
