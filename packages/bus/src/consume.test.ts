@@ -3,6 +3,7 @@ import { jetstreamManager, type ConsumerInfo, type JetStreamManager } from '@nat
 import type { NatsConnection } from '@nats-io/transport-node';
 import { useNats, type TestNats } from '@toolmesh/testing';
 import { pino } from 'pino';
+import { ProtocolError } from '@toolmesh/protocol';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createBus, type Bus } from './bus.ts';
 import { connectNats } from './connection.ts';
@@ -175,6 +176,31 @@ describe('consume', () => {
     await waitFor('redelivery', () => counts.length === 2);
     await waitFor('acked', () => settled(t.info));
     expect(counts).toEqual([1, 2]);
+  });
+
+  it('terminates at the first delivery a message no redelivery can cure', async () => {
+    const t = freshTarget();
+    // What a handler meets on a call nested 10,000 deep: stringifying it overflows the stack.
+    let deep: unknown = 1;
+    for (let i = 0; i < 10_000; i++) deep = [deep];
+    await t.publish('deep');
+    await t.publish('unparsable');
+    await t.publish('refused');
+    const counts = new Map<string, number[]>();
+    await t.consume({
+      handler: async (d) => {
+        counts.set(text(d), [...(counts.get(text(d)) ?? []), d.deliveryCount]);
+        await sleep(5);
+        if (text(d) === 'deep') JSON.stringify(deep);
+        if (text(d) === 'unparsable') JSON.parse(text(d));
+        throw new ProtocolError('invalid_message', 'not a tool call');
+      },
+    });
+    await waitFor('all three handled', () => counts.size === 3);
+    await sleep(1_000); // retry_base_ms is 50: a nak'ed message would be back by now
+    expect(Object.fromEntries(counts)).toEqual({ deep: [1], unparsable: [1], refused: [1] });
+    const info = await t.info();
+    expect([info.num_ack_pending, info.num_pending, info.num_redelivered]).toEqual([0, 0, 0]);
   });
 
   it('does not redeliver a termed message', async () => {

@@ -1,7 +1,8 @@
 // Consumes a durable pull consumer with bounded concurrency per instance. Each message is
 // handled in its own task; while a handler runs longer than a third of the ack wait, the
 // message gets in-progress acks so the server does not redeliver it to another instance. The
-// handler decides ack, nak (with a delay) or term; a thrown error naks with backoff.
+// handler decides ack, nak (with a delay) or term; a thrown error naks with backoff, unless no
+// delivery could ever succeed (terminal, below): that message is terminated at once.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import {
@@ -10,6 +11,7 @@ import {
   type MsgHdrs,
 } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { MeshError } from '@toolmesh/protocol';
 import {
   SpanKind,
   contextFromHeaders,
@@ -69,6 +71,17 @@ export function operationOf(subject: string): string {
   return t.length > 5 ? `${t[4]}.${t[5]}` : 'message';
 }
 
+/**
+ * Whether a handler's error would recur on every delivery of the same message: a RangeError (a
+ * stack overflow on a deeply nested body, an impossible length), a SyntaxError (unparsable
+ * text), or a mesh error whose code is terminal. Redelivering such a message only repeats the
+ * failure for max_deliver rounds of backoff. Anything else may be infrastructure: retried.
+ */
+export function isTerminalError(err: unknown): boolean {
+  if (err instanceof RangeError || err instanceof SyntaxError) return true;
+  return err instanceof MeshError && !err.retryable;
+}
+
 function toDelivery(m: JsMsg): Delivery {
   const hdrs: MsgHdrs | undefined = m.headers;
   return {
@@ -124,12 +137,20 @@ export function consume(consumer: Consumer, opts: ConsumeOptions): Consumption {
             () => opts.handler(delivery),
           );
     } catch (err) {
-      const delayMs = backoffMs(m.info.deliveryCount, opts.retryBaseMs, opts.retryMaxMs);
-      log.warn(
-        { err, subject: m.subject, seq: m.seq, delivery: m.info.deliveryCount, delayMs },
-        'handler failed; nak',
-      );
-      d = { type: 'nak', delayMs };
+      if (isTerminalError(err)) {
+        log.error(
+          { err, subject: m.subject, seq: m.seq, delivery: m.info.deliveryCount },
+          'handler failed in a way no redelivery can cure; terminated',
+        );
+        d = { type: 'term', reason: (err as Error).message };
+      } else {
+        const delayMs = backoffMs(m.info.deliveryCount, opts.retryBaseMs, opts.retryMaxMs);
+        log.warn(
+          { err, subject: m.subject, seq: m.seq, delivery: m.info.deliveryCount, delayMs },
+          'handler failed; nak',
+        );
+        d = { type: 'nak', delayMs };
+      }
     } finally {
       clearInterval(heartbeat);
     }

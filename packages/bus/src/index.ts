@@ -2,7 +2,7 @@ export { closeNats, connectNats } from './connection.ts';
 export type { ConnectOptions } from './connection.ts';
 export { createBus } from './bus.ts';
 export type { Bus, BusOptions, PublishOptions, PublishAck } from './bus.ts';
-export { backoffMs } from './consume.ts';
+export { backoffMs, isTerminalError } from './consume.ts';
 export type {
   Delivery,
   DeliveryHandler,

@@ -183,6 +183,20 @@ export const apiSchema = section({
   // 1000 names, so the ceiling is that).
   openapi_max_bytes: positiveInt().default(4_194_304),
   openapi_max_operations: positiveInt().max(1_000).default(500),
+  // ... and, checked before anything expands the document: the operations it may hold at all
+  // (include/exclude aside), and its size with every internal $ref replaced by its target (in
+  // objects and arrays; a schema referring twice to the one before doubles it at each level).
+  openapi_max_document_operations: positiveInt().default(2_000),
+  openapi_max_expansion: positiveInt().default(1_000_000),
+  // The import's parsing, validation and conversion run in a worker thread with this much time
+  // and heap; past either the worker is stopped and the import refused. Imports running at once
+  // per api instance; one more is answered 429.
+  openapi_timeout_ms: positiveInt().default(10_000),
+  openapi_max_heap_mb: intAtLeast(16).default(256),
+  openapi_max_concurrent: positiveInt().default(2),
+  // The deepest JSON request body (objects and arrays) any route reads; deeper is 400
+  // nesting_too_deep before any route sees it (almost everything after JSON.parse recurses).
+  max_json_depth: intBetween(8, 1_000).default(128),
 }).superRefine((api, ctx) => {
   const {
     execution_wait_min_ms: min,

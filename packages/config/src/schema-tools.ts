@@ -9,6 +9,7 @@ import {
   intAtLeast,
   section,
   notAbove,
+  intBetween,
 } from './schema-kit.ts';
 
 export const toolsSchema = section({
@@ -17,6 +18,12 @@ export const toolsSchema = section({
   max_result_bytes: positiveInt().default(524_288),
   // Largest arguments kept on an execution row; larger ones are kept as a size marker.
   execution_arguments_max_bytes: intAtLeast(0).default(8_192),
+  // The deepest a call's arguments may nest (objects and arrays), over HTTP and the bus; deeper
+  // fails nesting_too_deep at once. At most 1000: serializing deeper overflows the stack.
+  max_arguments_depth: intBetween(1, 1_000).default(64),
+  // The deepest a tool's parameters or output schema may nest, as JSON (registration, updates,
+  // OpenAPI imports); deeper is 400 nesting_too_deep.
+  max_schema_depth: intBetween(2, 1_000).default(100),
   default_timeout_ms: positiveInt().default(60_000),
   max_timeout_ms: positiveInt().default(3_600_000),
   // JetStream redelivers after ack_wait; under a second, a busy instance sees its own calls again.

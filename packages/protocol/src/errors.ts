@@ -39,6 +39,12 @@ export const ERROR_CODES = {
     status: 'failed',
     summary: 'the message is larger than the configured limit',
   },
+  nesting_too_deep: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      'the arguments (or another JSON value of the message) nest deeper than the configured limit (tools.max_arguments_depth)',
+  },
   unknown_tool: {
     retryable: false,
     status: 'failed',

@@ -63,6 +63,7 @@ export {
 } from './messages.ts';
 export type { ToolCallInput, MessageType, Message, MessageHandlers } from './messages.ts';
 export { encodeMessage, decodeMessage, validateMessage, parseJson } from './codec.ts';
+export { jsonDepth, assertJsonDepth } from './json-depth.ts';
 export {
   RateLimitOptions,
   RetryOptions,

@@ -14,6 +14,10 @@ const c = (code: ErrorCode, when: string): ToolErrorCase => Object.freeze({ code
 /** What every call of a reserved tool may end with, whatever the tool. */
 export const COMMON_ERRORS: readonly ToolErrorCase[] = Object.freeze([
   c('invalid_arguments', 'the arguments do not match the schema above'),
+  c(
+    'nesting_too_deep',
+    'the arguments nest deeper than `tools.max_arguments_depth` (64) levels of objects and arrays; a 400 over HTTP, a failed card at the first delivery on the bus',
+  ),
   c('timeout', "the call outlived its deadline (the tool's own limit, or the caller's)"),
   c('canceled', 'the call was canceled while it ran'),
   c('internal_error', 'the handler crashed'),

@@ -47,6 +47,17 @@ export const metrics = {
     labelNames: ['provider'] as const,
     registers,
   }),
+  openapiImportsRunning: new Gauge({
+    name: 'toolmesh_openapi_imports_running',
+    help: 'OpenAPI imports this api process is preparing in worker threads right now',
+    registers,
+  }),
+  openapiImportsRefused: new Counter({
+    name: 'toolmesh_openapi_imports_refused_total',
+    help: 'OpenAPI imports refused for a budget (depth, operations, expansion, time, heap, busy), by code',
+    labelNames: ['code'] as const,
+    registers,
+  }),
   sandboxExecDuration: new Histogram({
     name: 'toolmesh_sandbox_exec_duration_seconds',
     help: 'Duration of commands run in sandboxes, by provider and outcome',

@@ -5,6 +5,7 @@ import {
   Header,
   IdKind,
   MeshError,
+  assertJsonDepth,
   ProtocolError,
   assertId,
   isValidId,
@@ -60,6 +61,8 @@ export interface Rejection {
 
 export interface IntakeLimits {
   maxCallBytes: number;
+  /** tools.max_arguments_depth (optional: 64). */
+  maxArgumentsDepth?: number;
   defaultTimeoutMs: number;
   maxTimeoutMs: number;
 }
@@ -213,6 +216,13 @@ export function intake(d: Delivery, subjects: Subjects, limits: IntakeLimits): I
       );
     }
     if (parseError !== undefined) throw parseError;
+    // Before anything recurses over the body (zod, ajv, JSON.stringify, Postgres): a call a few
+    // thousand levels deep overflows their stack, which would read as a crash and be retried.
+    const maxDepth = limits.maxArgumentsDepth ?? 64;
+    if (typeof body === 'object' && body !== null && 'arguments' in body) {
+      assertJsonDepth(body.arguments, maxDepth, 'arguments', 'tools.max_arguments_depth');
+    }
+    assertJsonDepth(body, maxDepth + 1, 'the call', 'tools.max_arguments_depth');
     if (typeof body === 'object' && body !== null && 'tool_call_id' in body) {
       assertId(IdKind.toolCall, body.tool_call_id);
     }

@@ -7,6 +7,7 @@ export function limitsFromConfig(t: ToolsConfig): ToolServiceLimits {
     concurrency: t.concurrency,
     maxCallBytes: t.max_call_bytes,
     maxResultBytes: t.max_result_bytes,
+    maxArgumentsDepth: t.max_arguments_depth,
     executionArgumentsMaxBytes: t.execution_arguments_max_bytes,
     defaultTimeoutMs: t.default_timeout_ms,
     maxTimeoutMs: t.max_timeout_ms,

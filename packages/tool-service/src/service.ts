@@ -5,9 +5,16 @@
 // agent waits, its inbox row and wakeup; then ack. Bad input is answered with a failed result,
 // never dropped; infrastructure trouble is retried, never turned into a result.
 import type { Logger } from 'pino';
-import type { Bus, Consumption, Delivery, Disposition, Lease } from '@toolmesh/bus';
+import {
+  isTerminalError,
+  type Bus,
+  type Consumption,
+  type Delivery,
+  type Disposition,
+  type Lease,
+} from '@toolmesh/bus';
 import { cappedArguments, type Store } from '@toolmesh/store';
-import { Header, RetryableError, type ToolResultContent } from '@toolmesh/protocol';
+import { Header, MeshError, RetryableError, type ToolResultContent } from '@toolmesh/protocol';
 import { metrics } from '@toolmesh/telemetry';
 import type { CallCost, ToolDefinition } from './define.ts';
 import { emitProgress, reemitCard } from './emit.ts';
@@ -33,6 +40,8 @@ import { createApprovalGate, type ApprovalGate } from './approvals.ts';
 export interface ToolServiceLimits {
   concurrency: number;
   maxCallBytes: number;
+  /** tools.max_arguments_depth (optional: 64). */
+  maxArgumentsDepth?: number;
   maxResultBytes: number;
   /** Largest arguments kept on the execution row (optional: 8 KiB). */
   executionArgumentsMaxBytes?: number;
@@ -168,6 +177,22 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       }
       return await handleCall(d, accepted, bound, ids, started, lastDelivery, clog);
     } catch (err) {
+      if (isTerminalError(err)) {
+        // Every delivery would fail the same way (a stack overflow on the message, a value
+        // Postgres refuses): redelivering it 50 times only delays the caller's answer by
+        // minutes. Filed now, without the arguments and context, which may be the cause.
+        clog.error({ err }, 'call cannot be handled on any delivery; filed failed at once');
+        const code = err instanceof MeshError ? err.code : 'internal_error';
+        const plain: CallIds = { ...ids, arguments: undefined, context: undefined };
+        const message = `the call cannot be handled: ${(err as Error).message}`.slice(0, 2_000);
+        try {
+          return await finish(plain, failure(code, message), undefined, clog);
+        } catch (again) {
+          if (again instanceof RetryableError) throw again;
+          clog.error({ err: again }, 'the failure could not be filed either; message terminated');
+          return { type: 'term', reason: message };
+        }
+      }
       if (!lastDelivery) throw err; // the consumer naks with backoff
       // The server will not deliver this message again: file a failure rather than leave the
       // caller without any result.

@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import type { AgentConfig, LlmConfig } from '@toolmesh/config';
+import { isTerminalError } from '@toolmesh/bus';
 import type { ErrorBody, ErrorCode, ToolResultContent } from '@toolmesh/protocol';
 import type { ClaimedTurn, StepCall, StepContext, Store } from '@toolmesh/store';
 import { ModelError, type Llm, type ModelAnswer, type ModelCall } from './llm.ts';
@@ -310,6 +311,14 @@ export async function runStep(
     );
     // Every call was answered here: the turn is ready again and this runner takes it next.
     return outgoing.length === 0;
+  } catch (err) {
+    // A stack overflow on a deeply nested value (a tool result, the model's arguments) or
+    // another error no retry cures would fail every claim of the turn, each a lease apart: the
+    // turn ends now with the reason instead.
+    if (!isTerminalError(err) || abort.signal.aborted) throw err;
+    const message = `step ${step} cannot be run: ${(err as Error).message}`.slice(0, 2_000);
+    log.error({ err }, 'step failed in a way no retry can cure; the turn ends');
+    return await finish('failed', { text: message }, { code: 'internal_error', message });
   } finally {
     clearInterval(heartbeat);
   }

@@ -12,9 +12,9 @@ import {
 } from 'fastify-type-provider-zod';
 import { createAuth } from './auth.ts';
 import { createKeyCache } from './key-cache.ts';
-import { createSubjects } from '@toolmesh/protocol';
+import { createSubjects, jsonDepth } from '@toolmesh/protocol';
 import type { ApiDeps, RouteDeps } from './deps.ts';
-import { errorHandler } from './errors.ts';
+import { ApiError, errorHandler } from './errors.ts';
 import { createHttpMetrics } from './metrics.ts';
 import { healthRoutes } from './routes/health.ts';
 import { projectRoutes } from './routes/projects.ts';
@@ -55,12 +55,29 @@ export async function buildApp(deps: ApiDeps) {
   // `curl -X POST -H 'content-type: application/json' .../cancel` sends no body: an empty JSON
   // body is read as `{}` (a route's required fields are still named when missing), not as a
   // parse error.
+  // A body nested deeper than api.max_json_depth is refused here, before any route: JSON.parse
+  // reads any depth, but zod, ajv, JSON.stringify and Postgres recurse, and a few thousand
+  // levels overflow their stack (a 500 where the caller sent bad input).
   const json = app.getDefaultJsonParser('error', 'error');
+  const maxDepth = deps.config.api.max_json_depth;
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (text === '') done(null, {});
-    else void json(req, text, done);
+    if (text === '') return done(null, {});
+    void json(req, text, (err, value) => {
+      if (err) return done(err, undefined);
+      if (jsonDepth(value, maxDepth) > maxDepth) {
+        return done(
+          new ApiError(
+            'nesting_too_deep',
+            `the request body nests deeper than ${maxDepth} levels of objects and arrays (api.max_json_depth)`,
+            { limit_depth: maxDepth },
+          ),
+          undefined,
+        );
+      }
+      done(null, value);
+    });
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((req, reply) =>

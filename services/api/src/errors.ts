@@ -23,6 +23,8 @@ export const ApiErrorCode = {
   missing_variables: 400,
   missing_secret: 400,
   invalid_idempotency_key: 400,
+  /** A JSON value (the body, arguments, a schema) nests deeper than its configured limit. */
+  nesting_too_deep: 400,
   conflict: 409,
   /** Another request holding the same Idempotency-Key is still in progress. */
   idempotency_key_in_use: 409,
@@ -32,6 +34,16 @@ export const ApiErrorCode = {
   tool_call_id_reused: 422,
   mcp_server_disabled: 409,
   payload_too_large: 413,
+  /** An OpenAPI document holds more operations than api.openapi_max_document_operations. */
+  openapi_operations_limit: 413,
+  /** An OpenAPI document expands past api.openapi_max_expansion once its $refs are replaced. */
+  openapi_expansion_limit: 422,
+  /** An OpenAPI import's work outlived api.openapi_timeout_ms; its worker was stopped. */
+  openapi_time_limit: 422,
+  /** An OpenAPI import's work outgrew api.openapi_max_heap_mb; its worker was stopped. */
+  openapi_memory_limit: 422,
+  /** api.openapi_max_concurrent imports are running on this instance; retry after a second. */
+  openapi_busy: 429,
   rate_limited: 429,
   unsupported_media_type: 415,
   unavailable: 503,

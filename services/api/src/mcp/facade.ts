@@ -25,6 +25,7 @@ import { LONG_RUNNING_TOOLS } from '@toolmesh/skills';
 import type { Client } from '@toolmesh/client';
 import type { ToolProgressEvent } from '@toolmesh/protocol';
 import type { Store, ToolRecord } from '@toolmesh/store';
+import { ApiError } from '../errors.ts';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
 import { DETACHED, IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
 import { buildNameTable, mcpToolName, type NameTable } from './names.ts';
@@ -102,6 +103,8 @@ export function createFacade(deps: {
   /** More visible tools than this: tools/list offers search_tools and call_tool only. */
   searchThreshold: number;
   decider: ApprovalDecider;
+  /** tools.max_arguments_depth. */
+  maxArgumentsDepth: number;
 }) {
   const { store, client, artifacts, calls, tools, searchThreshold, decider } = deps;
 
@@ -122,7 +125,7 @@ export function createFacade(deps: {
     );
     await applyAnswer(decider, a, scope.caller ?? 'mcp', answer);
   }
-  const checker = createArgumentsChecker();
+  const checker = createArgumentsChecker({ maxDepth: deps.maxArgumentsDepth });
 
   /**
    * The tools a scope may see. For an agent, the same rule as the agent worker's toolset
@@ -219,7 +222,14 @@ export function createFacade(deps: {
     if (!tool) {
       throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}`);
     }
-    const issues = checker.check(tool, args);
+    let issues;
+    try {
+      issues = checker.check(tool, args);
+    } catch (err) {
+      if (err instanceof ApiError)
+        return errorResult(err.code, err.message, { details: err.details });
+      throw err;
+    }
     if (issues) {
       const first = issues[0];
       return errorResult(

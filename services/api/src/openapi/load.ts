@@ -3,11 +3,15 @@
 // dereferences the internal `$ref`s; a `$ref` to anything outside the document (a URL or a file)
 // is refused before the parser sees it, so the api never fetches a URL or reads a file a tenant
 // names (the parser's file and http resolvers are switched off besides). Recursive schemas stay
-// as `$ref`s (circular: 'ignore') and are widened to "any" by the converter.
+// as `$ref`s (circular: 'ignore') and are widened to "any" by the converter. Before the parser
+// runs, the document's depth, operations and expanded size are checked against their limits
+// (measure.ts): the parser's own work grows with the expanded size, not the text's.
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { parse as parseYaml } from 'yaml';
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
+import { jsonDepth } from '@toolmesh/protocol';
 import { ApiError } from '../errors.ts';
+import { countOperations, expandedSize } from './measure.ts';
 
 export type OpenApiDocument = OpenAPIV3.Document | OpenAPIV3_1.Document;
 
@@ -50,10 +54,26 @@ function externalRefs(root: unknown): string[] {
   return found;
 }
 
-export async function loadOpenApi(input: unknown): Promise<OpenApiDocument> {
+export interface LoadLimits {
+  /** api.max_json_depth: the document's nesting, as written. */
+  maxDepth: number;
+  /** api.openapi_max_document_operations. */
+  maxOperations: number;
+  /** api.openapi_max_expansion. */
+  maxExpansion: number;
+}
+
+export async function loadOpenApi(input: unknown, limits: LoadLimits): Promise<OpenApiDocument> {
   const doc = typeof input === 'string' ? parseText(input) : input;
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
     throw invalid('the document is not an object');
+  }
+  if (jsonDepth(doc, limits.maxDepth) > limits.maxDepth) {
+    throw new ApiError(
+      'nesting_too_deep',
+      `the document nests deeper than ${limits.maxDepth} levels (api.max_json_depth)`,
+      { limit_depth: limits.maxDepth },
+    );
   }
   const version = (doc as Record<string, unknown>)['openapi'];
   if (typeof version !== 'string' || !/^3\.[01]\.\d+/.test(version)) {
@@ -70,6 +90,21 @@ export async function loadOpenApi(input: unknown): Promise<OpenApiDocument> {
     throw invalid(
       'the document refers to other files or URLs ($ref outside the document): bundle it into one document first',
       { refs: external },
+    );
+  }
+  const operations = countOperations(doc as Record<string, unknown>);
+  if (operations > limits.maxOperations) {
+    throw new ApiError(
+      'openapi_operations_limit',
+      `the document has ${operations} operations, more than api.openapi_max_document_operations (${limits.maxOperations}): split it`,
+      { operations, limit: limits.maxOperations },
+    );
+  }
+  if (expandedSize(doc as Record<string, unknown>, limits.maxExpansion) > limits.maxExpansion) {
+    throw new ApiError(
+      'openapi_expansion_limit',
+      `the document grows past ${limits.maxExpansion} objects and arrays once its $refs are expanded (api.openapi_max_expansion): schemas that refer to others several times multiply at every level`,
+      { limit: limits.maxExpansion },
     );
   }
   try {

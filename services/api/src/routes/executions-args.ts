@@ -3,13 +3,15 @@
 // and never reaches the bus. Validators come from @toolmesh/json-schema: one ajv instance per
 // project (a `$id` of one project never meets another's), regexes on RE2 (linear time),
 // compiled once per tool and updated_at (an edited schema is compiled afresh), bounded caches.
+// Arguments nested deeper than tools.max_arguments_depth are refused before ajv (which recurses
+// over the data) sees them.
 import {
   createProjectValidators,
   SchemaCompileError,
   type ErrorObject,
   type ProjectValidatorsOptions,
 } from '@toolmesh/json-schema';
-import { asDraft2020 } from '@toolmesh/protocol';
+import { asDraft2020, jsonDepth } from '@toolmesh/protocol';
 import type { ToolRecord } from '@toolmesh/store';
 import { ApiError } from '../errors.ts';
 
@@ -20,7 +22,10 @@ export interface ArgumentIssue {
 }
 
 export interface ArgumentsChecker {
-  /** Undefined when the arguments are valid; otherwise the issues, at most `maxIssues`. */
+  /**
+   * Undefined when the arguments are valid; otherwise the issues, at most `maxIssues`. Throws
+   * `nesting_too_deep` (400) for arguments deeper than the limit.
+   */
   check(tool: ToolRecord, args: Record<string, unknown>): ArgumentIssue[] | undefined;
 }
 
@@ -35,13 +40,24 @@ const issue = (e: ErrorObject): ArgumentIssue => {
 };
 
 export function createArgumentsChecker(
-  opts: ProjectValidatorsOptions & { maxIssues?: number } = {},
+  opts: ProjectValidatorsOptions & {
+    maxIssues?: number;
+    /** tools.max_arguments_depth. */
+    maxDepth: number;
+  },
 ): ArgumentsChecker {
   const maxIssues = opts.maxIssues ?? 20;
   const validators = createProjectValidators(opts);
 
   return {
     check: (tool, args) => {
+      if (jsonDepth(args, opts.maxDepth) > opts.maxDepth) {
+        throw new ApiError(
+          'nesting_too_deep',
+          `the arguments nest deeper than ${opts.maxDepth} levels of objects and arrays (tools.max_arguments_depth)`,
+          { limit_depth: opts.maxDepth },
+        );
+      }
       let validate;
       try {
         validate = validators.get(

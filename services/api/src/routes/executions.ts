@@ -53,7 +53,7 @@ export const executionRoutes =
       client,
       nc,
       config,
-      checker: createArgumentsChecker(),
+      checker: createArgumentsChecker({ maxDepth: config.tools.max_arguments_depth }),
       log: app.log,
     });
 

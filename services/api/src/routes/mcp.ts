@@ -123,6 +123,7 @@ export const mcpRoutes =
       tools,
       searchThreshold: config.api.mcp_search_threshold,
       decider,
+      maxArgumentsDepth: config.tools.max_arguments_depth,
     });
     const modern = createModernHandlers({
       facade,

@@ -3,23 +3,18 @@
 // document dropped. The document comes in the request body only (JSON or YAML text, or a JSON
 // object): the api never fetches a URL a tenant names, since it runs inside the deployment's
 // network and has no egress guard (the tools service has). `toolmesh tools import-openapi <url>`
-// fetches the document on the user's side and sends it here.
+// fetches the document on the user's side and sends it here. Reading, validating and converting
+// the document run in a worker thread under a deadline and a heap limit (openapi/run.ts), after
+// checks of its size, depth, operations and expanded size that need no expansion (measure.ts):
+// no document holds the event loop that serves every other tenant.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { HttpSpec, OAuth2Auth } from '@toolmesh/protocol';
-import type { ImportedTool } from '@toolmesh/store';
+import { OAuth2Auth } from '@toolmesh/protocol';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
-import { loadOpenApi } from '../openapi/load.ts';
-import { convertOpenApi, type Skipped } from '../openapi/convert.ts';
-import {
-  MAX_PARAMETERS_BYTES,
-  assertRegistrable,
-  checkHttpSpec,
-  checkParametersSchema,
-  jsonBytes,
-} from './tools-schema.ts';
+import { createImportRunner } from '../openapi/run.ts';
+import { assertRegistrable } from './tools-schema.ts';
 
 const Selector = z.string().min(1).max(200);
 
@@ -64,27 +59,21 @@ const ImportOut = z
   })
   .meta({ id: 'OpenApiImport' });
 
-/** A tool that passes every check a registration by hand would; otherwise the reason. */
-function checkTool(t: ImportedTool): string | undefined {
-  try {
-    assertRegistrable(t.name);
-    if (jsonBytes(t.parameters) > MAX_PARAMETERS_BYTES) {
-      return `its parameters schema is larger than ${MAX_PARAMETERS_BYTES} bytes`;
-    }
-    checkParametersSchema(t.parameters);
-    const spec = HttpSpec.safeParse(t.spec);
-    if (!spec.success) return `its request template is invalid: ${spec.error.issues[0]?.message}`;
-    checkHttpSpec(spec.data, t.parameters);
-    return undefined;
-  } catch (err) {
-    if (err instanceof ApiError) return err.message;
-    throw err;
-  }
-}
-
 export const openApiRoutes =
-  ({ store, auth, registryEvents, config }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, registryEvents, config, logger }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
+    const runner = createImportRunner({
+      limits: {
+        maxDepth: config.api.max_json_depth,
+        maxOperations: config.api.openapi_max_document_operations,
+        maxExpansion: config.api.openapi_max_expansion,
+        maxSchemaDepth: config.tools.max_schema_depth,
+      },
+      timeoutMs: config.api.openapi_timeout_ms,
+      maxHeapMb: config.api.openapi_max_heap_mb,
+      maxConcurrent: config.api.openapi_max_concurrent,
+      logger: logger.child({ component: 'openapi-import' }),
+    });
     app.post(
       '/projects/:project/openapi',
       {
@@ -102,6 +91,8 @@ export const openApiRoutes =
             401: ErrorResponse,
             409: ErrorResponse,
             413: ErrorResponse,
+            422: ErrorResponse,
+            429: ErrorResponse,
           },
         },
       },
@@ -109,8 +100,7 @@ export const openApiRoutes =
         const { project } = req.params;
         const b = req.body;
         assertRegistrable(`${b.prefix}.x`);
-        const doc = await loadOpenApi(b.document);
-        const converted = convertOpenApi(doc, {
+        const { tools, skipped, filtered, warnings } = await runner.prepare(b.document, {
           prefix: b.prefix,
           baseUrl: b.base_url,
           security: b.security,
@@ -118,12 +108,6 @@ export const openApiRoutes =
           exclude: b.exclude,
           category: b.category,
           tags: b.tags,
-        });
-        const skipped: Skipped[] = [...converted.skipped];
-        const tools = converted.tools.filter((t) => {
-          const reason = checkTool(t);
-          if (reason) skipped.push({ operation: t.name, reason });
-          return reason === undefined;
         });
         const max = config.api.openapi_max_operations;
         if (tools.length > max) {
@@ -136,7 +120,7 @@ export const openApiRoutes =
         if (tools.length === 0) {
           throw new ApiError('invalid_openapi', 'no operation of the document can be imported', {
             skipped,
-            filtered: converted.filtered,
+            filtered,
           });
         }
         const outcome = await store.openapiImports.apply(project, b.prefix, tools);
@@ -170,8 +154,8 @@ export const openApiRoutes =
           removed: outcome.removed,
           unchanged: outcome.unchanged,
           skipped,
-          filtered: converted.filtered,
-          warnings: converted.warnings,
+          filtered,
+          warnings,
         };
       },
     );

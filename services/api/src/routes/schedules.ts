@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { CatchUp, type Firing, type Schedule } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
-import { InvalidScheduleError, cronOf, nextTick } from '../schedules/ticks.ts';
+import { InvalidScheduleError, assertCronFields, cronOf, nextTick } from '../schedules/ticks.ts';
 import { Id, Limit, ProjectParams, ToolName, iso } from '../schemas.ts';
 import { createArgumentsChecker } from './executions-args.ts';
 import { TaskInput } from './tasks.ts';
@@ -78,11 +78,12 @@ const invalid = (message: string, details?: Record<string, unknown>) =>
 export const scheduleRoutes =
   ({ store, auth, config }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
-    const checker = createArgumentsChecker();
+    const checker = createArgumentsChecker({ maxDepth: config.tools.max_arguments_depth });
 
     /** The next tick after `after`, or a 400 naming the bad field. */
-    const tickAfter = (cron: string, timezone: string, after: Date) => {
+    const tickAfter = (cron: string, timezone: string, after: Date, created = false) => {
       try {
+        if (created) assertCronFields(cron);
         cronOf(cron, timezone);
         return nextTick(cron, timezone, after);
       } catch (err) {
@@ -130,7 +131,7 @@ export const scheduleRoutes =
         if (b.agent !== undefined && b.input === undefined) {
           throw invalid('an agent schedule needs `input`, the task it starts');
         }
-        const next = tickAfter(b.cron, b.timezone, new Date());
+        const next = tickAfter(b.cron, b.timezone, new Date(), true);
         if (b.tool !== undefined) {
           const tool = await store.tools.get(project, b.tool);
           if (!tool) throw notFound('tool', b.tool);

@@ -2,7 +2,12 @@
 // targets), the JSON Schema of its parameters (compiled with ajv, draft 2020-12, regexes on RE2), its options.
 import { z } from 'zod';
 import { checkSchema } from '@toolmesh/json-schema';
-import { HttpSpec, ToolOptions as ToolOptionsShape, urlPlaceholders } from '@toolmesh/protocol';
+import {
+  HttpSpec,
+  ToolOptions as ToolOptionsShape,
+  jsonDepth,
+  urlPlaceholders,
+} from '@toolmesh/protocol';
 import { isReservedToolName } from '@toolmesh/skills';
 import { ApiError } from '../errors.ts';
 
@@ -135,8 +140,17 @@ export const ParametersSchema = z
  */
 export function checkParametersSchema(
   schema: Record<string, unknown>,
+  /** tools.max_schema_depth: ajv and the expansion checks recurse over the schema. */
+  maxDepth: number,
   field: 'parameters' | 'output_schema' = 'parameters',
 ): void {
+  if (jsonDepth(schema, maxDepth) > maxDepth) {
+    throw new ApiError(
+      'nesting_too_deep',
+      `${field} nests deeper than ${maxDepth} levels of objects and arrays (tools.max_schema_depth)`,
+      { field, limit_depth: maxDepth },
+    );
+  }
   const checked = checkSchema(schema);
   if (!checked.ok) {
     const what = {

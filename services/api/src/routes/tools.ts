@@ -179,8 +179,9 @@ const usageOut = (u: ToolUsage) => ({ ...u, last_called_at: iso(u.last_called_at
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
 export const toolRoutes =
-  ({ store, auth, registryEvents }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, registryEvents, config }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
+    const schemaDepth = config.tools.max_schema_depth;
     app.post(
       '/projects/:project/tools',
       {
@@ -223,8 +224,9 @@ export const toolRoutes =
       async (req, reply) => {
         const { name, parameters, kind, http, ...rest } = req.body;
         assertRegistrable(name);
-        checkParametersSchema(parameters);
-        if (rest.output_schema) checkParametersSchema(rest.output_schema, 'output_schema');
+        checkParametersSchema(parameters, schemaDepth);
+        if (rest.output_schema)
+          checkParametersSchema(rest.output_schema, schemaDepth, 'output_schema');
         if (http) checkHttpSpec(http, parameters);
         const created = await store.tools.create(req.params.project, {
           ...rest,
@@ -381,8 +383,9 @@ export const toolRoutes =
           const kept = Object.entries(current.options).filter(([k]) => !APPROVAL_KEYS.has(k));
           options = { ...Object.fromEntries(kept), ...options };
         }
-        if (req.body.parameters) checkParametersSchema(req.body.parameters);
-        if (req.body.output_schema) checkParametersSchema(req.body.output_schema, 'output_schema');
+        if (req.body.parameters) checkParametersSchema(req.body.parameters, schemaDepth);
+        if (req.body.output_schema)
+          checkParametersSchema(req.body.output_schema, schemaDepth, 'output_schema');
         const { http, ...patch } = req.body;
         if (http && current.origin !== ToolOrigin.http) {
           throw new ApiError('invalid_request', `tool ${JSON.stringify(name)} is not an http tool`);

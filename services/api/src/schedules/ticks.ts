@@ -17,6 +17,22 @@ export class InvalidScheduleError extends Error {
   }
 }
 
+/**
+ * Refuses a pattern of other than 5 fields or 6 (seconds first). croner also reads a seventh
+ * field (years) and nicknames (`@daily`); the protocol promises only these two forms, so a
+ * schedule means the same under any later parser. Checked when a schedule is created, not when
+ * a stored one fires (a schedule created before this check keeps firing).
+ */
+export function assertCronFields(pattern: string): void {
+  const fields = pattern.trim().split(/\s+/).length;
+  if (fields !== 5 && fields !== 6) {
+    throw new InvalidScheduleError(
+      'cron',
+      `invalid cron pattern: 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), got ${fields}`,
+    );
+  }
+}
+
 /** A parsed pattern for the zone; throws InvalidScheduleError on a bad pattern or zone. */
 export function cronOf(pattern: string, timezone: string): Cron {
   const key = `${timezone}\u0000${pattern}`;

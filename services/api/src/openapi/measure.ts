@@ -1,0 +1,74 @@
+// What an OpenAPI document costs before anything expands it: its operations, and the size it
+// would have once every internal `$ref` is replaced by what it points at. swagger-parser and the
+// converter walk the dereferenced document, so a small document whose schemas each refer twice
+// to the one before (`s20 -> s19, s19 -> ...`, 2.6 KiB) is 2^20 schemas to them: tens of seconds
+// of CPU. Here each object is counted once with the size of its expansion (memoized, so the count
+// itself is linear in the document) and the count stops at the limit. A `$ref` back into a
+// schema being expanded (a recursive schema) counts once: the parser leaves it as a `$ref`
+// (circular: 'ignore') and the converter widens it to "any".
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null;
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+
+/** Operations of the document as written (path items that are a `$ref` count as one each). */
+export function countOperations(doc: Obj): number {
+  const paths = doc['paths'];
+  if (!isObj(paths) || Array.isArray(paths)) return 0;
+  let n = 0;
+  for (const item of Object.values(paths)) {
+    if (!isObj(item)) continue;
+    if (typeof item['$ref'] === 'string') n++;
+    for (const m of METHODS) if (isObj(item[m])) n++;
+  }
+  return n;
+}
+
+function pointer(root: Obj, ref: string): unknown {
+  if (ref === '#' || ref === '#/') return root;
+  if (!ref.startsWith('#/')) return undefined;
+  let cur: unknown = root;
+  for (const raw of ref.slice(2).split('/')) {
+    let part: string;
+    try {
+      part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    } catch {
+      return undefined;
+    }
+    if (!isObj(cur)) return undefined;
+    cur = cur[part];
+  }
+  return cur;
+}
+
+/**
+ * Objects and arrays of the document once every internal `$ref` is expanded, counted up to
+ * `limit` (then `limit + 1`).
+ */
+export function expandedSize(root: Obj, limit: number): number {
+  const memo = new Map<object, number>();
+  const onStack = new Set<object>();
+  const cost = (node: object): number => {
+    const known = memo.get(node);
+    if (known !== undefined) return known;
+    if (onStack.has(node)) return 1;
+    onStack.add(node);
+    let total = 1;
+    const ref = Array.isArray(node) ? undefined : (node as Obj)['$ref'];
+    if (typeof ref === 'string') {
+      const target = pointer(root, ref);
+      if (isObj(target)) total += cost(target);
+    }
+    const children = Array.isArray(node) ? node : Object.values(node);
+    for (const c of children) {
+      if (total > limit) break;
+      if (isObj(c)) total += cost(c);
+    }
+    onStack.delete(node);
+    const capped = Math.min(total, limit + 1);
+    memo.set(node, capped);
+    return capped;
+  };
+  return cost(root);
+}

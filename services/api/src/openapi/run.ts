@@ -1,0 +1,153 @@
+// Runs an OpenAPI import's preparation (prepare.ts) in a worker thread of its own, with a
+// deadline and a heap limit: the api's event loop only sends the document and receives the
+// tools. Past the deadline the worker is terminated (V8 stops it mid-work) and the import is
+// refused with openapi_time_limit; past the heap, openapi_memory_limit. A fresh worker per import
+// costs its start-up (tens of ms, on the worker's thread) and leaves nothing behind: a document
+// that made one import slow cannot slow the next. At most `maxConcurrent` run at once per
+// instance, so a burst of imports cannot take every core.
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { metrics } from '@toolmesh/telemetry';
+import { ApiError } from '../errors.ts';
+import type { ConvertOptions } from './convert.ts';
+import type { PrepareLimits, Prepared } from './prepare.ts';
+
+export interface ImportJob {
+  document: unknown;
+  options: ConvertOptions;
+  limits: PrepareLimits;
+}
+
+export type WorkerReply =
+  | { ok: true; prepared: Prepared }
+  | {
+      ok: false;
+      error: { code: string; status: number; message: string; details?: Record<string, unknown> };
+    }
+  | { ok: false; crash: string };
+
+export interface ImportRunnerOptions {
+  limits: PrepareLimits;
+  /** api.openapi_timeout_ms. */
+  timeoutMs: number;
+  /** api.openapi_max_heap_mb. */
+  maxHeapMb: number;
+  /** api.openapi_max_concurrent. */
+  maxConcurrent: number;
+  logger: Logger;
+}
+
+export interface ImportRunner {
+  /** The prepared import, or an ApiError naming the limit the document went past. */
+  prepare(document: unknown, options: ConvertOptions): Promise<Prepared>;
+}
+
+const WORKER = new URL('./worker.ts', import.meta.url);
+
+/** Codes of the refusals that are a budget of the import (counted by metric). */
+const BUDGET_CODES = new Set([
+  'nesting_too_deep',
+  'openapi_operations_limit',
+  'openapi_expansion_limit',
+  'openapi_time_limit',
+  'openapi_memory_limit',
+  'openapi_busy',
+]);
+
+export function createImportRunner(o: ImportRunnerOptions): ImportRunner {
+  let running = 0;
+
+  function runWorker(job: ImportJob): Promise<Prepared> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const worker = new Worker(WORKER, {
+        workerData: job,
+        // The api's own flags (an OpenTelemetry preload, say) are not the import's business.
+        execArgv: [],
+        resourceLimits: {
+          maxOldGenerationSizeMb: o.maxHeapMb,
+          maxYoungGenerationSizeMb: Math.max(4, Math.min(64, Math.floor(o.maxHeapMb / 4))),
+        },
+      });
+      const settle = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        fn();
+        void worker.terminate();
+      };
+      const timer = setTimeout(
+        () =>
+          settle(() =>
+            reject(
+              new ApiError(
+                'openapi_time_limit',
+                `reading and converting the document took longer than api.openapi_timeout_ms (${o.timeoutMs} ms): it was stopped`,
+                { limit_ms: o.timeoutMs },
+              ),
+            ),
+          ),
+        o.timeoutMs,
+      );
+      worker.once('message', (reply: WorkerReply) =>
+        settle(() => {
+          if (reply.ok) return resolve(reply.prepared);
+          if ('error' in reply) {
+            const e = reply.error;
+            return reject(new ApiError({ code: e.code, status: e.status }, e.message, e.details));
+          }
+          reject(new Error(`the OpenAPI import worker crashed: ${reply.crash}`));
+        }),
+      );
+      worker.once('error', (err: Error & { code?: string }) =>
+        settle(() => {
+          if (err.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+            return reject(
+              new ApiError(
+                'openapi_memory_limit',
+                `reading and converting the document needed more than api.openapi_max_heap_mb (${o.maxHeapMb} MiB): it was stopped`,
+                { limit_mb: o.maxHeapMb },
+              ),
+            );
+          }
+          reject(err);
+        }),
+      );
+      worker.once('exit', (code) =>
+        settle(() => reject(new Error(`the OpenAPI import worker exited with code ${code}`))),
+      );
+    });
+  }
+
+  return {
+    prepare: async (document, options) => {
+      if (running >= o.maxConcurrent) {
+        metrics.openapiImportsRefused.inc({ code: 'openapi_busy' });
+        throw new ApiError(
+          'openapi_busy',
+          `${o.maxConcurrent} OpenAPI imports are running on this api instance (api.openapi_max_concurrent): retry in a moment`,
+          { retry_after_sec: 1, limit: o.maxConcurrent },
+        );
+      }
+      running++;
+      metrics.openapiImportsRunning.inc();
+      const started = performance.now();
+      try {
+        return await runWorker({ document, options, limits: o.limits });
+      } catch (err) {
+        if (err instanceof ApiError && BUDGET_CODES.has(err.code)) {
+          metrics.openapiImportsRefused.inc({ code: err.code });
+          o.logger.info({ code: err.code, msg: err.message }, 'OpenAPI import refused');
+        }
+        throw err;
+      } finally {
+        running--;
+        metrics.openapiImportsRunning.dec();
+        o.logger.debug(
+          { duration_ms: Math.round(performance.now() - started) },
+          'OpenAPI import prepared',
+        );
+      }
+    },
+  };
+}

@@ -1,0 +1,278 @@
+// Red team, area "inputs": what a tenant sends that nests, refers or multiplies until the code
+// reading it stalls or crashes. Each is refused with a 4xx naming its limit (or, over the bus, a
+// failed card at the first delivery), never a 500, a retry loop or a stalled event loop:
+// - arguments nested 5,000 deep (HTTP executions and schedules; raw over the bus), a parameters
+//   schema nested 20,000 deep, and values just past tools.max_arguments_depth and
+//   tools.max_schema_depth;
+// - an unparsable tool call on the bus;
+// - a 2.6 KiB OpenAPI document whose schemas refer twice to the one before, 20 levels deep (a
+//   million schemas once expanded), a document of 10,000 operations, a document nested 1,000
+//   deep: refused before anything expands them;
+// - the same expanding document with the expansion limit raised: the import works in a worker
+//   thread while the api keeps answering other projects, and is stopped at its deadline; a
+//   second import meanwhile is told the api is busy;
+// - a cron pattern of 7 fields.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jetstream } from '@nats-io/jetstream';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { Header, createSubjects } from '@toolmesh/protocol';
+import {
+  expectError,
+  startTestApi,
+  type TestApi,
+  type TestResponse,
+} from '../../services/api/src/test/support.ts';
+import { until } from '../support/procs.ts';
+import { startToolsMesh, type ToolsMesh } from '../support/tools-mesh.ts';
+import { startUpstream, type Upstream } from '../support/upstream.ts';
+
+let mesh: ToolsMesh;
+let up: Upstream;
+let a: { id: string; key: string };
+let tenant: NatsConnection;
+
+beforeAll(async () => {
+  up = await startUpstream();
+  mesh = await startToolsMesh({ CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]' });
+  a = await mesh.api.createProject();
+  tenant = await mesh.api.nats.connectProject(a.id);
+  const res = await mesh.request('POST', `/v1/projects/${a.id}/tools`, {
+    key: a.key,
+    body: {
+      name: 'deep.echo',
+      description: 'echoes',
+      parameters: { type: 'object' },
+      kind: 'http',
+      http: { method: 'GET', url: `${up.url}/echo/deep` },
+    },
+  });
+  expect(res.status, res.raw).toBe(201);
+});
+afterAll(async () => {
+  if (tenant && !tenant.isClosed()) await tenant.close();
+  await mesh?.close();
+  await up?.close();
+});
+
+/** JSON text of an object nested `depth` levels deep (`{"n":{"n":...{}}}`), built as text:
+ *  JSON.stringify of such a value overflows the stack in this process too. */
+const nestedText = (depth: number) => `${'{"n":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`;
+/** A parameters schema nested `levels` properties deep: JSON depth 2 × levels + 1. */
+const schemaText = (levels: number) =>
+  `${'{"type":"object","properties":{"n":'.repeat(levels)}{}${'}}'.repeat(levels)}`;
+
+const post = (url: string, key: string, text: string): Promise<TestResponse> =>
+  mesh.request('POST', url, {
+    key,
+    payload: text,
+    headers: { 'content-type': 'application/json' },
+  });
+
+describe('deeply nested input over HTTP', () => {
+  it('refuses arguments 5,000 deep, and past tools.max_arguments_depth, with nesting_too_deep', async () => {
+    const execution = (depth: number) =>
+      post(
+        `/v1/projects/${a.id}/executions`,
+        a.key,
+        `{"tool":"deep.echo","wait_ms":20000,"arguments":${nestedText(depth)}}`,
+      );
+    const huge = await execution(5_000);
+    expectError(huge, 400, 'nesting_too_deep');
+    expect(huge.body.error.details).toEqual({ limit_depth: 128 });
+    // Inside the body's limit, past the arguments' own (64).
+    const deep = await execution(65);
+    expectError(deep, 400, 'nesting_too_deep');
+    expect(deep.body.error.details).toEqual({ limit_depth: 64 });
+    const schedule = await post(
+      `/v1/projects/${a.id}/schedules`,
+      a.key,
+      `{"name":"deep","cron":"0 3 * * *","tool":"deep.echo","arguments":${nestedText(65)}}`,
+    );
+    expectError(schedule, 400, 'nesting_too_deep');
+    // At the limit, the call runs.
+    const fine = await execution(64);
+    expect(fine.status, fine.raw).toBe(200);
+    expect(fine.body.execution.status).toBe('succeeded');
+  });
+
+  it('refuses a parameters schema 20,000 deep, and past tools.max_schema_depth, with nesting_too_deep', async () => {
+    const register = (name: string, levels: number) =>
+      post(
+        `/v1/projects/${a.id}/tools`,
+        a.key,
+        `{"name":"${name}","description":"d","parameters":${schemaText(levels)}}`,
+      );
+    expectError(await register('deep.huge', 10_000), 400, 'nesting_too_deep');
+    // Depth 111: inside the body's limit (128), past the schema's own (100).
+    const deep = await register('deep.schema', 55);
+    expectError(deep, 400, 'nesting_too_deep');
+    expect(deep.body.error.details).toMatchObject({ field: 'parameters', limit_depth: 100 });
+    const update = await mesh.request('PATCH', `/v1/projects/${a.id}/tools/deep.echo`, {
+      key: a.key,
+      payload: `{"parameters":${schemaText(55)}}`,
+      headers: { 'content-type': 'application/json' },
+    });
+    expectError(update, 400, 'nesting_too_deep');
+    expect((await register('deep.ok', 40)).status).toBe(201);
+  });
+
+  it('refuses a cron pattern of 7 fields (or a nickname): 5 fields, or 6 with seconds', async () => {
+    for (const cron of ['0 0 3 * * * 2030', '@daily']) {
+      const res = await mesh.request('POST', `/v1/projects/${a.id}/schedules`, {
+        key: a.key,
+        body: { name: `c${randomUUID().slice(0, 8)}`, cron, tool: 'deep.echo' },
+      });
+      expectError(res, 400, 'invalid_schedule');
+      expect(res.body.error.details).toEqual({ field: 'cron' });
+    }
+  });
+});
+
+describe('deeply nested or unparsable calls on the bus', () => {
+  const subjects = () => createSubjects(mesh.api.nats.root);
+
+  /** Publishes raw bytes as a tool call of deep.echo, as a tenant with a bus credential may. */
+  async function publishRaw(toolCallId: string, body: string) {
+    const h = natsHeaders();
+    h.set(Header.toolCallId, toolCallId);
+    await jetstream(tenant).publish(
+      subjects().toolCall({ project: a.id, channel: 'redteam', target: 'deep', tool: 'echo' }),
+      new TextEncoder().encode(body),
+      { headers: h, msgID: `${a.id}/${toolCallId}` },
+    );
+  }
+  const cardOf = (id: string) =>
+    until(async () => (await mesh.api.store.cards.toolResult(a.id, id)) ?? undefined, 30_000);
+
+  it('fails a call nested 5,000 deep (or unparsable) at its first delivery, with its code', async () => {
+    const id = `deep-${randomUUID()}`;
+    await publishRaw(
+      id,
+      `{"v":1,"tool_call_id":"${id}","tool_name":"deep.echo","arguments":${nestedText(5_000)}}`,
+    );
+    const card = await cardOf(id);
+    expect(card.content).toMatchObject({
+      status: 'failed',
+      error: { code: 'nesting_too_deep', details: { limit_depth: 64 } },
+    });
+    const bad = `bad-${randomUUID()}`;
+    await publishRaw(bad, `{"v":1,"tool_call_id":"${bad}","tool_name":"deep.ec`);
+    expect((await cardOf(bad)).content).toMatchObject({
+      status: 'failed',
+      error: { code: 'malformed_json' },
+    });
+    // Each handled once: never nak'ed for a retry.
+    expect(
+      mesh.logs.filter((l) => (l.includes(id) || l.includes(bad)) && l.includes('nak')),
+    ).toEqual([]);
+    // The service still serves the tenant.
+    const r = await mesh.client.callTool(
+      { project: a.id, channel: 'redteam', tool: 'deep.echo', arguments: { text: 'alive' } },
+      { waitMs: 30_000 },
+    );
+    expect(r.status, JSON.stringify(r)).toBe('succeeded');
+  });
+});
+
+/** Schemas s1..sN each referring twice to the one before: 2^N schemas once expanded. */
+function fanOutDocument(levels: number) {
+  const schemas: Record<string, unknown> = { s0: { type: 'string' } };
+  for (let i = 1; i <= levels; i++) {
+    const ref = { $ref: `#/components/schemas/s${i - 1}` };
+    schemas[`s${i}`] = { type: 'object', properties: { a: ref, b: ref } };
+  }
+  return {
+    openapi: '3.0.3',
+    info: { title: 'fan-out', version: '1' },
+    servers: [{ url: 'https://api.example.com' }],
+    paths: {
+      '/x': {
+        post: {
+          operationId: 'x',
+          requestBody: {
+            content: {
+              'application/json': { schema: { $ref: `#/components/schemas/s${levels}` } },
+            },
+          },
+          responses: { 200: { description: 'ok' } },
+        },
+      },
+    },
+    components: { schemas },
+  };
+}
+
+const importDoc = (api: TestApi, p: { id: string; key: string }, document: unknown) =>
+  api.request('POST', `/v1/projects/${p.id}/openapi`, {
+    key: p.key,
+    body: { prefix: `imp${randomUUID().slice(0, 8)}`, document },
+  });
+
+describe('a hostile OpenAPI import', () => {
+  it('is refused before anything expands it, naming the limit it went past', async () => {
+    const fan = fanOutDocument(20);
+    expect(JSON.stringify(fan).length).toBeLessThan(3_000);
+    const expanding = await importDoc(mesh.api, a, fan);
+    expectError(expanding, 422, 'openapi_expansion_limit');
+    expect(expanding.body.error.details).toEqual({ limit: 1_000_000 });
+
+    const paths = Object.fromEntries(
+      Array.from({ length: 10_000 }, (_, i) => [
+        `/op${i}`,
+        { get: { operationId: `op${i}`, responses: { 200: { description: 'ok' } } } },
+      ]),
+    );
+    const many = await importDoc(mesh.api, a, {
+      openapi: '3.1.0',
+      info: { title: 'many', version: '1' },
+      paths,
+    });
+    expectError(many, 413, 'openapi_operations_limit');
+    expect(many.body.error.details).toEqual({ operations: 10_000, limit: 2_000 });
+
+    // YAML (or JSON) text is read in the worker; its depth is checked there.
+    const deepText = `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{},"x-deep":${nestedText(1_000)}}`;
+    expectError(await importDoc(mesh.api, a, deepText), 400, 'nesting_too_deep');
+  });
+
+  it('works off the event loop: other projects are served meanwhile, and it is stopped at its deadline', async () => {
+    // The expansion check raised out of the way: only the worker's deadline stops this one.
+    const api = await startTestApi({
+      CG__API__OPENAPI_MAX_EXPANSION: '1000000000',
+      CG__API__OPENAPI_TIMEOUT_MS: '3000',
+      CG__API__OPENAPI_MAX_CONCURRENT: '1',
+    });
+    try {
+      const x = await api.createProject();
+      const y = await api.createProject();
+      let settled = false;
+      const hostile = importDoc(api, x, fanOutDocument(22)).finally(() => {
+        settled = true;
+      });
+      // The import is in its worker once the api reports it (read over HTTP: the loop answers).
+      await until(async () => {
+        const m = await api.request('GET', '/metrics');
+        return /^toolmesh_openapi_imports_running 1$/m.test(m.raw) ? true : undefined;
+      }, 30_000);
+      // While it works: another project is served, /healthz answers, and a second import is
+      // told to come back rather than queued behind it.
+      const other = await api.request('GET', `/v1/projects/${y.id}/tools`, { key: y.key });
+      expect(other.status, other.raw).toBe(200);
+      expect((await api.request('GET', '/healthz')).status).toBe(200);
+      const second = await importDoc(api, y, fanOutDocument(3));
+      expectError(second, 429, 'openapi_busy');
+      expect(second.headers['retry-after']).toBe('1');
+      expect(settled).toBe(false);
+
+      const res = await hostile;
+      expectError(res, 422, 'openapi_time_limit');
+      expect(res.body.error.details).toEqual({ limit_ms: 3_000 });
+      // Its worker is gone: the next import runs.
+      const after = await importDoc(api, y, fanOutDocument(3));
+      expect(after.status, after.raw).toBe(200);
+    } finally {
+      await api.close();
+    }
+  });
+});
