@@ -235,7 +235,12 @@ describe("another project's Nats-Msg-Ids cannot erase a call", () => {
     await plant(guesses(c.id, id));
     const res = await mesh.api.request('POST', `/v1/projects/${c.id}/executions`, {
       key: c.key,
-      body: { tool: 'builtin.echo', arguments: { text: 'approved' }, tool_call_id: id, wait: false },
+      body: {
+        tool: 'builtin.echo',
+        arguments: { text: 'approved' },
+        tool_call_id: id,
+        wait: false,
+      },
     });
     expect(res.status, res.raw).toBe(202);
     const pending = await until(async () => {

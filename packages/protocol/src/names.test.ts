@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ProtocolError } from './errors.ts';
 import { assertId, IdKind, isValidId, isValidToolCallId } from './ids.ts';
@@ -174,7 +175,7 @@ describe('sealed message ids', () => {
     expect(sealMsgId(key, MsgId.toolCall('q', 'c1')).slice(2)).not.toBe(sealed.slice(2));
   });
 
-  it("name a call by the first segment after its project, or whole without one", () => {
+  it('name a call by the first segment after its project, or whole without one', () => {
     const sealed = sealMsgId(randomMsgIdKey(), MsgId.toolCall('demo', 'call-1'));
     expect(toolCallIdOfMsgId('demo', sealed)).toBe('call-1');
     expect(toolCallIdOfMsgId('demo', 'demo/call-1')).toBe('call-1');
@@ -182,5 +183,16 @@ describe('sealed message ids', () => {
     expect(toolCallIdOfMsgId('demo', 'call-2')).toBe('call-2');
     expect(toolCallIdOfMsgId('demo', 'other/call-1')).toBeUndefined();
     expect(toolCallIdOfMsgId('demo', undefined)).toBeUndefined();
+  });
+});
+
+describe('the MAC of a sealed id', () => {
+  it('is HMAC-SHA256 of the readable id under the key derived from the secret', () => {
+    const secret = 'SUAseedofacredential';
+    const derived = createHmac('sha256', secret).update('toolmesh nats-msg-id v1').digest();
+    for (const id of ['p/c1', 'p/wakeup/agent/ü-not-an-id', 'x'.repeat(300)]) {
+      const mac = createHmac('sha256', derived).update(id).digest('base64url').slice(0, 22);
+      expect(sealMsgId(msgIdKeyOf(secret), id)).toBe(`${id}/${mac}`);
+    }
   });
 });
