@@ -79,7 +79,10 @@ describe('tasks', () => {
     expect(woken).toEqual([
       {
         wakeup: { v: 1, agent_id: 'ada', reason: 'task', correlation_id: taskId },
-        msgId: MsgId.wakeup(a.id, 'ada', taskId),
+        // The readable id, sealed with the api's key (protocol 5).
+        msgId: expect.stringMatching(
+          new RegExp(`^${MsgId.wakeup(a.id, 'ada', taskId)}/[A-Za-z0-9_-]{22}$`),
+        ),
       },
     ]);
   });

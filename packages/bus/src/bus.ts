@@ -36,7 +36,10 @@ import {
 } from './provision.ts';
 
 export interface PublishOptions {
-  /** Sets Nats-Msg-Id so JetStream drops a duplicate publish inside the dedupe window. */
+  /**
+   * The readable Nats-Msg-Id (`MsgId`); sent sealed with the connection's key, so JetStream drops
+   * a repeat of this publisher's inside the dedupe window and nobody else can cause one.
+   */
   msgId?: string;
   headers?: Record<string, string | undefined>;
 }
@@ -74,13 +77,12 @@ export interface BusOptions {
   drainTimeoutMs?: number | undefined;
 }
 
-function toHeaders(h: Record<string, string | undefined> | undefined, msgId?: string) {
+function toHeaders(h: Record<string, string | undefined> | undefined) {
   // The current span's traceparent, unless the caller set one: the consumer continues the trace.
   const trace = h?.[Header.traceparent] === undefined ? traceHeaders() : {};
-  if (!h && !msgId && trace[Header.traceparent] === undefined) return undefined;
+  if (!h && trace[Header.traceparent] === undefined) return undefined;
   const out = natsHeaders();
   for (const [k, v] of Object.entries({ ...trace, ...h })) if (v !== undefined) out.set(k, v);
-  if (msgId) out.set(Header.msgId, msgId);
   return out;
 }
 
@@ -138,12 +140,12 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
     publish: (subject, data, o = {}) => {
       const send = async () => {
         try {
-          const hdrs = toHeaders(o.headers, o.msgId);
-          const ack = await streamPublisher(nc).publish(
-            subject,
-            data,
-            hdrs ? { headers: hdrs } : {},
-          );
+          const hdrs = toHeaders(o.headers);
+          // The publisher seals the id with this connection's key (stream-publish).
+          const ack = await streamPublisher(nc).publish(subject, data, {
+            ...(hdrs ? { headers: hdrs } : {}),
+            ...(o.msgId ? { msgId: o.msgId } : {}),
+          });
           return { seq: ack.seq, duplicate: ack.duplicate };
         } catch (cause) {
           throw new RetryableError(`publish to ${subject} failed: ${(cause as Error).message}`, {

@@ -2,8 +2,10 @@
 // changes logged, so an operator can see a flapping server in the logs.
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { RetryableError } from '@toolmesh/protocol';
+import { RetryableError, msgIdKeyOf } from '@toolmesh/protocol';
 import { redactUrls } from '@toolmesh/config';
+import { credsSeed } from '@toolmesh/nats-auth';
+import { useMsgIdKey } from '@toolmesh/stream-publish';
 
 export interface ConnectOptions {
   url: string;
@@ -47,6 +49,7 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
       { cause },
     );
   }
+  if (opts.creds !== undefined && opts.creds !== '') sealMsgIdsWithCreds(nc, opts.creds);
   log.info({ server: nc.getServer() }, 'connected to NATS');
   void (async () => {
     for await (const s of nc.status()) {
@@ -75,6 +78,16 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
     }
   })();
   return nc;
+}
+
+/**
+ * Seals the Nats-Msg-Ids published over `nc` with a key derived from the seed of its user's
+ * credential (`creds`, the `.creds` text): every instance of a service (one credential) seals
+ * alike, so a retry by any of them dedupes, and no other user, holding another seed, can publish
+ * one of these ids first. Without it a connection seals with a random key of its own.
+ */
+export function sealMsgIdsWithCreds(nc: NatsConnection, creds: string): void {
+  useMsgIdKey(nc, msgIdKeyOf(credsSeed(creds)));
 }
 
 /** How long `closeNats` drains by default: a few round trips, never a reconnect's wait. */

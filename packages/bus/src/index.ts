@@ -1,4 +1,4 @@
-export { closeNats, connectNats } from './connection.ts';
+export { closeNats, connectNats, sealMsgIdsWithCreds } from './connection.ts';
 export type { ConnectOptions } from './connection.ts';
 export { createBus } from './bus.ts';
 export type { Bus, BusOptions, PublishOptions, PublishAck } from './bus.ts';

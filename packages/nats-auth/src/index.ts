@@ -12,4 +12,4 @@ export type { MintedUser } from './jwts.ts';
 export { natsServerConfig } from './server-config.ts';
 export type { ServerConfigOptions } from './server-config.ts';
 export { pushAppAccount } from './push.ts';
-export { loadBusKeys, loadCreds } from './load.ts';
+export { credsSeed, loadBusKeys, loadCreds } from './load.ts';

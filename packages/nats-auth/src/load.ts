@@ -12,6 +12,18 @@ export function loadCreds(value: string, setting = 'nats.creds'): string {
   return text;
 }
 
+const SEED = /-{3,}BEGIN USER NKEY SEED-{3,}\s*\n\s*(S[A-Z2-7]+)\s*\n/;
+
+/**
+ * The user's nkey seed in a `.creds` text: the one secret a publisher holds that no other user
+ * does (its Nats-Msg-Ids are sealed with a key derived from it).
+ */
+export function credsSeed(creds: string, setting = 'nats.creds'): string {
+  const m = SEED.exec(creds);
+  if (!m?.[1]) throw new Error(`${setting} holds no user nkey seed`);
+  return m[1];
+}
+
 export function loadBusKeys(value: string, setting = 'nats.auth_keys'): BusKeys {
   const text = value.trimStart().startsWith('{') ? value : readSetting(value, setting);
   try {

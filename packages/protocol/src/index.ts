@@ -33,6 +33,8 @@ export {
 } from './subjects.ts';
 export type { Scope, ParsedSubject, Subjects } from './subjects.ts';
 export { createNames, MsgId } from './names.ts';
+export { msgIdKeyOf, randomMsgIdKey, sealMsgId, toolCallIdOfMsgId } from './msg-id.ts';
+export type { MsgIdKey } from './msg-id.ts';
 export type { Names } from './names.ts';
 export { Header } from './headers.ts';
 export {

@@ -1,7 +1,9 @@
+import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ProtocolError } from './errors.ts';
 import { assertId, IdKind, isValidId, isValidToolCallId } from './ids.ts';
 import { createNames, MsgId } from './names.ts';
+import { msgIdKeyOf, randomMsgIdKey, sealMsgId, toolCallIdOfMsgId } from './msg-id.ts';
 
 function codeAndField(fn: () => unknown): { code: string; field: unknown } {
   try {
@@ -157,5 +159,40 @@ describe('message ids', () => {
     ];
     expect(new Set(ids).size).toBe(ids.length);
     expect(MsgId.toolCall('p', 'c1')).toBe(MsgId.toolCall('p', 'c1'));
+  });
+});
+
+describe('sealed message ids', () => {
+  it('only the key that sealed an id seals it again; the readable id stays in front', () => {
+    const key = msgIdKeyOf('seed of one credential');
+    const id = MsgId.toolCall('p', 'c1');
+    const sealed = sealMsgId(key, id);
+    expect(sealed).toMatch(/^p\/c1\/[A-Za-z0-9_-]{22}$/);
+    expect(sealMsgId(msgIdKeyOf('seed of one credential'), id)).toBe(sealed);
+    expect(sealMsgId(msgIdKeyOf('seed of another'), id)).not.toBe(sealed);
+    expect(sealMsgId(randomMsgIdKey(), id)).not.toBe(sealed);
+    // The MAC covers the project: the same call id in another project seals differently.
+    expect(sealMsgId(key, MsgId.toolCall('q', 'c1')).slice(2)).not.toBe(sealed.slice(2));
+  });
+
+  it('name a call by the first segment after its project, or whole without one', () => {
+    const sealed = sealMsgId(randomMsgIdKey(), MsgId.toolCall('demo', 'call-1'));
+    expect(toolCallIdOfMsgId('demo', sealed)).toBe('call-1');
+    expect(toolCallIdOfMsgId('demo', 'demo/call-1')).toBe('call-1');
+    expect(toolCallIdOfMsgId('demo', MsgId.toolCallResend('demo', 'x', 'n'))).toBe('x');
+    expect(toolCallIdOfMsgId('demo', 'call-2')).toBe('call-2');
+    expect(toolCallIdOfMsgId('demo', 'other/call-1')).toBeUndefined();
+    expect(toolCallIdOfMsgId('demo', undefined)).toBeUndefined();
+  });
+});
+
+describe('the MAC of a sealed id', () => {
+  it('is HMAC-SHA256 of the readable id under the key derived from the secret', () => {
+    const secret = 'SUAseedofacredential';
+    const derived = createHmac('sha256', secret).update('toolmesh nats-msg-id v1').digest();
+    for (const id of ['p/c1', 'p/wakeup/agent/ü-not-an-id', 'x'.repeat(300)]) {
+      const mac = createHmac('sha256', derived).update(id).digest('base64url').slice(0, 22);
+      expect(sealMsgId(msgIdKeyOf(secret), id)).toBe(`${id}/${mac}`);
+    }
   });
 });

@@ -52,8 +52,10 @@ export function createNames(root: string = DEFAULT_ROOT): Names {
   };
 }
 
-// Nats-Msg-Id values. JetStream dedupes per stream, so each id is scoped by project: one
-// project's ids can never shadow another's.
+// Nats-Msg-Id values, readable: each starts with the project, so no two projects' ids agree.
+// That alone keeps no one from setting another project's id on a message of their own (JetStream
+// compares the header's value only), so none goes on the wire as it is: the publisher seals it
+// with its own key (`sealMsgId`, msg-id.ts; @toolmesh/stream-publish does it on every publish).
 export const MsgId = {
   toolCall: (project: string, toolCallId: string) => `${project}/${toolCallId}`,
   /** A deliberate re-send of a call whose first publish was deduplicated: the tool service's

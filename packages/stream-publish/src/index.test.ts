@@ -1,11 +1,12 @@
 // Acknowledged publishes against a real nats-server: what the stream stored, deduplication,
-// the refusals a publisher must tell apart, order, timeouts and a closed connection.
+// sealed ids, the refusals a publisher must tell apart, order, timeouts and a closed connection.
 import { randomBytes } from 'node:crypto';
 import { DiscardPolicy, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { startLocalNats, startTestNatsServer, useNats, type TestNats } from '@toolmesh/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StreamPublishError, streamPublisher } from './index.ts';
+import { msgIdKeyOf } from '@toolmesh/protocol';
+import { StreamPublishError, streamPublisher, useMsgIdKey } from './index.ts';
 
 let nats: TestNats;
 let nc: NatsConnection;
@@ -57,7 +58,8 @@ describe('stream publisher', () => {
     const stored = await jsm.streams.getMessage(name, { seq: 1 });
     expect(stored?.string()).toBe('hello');
     expect(stored?.header.get('CG-Test')).toBe('yes');
-    expect(stored?.header.get('Nats-Msg-Id')).toBe('m-1');
+    // Sealed with the connection's key: the readable id, then a MAC of it.
+    expect(stored?.header.get('Nats-Msg-Id')).toMatch(/^m-1\/[A-Za-z0-9_-]{22}$/);
     expect(streamPublisher(nc).inFlight()).toBe(0);
   });
 
@@ -68,6 +70,40 @@ describe('stream publisher', () => {
     const again = await p.publish(`${at(name)}.a`, 'two', { msgId: 'same' });
     expect(again).toEqual({ stream: name, seq: first.seq, duplicate: true });
     expect((await jsm.streams.info(name)).state.messages).toBe(1);
+  });
+
+  it('seals ids per key: another connection cannot make this one a duplicate, one of the same key can', async () => {
+    const name = await stream();
+    const other = await nats.connect('admin');
+    const sameKey = await nats.connect('admin');
+    const otherSameKey = await nats.connect('admin');
+    try {
+      // Whoever publishes the readable id itself, or the same id under a key of its own, first
+      // stores a message of its own; this connection's publish is still stored.
+      const planted = headers();
+      planted.set('Nats-Msg-Id', 'victim-1');
+      await streamPublisher(other).publish(`${at(name)}.a`, 'forged', { headers: planted });
+      await streamPublisher(other).publish(`${at(name)}.a`, 'forged', { msgId: 'victim-1' });
+      const mine = await streamPublisher(nc).publish(`${at(name)}.a`, 'mine', {
+        msgId: 'victim-1',
+      });
+      expect(mine.duplicate).toBe(false);
+
+      // Two connections given one key (two instances of a service) seal alike: a retry by
+      // either dedupes.
+      const key = msgIdKeyOf('a credential seed');
+      useMsgIdKey(sameKey, key);
+      useMsgIdKey(otherSameKey, key);
+      expect(() => useMsgIdKey(sameKey, key)).toThrow(/already/);
+      const first = await streamPublisher(sameKey).publish(`${at(name)}.a`, 'x', { msgId: 'r-1' });
+      const retry = await streamPublisher(otherSameKey).publish(`${at(name)}.a`, 'x', {
+        msgId: 'r-1',
+      });
+      expect(first.duplicate).toBe(false);
+      expect(retry).toEqual({ stream: name, seq: first.seq, duplicate: true });
+    } finally {
+      for (const c of [other, sameKey, otherSameKey]) await c.close();
+    }
   });
 
   it('many in flight at once are stored in the order they were published', async () => {

@@ -11,6 +11,7 @@ import {
   isValidId,
   isValidToolCallId,
   parseJson,
+  toolCallIdOfMsgId,
   validateMessage,
   type CallContext,
   type ErrorCode,
@@ -84,10 +85,7 @@ function reject(ids: CallIds | undefined, err: unknown): Rejection {
 function fallbackToolCallId(d: Delivery, project: string): string {
   const header = d.header(Header.toolCallId);
   if (isValidToolCallId(header)) return header;
-  const msgId = d.header(Header.msgId);
-  const fromMsgId = msgId?.startsWith(`${project}/`) ? msgId.slice(project.length + 1) : msgId;
-  if (isValidToolCallId(fromMsgId)) return fromMsgId;
-  return `seq-${d.streamSeq}`;
+  return toolCallIdOfMsgId(project, d.header(Header.msgId)) ?? `seq-${d.streamSeq}`;
 }
 
 /**

@@ -37,8 +37,10 @@ export function createApprovalDecider(deps: {
     const h = natsHeaders();
     for (const [k, v] of Object.entries(a.headers)) h.set(k, v);
     h.set(Header.approvalId, a.approval_id);
-    h.set(Header.msgId, MsgId.approvalDecided(a.project_id, a.tool_call_id));
-    await publisher.publish(a.subject, new Uint8Array(a.body), { headers: h });
+    await publisher.publish(a.subject, new Uint8Array(a.body), {
+      headers: h,
+      msgId: MsgId.approvalDecided(a.project_id, a.tool_call_id),
+    });
     await deps.store.approvals.markDispatched(a.approval_id);
   }
 

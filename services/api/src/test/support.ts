@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import type { ArtifactStore } from '@toolmesh/artifacts';
 import { pino } from 'pino';
-import { createBus } from '@toolmesh/bus';
+import { createBus, sealMsgIdsWithCreds } from '@toolmesh/bus';
 import { loadCreds } from '@toolmesh/nats-auth';
 import { createClient } from '@toolmesh/client';
 import { loadConfig, type Config } from '@toolmesh/config';
@@ -99,6 +99,8 @@ export async function startTestApi(
   // Without async traces, as the api's own connection (connectNats): the benchmarks measure
   // this api, and an Error built per JetStream publish is not what production pays.
   const nc = await connect({ servers: nats.url, noAsyncTraces: true, ...natsAuthOf(config) });
+  // Its Nats-Msg-Ids sealed as the api's own connection seals them (connectNats).
+  if (config.nats.creds !== '') sealMsgIdsWithCreds(nc, loadCreds(config.nats.creds));
   if (opts.provision !== false) {
     const bus = await createBus({ nc, root: config.nats.subject_root, logger });
     await bus.provision(streamSettingsOf(config));
