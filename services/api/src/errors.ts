@@ -33,6 +33,17 @@ export const ApiErrorCode = {
   mcp_server_disabled: 409,
   payload_too_large: 413,
   rate_limited: 429,
+  /** A project's (or key's, or address's) share of an instance's resource is taken. */
+  mcp_session_limit: 429,
+  stream_limit: 429,
+  inflight_limit: 429,
+  connection_limit: 429,
+  /** The instance's own cap of that resource is reached: nothing the client did. */
+  mcp_session_capacity: 503,
+  stream_capacity: 503,
+  connection_capacity: 503,
+  /** The project holds [api] max_keys_per_project active keys. */
+  key_limit: 409,
   unsupported_media_type: 415,
   unavailable: 503,
   secrets_unconfigured: 503,
