@@ -81,7 +81,9 @@ export function holdStream(
   reply: FastifyReply,
 ) {
   const release = streams.take(project);
-  const socket = req.raw.socket as Socket | null;
+  // A real socket only (an injected request's stand-in has no timer).
+  const raw = req.raw.socket as Partial<Socket> | null;
+  const socket = typeof raw?.setTimeout === 'function' ? (raw as Socket) : undefined;
   const timeout = socket?.timeout;
   socket?.setTimeout(0);
   reply.raw.once('close', () => {
