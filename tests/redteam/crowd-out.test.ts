@@ -311,6 +311,21 @@ describe('event streams', () => {
     const aGet = await sessionStream(a, aSession);
     expect(aGet.status).toBe(429);
     expect(aGet.body.error.code).toBe('stream_limit');
+    // So is a 2026-07-28 subscriptions/listen.
+    const listen = await openStream(port, {
+      method: 'POST',
+      path: `/v1/projects/${a.id}/mcp`,
+      key: a.key,
+      headers: { ...mcpHeaders, 'mcp-protocol-version': '2026-07-28' },
+      body: {
+        jsonrpc: '2.0',
+        id: 'listen-1',
+        method: 'subscriptions/listen',
+        params: { notifications: { toolsListChanged: true } },
+      },
+    });
+    expect(listen.status).toBe(429);
+    expect(listen.body.error.code).toBe('stream_limit');
     // Project b streams: its events and its MCP session's GET stream.
     const other = await events(b);
     expect(other.status).toBe(200);
