@@ -21,11 +21,7 @@ import { freePort } from '@toolmesh/testing';
 import { createToolService, defineTool, limitsFromConfig } from '@toolmesh/tool-service';
 import type { ToolService } from '@toolmesh/tool-service';
 import { z } from 'zod';
-import {
-  ADMIN_KEY,
-  expectError,
-  type TestResponse,
-} from '../../services/api/src/test/support.ts';
+import { ADMIN_KEY, expectError, type TestResponse } from '../../services/api/src/test/support.ts';
 import { REPO_ROOT } from '../support/mesh.ts';
 import { startToolsMesh, type ToolsMesh } from '../support/tools-mesh.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
