@@ -5,6 +5,7 @@
 // the address's share, 503 connection_capacity for the instance's) and is closed. The address is
 // the TCP peer, an IPv6 client counted by its /64 as the failure limiter counts it. How long a
 // slow connection may live is the server's timeouts' business (app.ts).
+import type { ServerResponse } from 'node:http';
 import type { Server, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { clientKey } from './auth-limit.ts';
@@ -79,4 +80,25 @@ export function guardConnections(server: Server, o: ConnectionGuardOptions): Con
   return {
     open: (address) => (address === undefined ? total : (byAddress.get(clientKey(address)) ?? 0)),
   };
+}
+
+const exempt = new WeakSet<ServerResponse>();
+
+/**
+ * Lifts [api] connection_timeout_ms from the socket of an event-stream response while it is
+ * open: a stream may be quiet for long (an MCP call's stream until its result), and streams are
+ * bounded by count instead (sse_max_streams*, max_inflight_requests_per_key). The timer is set
+ * again when the response closes, for a kept-alive socket's next request.
+ */
+export function exemptFromIdleTimeout(res: ServerResponse): void {
+  // A real socket only (an injected request's stand-in has no timer); once per response.
+  const raw = res.socket as Partial<Socket> | null;
+  if (typeof raw?.setTimeout !== 'function' || exempt.has(res)) return;
+  exempt.add(res);
+  const socket = raw as Socket;
+  const timeout = socket.timeout;
+  socket.setTimeout(0);
+  res.once('close', () => {
+    if (timeout !== undefined && !socket.destroyed) socket.setTimeout(timeout);
+  });
 }

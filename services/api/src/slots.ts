@@ -4,8 +4,8 @@
 // project would be refused until its sessions went idle. A refusal names which cap was hit, so
 // the client can tell its own share (429: it may free some) from a full instance (503: nothing
 // it did).
-import type { Socket } from 'node:net';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import { exemptFromIdleTimeout } from './connection-guard.ts';
 import { ApiError, type ApiErrorCode } from './errors.ts';
 
 export interface SlotsOptions {
@@ -71,23 +71,10 @@ export function createSlots(o: SlotsOptions): Slots {
 
 /**
  * Counts the event stream this request opens against its project's and the instance's share
- * until the response closes. The stream's socket is exempt from [api] connection_timeout_ms
- * while it is open: a stream may be quiet for long, and it is bounded by count instead.
+ * until the response closes; its socket is exempt from connection_timeout_ms meanwhile.
  */
-export function holdStream(
-  streams: Slots,
-  project: string,
-  req: FastifyRequest,
-  reply: FastifyReply,
-) {
+export function holdStream(streams: Slots, project: string, reply: FastifyReply): void {
   const release = streams.take(project);
-  // A real socket only (an injected request's stand-in has no timer).
-  const raw = req.raw.socket as Partial<Socket> | null;
-  const socket = typeof raw?.setTimeout === 'function' ? (raw as Socket) : undefined;
-  const timeout = socket?.timeout;
-  socket?.setTimeout(0);
-  reply.raw.once('close', () => {
-    release();
-    if (timeout !== undefined && socket && !socket.destroyed) socket.setTimeout(timeout);
-  });
+  reply.raw.once('close', release);
+  exemptFromIdleTimeout(reply.raw);
 }

@@ -56,7 +56,7 @@ export const eventRoutes =
         const { project } = req.params;
         if (nc.isClosed())
           throw new ApiError('unavailable', 'the message bus is unavailable; retry later');
-        holdStream(streams, project, req, reply);
+        holdStream(streams, project, reply);
         const log = logger.child({ component: 'live-feed', project });
         // Set once the response is open. Events that arrive before wait in `early` (the open's
         // last round trip), and an end before then is the open's failure, not the response's.

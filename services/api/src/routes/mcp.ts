@@ -264,7 +264,7 @@ export const mcpRoutes =
             // 2026-07-28: stateless, one server per request (modern.ts). A listen is the one
             // request that stays open: counted as an event stream.
             if ((req.body as { method?: unknown } | undefined)?.method === 'subscriptions/listen') {
-              holdStream(streams, project, req, reply);
+              holdStream(streams, project, reply);
             }
             const res = await modern.for(project).fetch(web, {
               parsedBody: req.body,
@@ -291,7 +291,7 @@ export const mcpRoutes =
           s.lastSeen = Date.now();
           transport = s.transport;
           // A GET is the session's notification stream: counted as an event stream.
-          if (req.method === 'GET') holdStream(streams, project, req, reply);
+          if (req.method === 'GET') holdStream(streams, project, reply);
           // The GET stream's priming event, placed before the SDK opens the stream so that
           // nothing it sends there can come before it in the store.
           if (req.method === 'GET' && !req.headers['last-event-id'] && primes(req)) {
