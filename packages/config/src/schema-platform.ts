@@ -149,6 +149,35 @@ export const apiSchema = section({
   // instance keeps at most this many sessions (a new one beyond is refused with 503).
   mcp_session_idle_ms: positiveInt().default(1_800_000),
   mcp_max_sessions: positiveInt().default(1_000),
+  // ... and one project at most this many of them (429 mcp_session_limit beyond), so that one
+  // project cannot take every session of an instance from the others.
+  mcp_max_sessions_per_project: positiveInt().default(100),
+  // Long-lived event streams (GET /v1/projects/:p/events, an MCP session's GET stream, a
+  // 2026-07-28 subscriptions/listen): at most this many open on an instance (503
+  // stream_capacity beyond) and this many per project (429 stream_limit).
+  sse_max_streams: positiveInt().default(1_000),
+  sse_max_streams_per_project: positiveInt().default(100),
+  // Requests one key (or the admin key) may have open at once on an instance, streams and long
+  // waits included (429 inflight_limit beyond): what bounds the connections one tenant holds.
+  max_inflight_requests_per_key: positiveInt().default(256),
+  // Open TCP connections: at most this many on an instance (503 connection_capacity beyond) and
+  // this many from one client address (an IPv6 client by its /64; 429 connection_limit), so
+  // that one address cannot take every file descriptor. 0 turns the per-address cap off (behind
+  // a reverse proxy every client has the proxy's address).
+  max_connections: positiveInt().default(10_000),
+  max_connections_per_address: intAtLeast(0).default(256),
+  // Slow clients: a request's headers must arrive within headers_timeout_ms and the whole
+  // request (body included) within request_timeout_ms of its first byte; a kept-alive
+  // connection with no request is closed after keep_alive_timeout_ms; a connection on which
+  // nothing moves for connection_timeout_ms is closed (event streams are exempt: they are
+  // counted instead). Above execution_wait_max_ms, or a long wait would be cut.
+  headers_timeout_ms: positiveInt().default(10_000),
+  request_timeout_ms: positiveInt().default(120_000),
+  keep_alive_timeout_ms: positiveInt().default(72_000),
+  connection_timeout_ms: positiveInt().default(360_000),
+  // Active (not revoked) API keys a project may hold; creating one more is refused with 409
+  // key_limit (revoke one first).
+  max_keys_per_project: positiveInt().default(100),
   // More visible tools than this and the facade lists only search_tools and call_tool.
   mcp_search_threshold: positiveInt().default(100),
   // How long a 2026-07-28 task (io.modelcontextprotocol/tasks) stays readable; the revision lets
@@ -208,6 +237,34 @@ export const apiSchema = section({
       code: 'custom',
       path: ['execution_wait_default_ms'],
       message: `must lie between api.execution_wait_min_ms (${min}) and api.execution_wait_max_ms (${max}), got ${def}`,
+    });
+  }
+  if (api.headers_timeout_ms > api.request_timeout_ms) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['headers_timeout_ms'],
+      message: `must not exceed api.request_timeout_ms (${api.request_timeout_ms}), got ${api.headers_timeout_ms}`,
+    });
+  }
+  if (api.connection_timeout_ms <= max) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['connection_timeout_ms'],
+      message: `must exceed api.execution_wait_max_ms (${max}), or a long wait would be cut; got ${api.connection_timeout_ms}`,
+    });
+  }
+  if (api.mcp_max_sessions_per_project > api.mcp_max_sessions) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['mcp_max_sessions_per_project'],
+      message: `must not exceed api.mcp_max_sessions (${api.mcp_max_sessions}), got ${api.mcp_max_sessions_per_project}`,
+    });
+  }
+  if (api.sse_max_streams_per_project > api.sse_max_streams) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['sse_max_streams_per_project'],
+      message: `must not exceed api.sse_max_streams (${api.sse_max_streams}), got ${api.sse_max_streams_per_project}`,
     });
   }
 });

@@ -31,7 +31,7 @@ export {
   MIGRATIONS_DIR,
 } from './migrate.ts';
 export type { Migration, MigrateOptions, EnsureDatabaseOptions } from './migrate.ts';
-export { KeyRole, hashKey, mergeSettings } from './projects.ts';
+export { KeyRole, PROJECT_KEY_PATTERN, hashKey, mergeSettings } from './projects.ts';
 export type {
   Project,
   ApiKey,

@@ -71,6 +71,16 @@ export interface ProjectsRepo {
     name: string,
     role?: KeyRole,
   ): Promise<{ key: string; record: ApiKey }>;
+  /**
+   * createKey unless the project holds `maxActive` active keys already (undefined then). The
+   * project's row is locked while counting: two creations at once cannot both pass the limit.
+   */
+  createKeyWithin(
+    projectId: string,
+    name: string,
+    role: KeyRole,
+    maxActive: number,
+  ): Promise<{ key: string; record: ApiKey } | undefined>;
   listKeys(projectId: string): Promise<ApiKey[]>;
   /** False when no active key of that id exists in the project. */
   revokeKey(projectId: string, keyId: string): Promise<boolean>;
@@ -87,8 +97,27 @@ export interface ProjectsRepo {
 
 export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex');
 
+/** What createKey makes: `tmk_` and 32 random bytes in base64url. Anything else is no project key. */
+export const PROJECT_KEY_PATTERN = /^tmk_[A-Za-z0-9_-]{43}$/;
+
 const KEY_COLUMNS =
   'key_id, project_id, name, key_prefix, role, created_at, last_used_at, revoked_at';
+
+async function insertKey(
+  db: Db,
+  projectId: string,
+  name: string,
+  role: KeyRole,
+): Promise<{ key: string; record: ApiKey }> {
+  const key = `tmk_${randomBytes(32).toString('base64url')}`;
+  const rows = await db.query<ApiKey>(
+    'projects_create_key',
+    `INSERT INTO resource.api_keys (key_id, project_id, name, key_hash, key_prefix, role)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${KEY_COLUMNS}`,
+    [uuidv7(), projectId, name, hashKey(key), key.slice(0, 12), role],
+  );
+  return { key, record: rows[0]! };
+}
 
 export function createProjectsRepo(db: Db): ProjectsRepo {
   return {
@@ -116,16 +145,23 @@ export function createProjectsRepo(db: Db): ProjectsRepo {
          WHERE $2::text IS NULL OR project_id > $2 ORDER BY project_id LIMIT $1`,
         [limit, after ?? null],
       ),
-    createKey: async (projectId, name, role = KeyRole.admin) => {
-      const key = `tmk_${randomBytes(32).toString('base64url')}`;
-      const rows = await db.query<ApiKey>(
-        'projects_create_key',
-        `INSERT INTO resource.api_keys (key_id, project_id, name, key_hash, key_prefix, role)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${KEY_COLUMNS}`,
-        [uuidv7(), projectId, name, hashKey(key), key.slice(0, 12), role],
-      );
-      return { key, record: rows[0]! };
-    },
+    createKey: (projectId, name, role = KeyRole.admin) => insertKey(db, projectId, name, role),
+    createKeyWithin: (projectId, name, role, maxActive) =>
+      db.tx(async (tx) => {
+        await tx.query(
+          'projects_lock_for_key',
+          'SELECT 1 FROM resource.projects WHERE project_id = $1 FOR UPDATE',
+          [projectId],
+        );
+        const [row] = await tx.query<{ active: number }>(
+          'projects_active_keys',
+          `SELECT count(*)::int AS active FROM resource.api_keys
+           WHERE project_id = $1 AND revoked_at IS NULL`,
+          [projectId],
+        );
+        if ((row?.active ?? 0) >= maxActive) return undefined;
+        return insertKey(tx, projectId, name, role);
+      }),
     listKeys: (projectId) =>
       db.query<ApiKey>(
         'projects_list_keys',

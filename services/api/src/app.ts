@@ -42,14 +42,34 @@ import { consoleRoutes } from './routes/console.ts';
 import { eventRoutes } from './routes/events.ts';
 import { approvalRoutes } from './routes/approvals.ts';
 import { createRegistryEvents } from './registry-events.ts';
+import { guardConnections } from './connection-guard.ts';
+import { inflightLimit } from './inflight.ts';
+import { createSlots } from './slots.ts';
 
 export async function buildApp(deps: ApiDeps) {
+  const api = deps.config.api;
   const app = Fastify({
     loggerInstance: deps.logger.child({ component: 'http' }),
-    bodyLimit: deps.config.api.body_limit_bytes,
+    bodyLimit: api.body_limit_bytes,
     // One line per request at info would drown the calls' own logs; metrics count requests.
     logController: new LogController({ disableRequestLogging: true }),
+    // Slow clients (docs/operations.md, section 13). Without these a client trickling header
+    // lines holds its socket for ever: Node times headers and requests out only when asked to,
+    // and checks them every 30 s unless told otherwise.
+    http: {
+      headersTimeout: api.headers_timeout_ms,
+      connectionsCheckingInterval: Math.min(1_000, api.headers_timeout_ms),
+    },
+    requestTimeout: api.request_timeout_ms,
+    keepAliveTimeout: api.keep_alive_timeout_ms,
+    connectionTimeout: api.connection_timeout_ms,
   }).withTypeProvider<ZodTypeProvider>();
+  guardConnections(app.server, {
+    maxTotal: api.max_connections,
+    maxPerAddress: api.max_connections_per_address,
+    logger: deps.logger,
+  });
+  app.addHook('preHandler', inflightLimit(api.max_inflight_requests_per_key));
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   // `curl -X POST -H 'content-type: application/json' .../cancel` sends no body: an empty JSON
@@ -102,7 +122,7 @@ export async function buildApp(deps: ApiDeps) {
     transformObject: jsonSchemaTransformObject,
   });
   await app.register(multipart, {
-    limits: { fileSize: deps.config.api.upload_limit_bytes, files: 1, fields: 10, parts: 12 },
+    limits: { fileSize: api.upload_limit_bytes, files: 1, fields: 10, parts: 12 },
   });
 
   const metrics = createHttpMetrics();
@@ -120,13 +140,24 @@ export async function buildApp(deps: ApiDeps) {
     store: deps.store,
     nc: deps.nc,
     subjects: createSubjects(deps.config.nats.subject_root),
-    ttlMs: deps.config.api.auth_cache_ttl_ms,
+    ttlMs: api.auth_cache_ttl_ms,
     logger: deps.logger,
   });
   app.addHook('onClose', () => keys.close());
   const routeDeps: RouteDeps = {
     ...deps,
-    auth: createAuth(deps.store, deps.config.api, keys),
+    // One count for every kind of event stream, so the cap is what the instance holds open.
+    streams: createSlots({
+      what: 'event streams',
+      total: api.sse_max_streams,
+      perOwner: api.sse_max_streams_per_project,
+      owner: 'project',
+      totalSetting: 'sse_max_streams',
+      perOwnerSetting: 'sse_max_streams_per_project',
+      totalCode: 'stream_capacity',
+      perOwnerCode: 'stream_limit',
+    }),
+    auth: createAuth(deps.store, api, keys),
     registryEvents: createRegistryEvents(deps.nc, deps.config.nats.subject_root, deps.logger),
   };
   await app.register(healthRoutes(routeDeps, metrics));

@@ -5,12 +5,17 @@
 // tasks, reading and canceling what it started), and gets 403 `forbidden` elsewhere. Failed
 // authentications are rate limited per client address (auth-limit.ts; IPv6 by /64): the address
 // is the peer of the TCP connection (no proxy headers are trusted), so clients behind one proxy
-// share a budget. Authenticated requests are rate limited per key (api-rate-limit.ts). A verified
-// key is kept for a moment (key-cache.ts); revoking it drops it on every instance.
+// share a budget. Past it, the address is refused everything but a valid project key: tenants
+// behind one NAT or proxy are not locked out by whoever fails beside them. That leaves guessing a
+// project key unthrottled there, which is safe only because a project key is 256 random bits
+// the server made; the admin key, the one secret a person chooses, stays behind the limit.
+// Authenticated requests are rate limited per key (api-rate-limit.ts) and hold at most
+// [api] max_inflight_requests_per_key open at once (inflight.ts). A verified key is kept for a moment
+// (key-cache.ts); revoking it drops it on every instance.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ID_PATTERN } from '@toolmesh/protocol';
-import { KeyRole, type Store } from '@toolmesh/store';
+import { KeyRole, PROJECT_KEY_PATTERN, type Store } from '@toolmesh/store';
 import type { ApiConfig } from '@toolmesh/config';
 import { createApiRateLimit } from './api-rate-limit.ts';
 import { clientKey, createAuthLimiter, type AuthLimiter } from './auth-limit.ts';
@@ -72,14 +77,25 @@ export function createAuth(
     return new ApiError('unauthorized', message);
   }
 
+  /** Past the address's failure limit: a valid project key still passes, nothing else. */
+  async function whileBlocked(key: string | undefined, wait: number): Promise<Principal> {
+    // Not a project key's shape: no lookup (it could only be a guess at the admin key).
+    if (!key || !PROJECT_KEY_PATTERN.test(key)) throw tooMany(wait);
+    const found = await keys.resolve(key);
+    // A wrong key gets the same answer as before, and is not counted again (its window is
+    // over the limit already; counting would only log every guess).
+    if (!found) throw tooMany(wait);
+    return { kind: 'project', ...found };
+  }
+
   async function authenticate(req: FastifyRequest): Promise<Principal> {
-    const blocked = limiter.blockedFor(clientKey(req.ip));
-    if (blocked !== undefined) throw tooMany(blocked);
     const header = req.headers.authorization;
     const key = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
-    if (!key) throw failed(req, 'missing API key: send Authorization: Bearer <key>');
+    const blocked = limiter.blockedFor(clientKey(req.ip));
     let principal: Principal;
-    if (admin && timingSafeEqual(digest(key), admin)) principal = { kind: 'admin' };
+    if (blocked !== undefined) principal = await whileBlocked(key, blocked);
+    else if (!key) throw failed(req, 'missing API key: send Authorization: Bearer <key>');
+    else if (admin && timingSafeEqual(digest(key), admin)) principal = { kind: 'admin' };
     else {
       const found = await keys.resolve(key);
       if (!found) throw failed(req, 'unknown or revoked API key');

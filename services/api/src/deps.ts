@@ -7,6 +7,7 @@ import type { Config } from '@toolmesh/config';
 import type { Store } from '@toolmesh/store';
 import type { Auth } from './auth.ts';
 import type { RegistryEvents } from './registry-events.ts';
+import type { Slots } from './slots.ts';
 
 export interface ApiDeps {
   config: Config;
@@ -20,4 +21,6 @@ export interface ApiDeps {
 export interface RouteDeps extends ApiDeps {
   auth: Auth;
   registryEvents: RegistryEvents;
+  /** Open event streams, per project and in all ([api] sse_max_streams*). */
+  streams: Slots;
 }

@@ -45,6 +45,17 @@ export const ApiErrorCode = {
   /** api.openapi_max_concurrent imports are running on this instance; retry after a second. */
   openapi_busy: 429,
   rate_limited: 429,
+  /** A project's (or key's, or address's) share of an instance's resource is taken. */
+  mcp_session_limit: 429,
+  stream_limit: 429,
+  inflight_limit: 429,
+  connection_limit: 429,
+  /** The instance's own cap of that resource is reached: nothing the client did. */
+  mcp_session_capacity: 503,
+  stream_capacity: 503,
+  connection_capacity: 503,
+  /** The project holds [api] max_keys_per_project active keys. */
+  key_limit: 409,
   unsupported_media_type: 415,
   unavailable: 503,
   secrets_unconfigured: 503,

@@ -6,6 +6,7 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { exemptFromIdleTimeout } from '../connection-guard.ts';
 
 /** The request as a fetch-shaped handler reads it (the body goes as parsedBody). */
 export function toWebRequest(req: FastifyRequest): Request {
@@ -29,6 +30,8 @@ export async function sendWebResponse(reply: FastifyReply, res: Response): Promi
     raw.end();
     return;
   }
+  // A POST's stream lasts as long as its call: no idle cut while it is open.
+  if (isEventStream(res)) exemptFromIdleTimeout(raw);
   const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
   raw.once('close', () => body.destroy());
   await new Promise<void>((resolve) => {

@@ -11,9 +11,10 @@ import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse } from '../errors.ts';
 import { openLiveFeed, type LiveFeed } from '../live-feed.ts';
 import { ProjectParams } from '../schemas.ts';
+import { holdStream } from '../slots.ts';
 
 export const eventRoutes =
-  ({ nc, auth, config, logger }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ nc, auth, config, logger, streams }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const root = config.nats.subject_root;
     // Open streams end when the api closes: a hijacked response is never idle, so the server
@@ -37,13 +38,16 @@ export const eventRoutes =
             'kinds tool.call, tool.result, tool.progress, agent.task, agent.step, agent.state, ' +
             'agent.chunk; a comment line every 15 s keeps the connection open. `: connected` ' +
             'comes once the feed is live: whatever is published after it is in the stream. The ' +
-            'stream may end on its own (the bus dropped the feed): connect again.',
+            'stream may end on its own (the bus dropped the feed): connect again. Streams are ' +
+            'counted per project ([api] sse_max_streams_per_project: 429 stream_limit beyond) and ' +
+            'per instance ([api] sse_max_streams: 503 stream_capacity).',
           params: ProjectParams,
           response: {
             200: z.string().describe('text/event-stream'),
             400: ErrorResponse,
             401: ErrorResponse,
             404: ErrorResponse,
+            429: ErrorResponse,
             503: ErrorResponse,
           },
         },
@@ -52,6 +56,7 @@ export const eventRoutes =
         const { project } = req.params;
         if (nc.isClosed())
           throw new ApiError('unavailable', 'the message bus is unavailable; retry later');
+        holdStream(streams, project, reply);
         const log = logger.child({ component: 'live-feed', project });
         // Set once the response is open. Events that arrive before wait in `early` (the open's
         // last round trip), and an end before then is the open's failure, not the response's.

@@ -35,6 +35,7 @@ import { createSessionEventStore, type SessionEventStore } from '../mcp/event-st
 import { createHostGuard } from '../mcp/host-guard.ts';
 import { isEventStream, sendWebResponse, toWebRequest, withPrimingEvent } from '../mcp/web-http.ts';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
+import { createSlots, holdStream } from '../slots.ts';
 import type { FastifyRequest } from 'fastify';
 
 interface Session {
@@ -46,6 +47,8 @@ interface Session {
   events: SessionEventStore;
   registry: Subscription;
   lastSeen: number;
+  /** Gives the session's place back (mcp_max_sessions and the project's share). */
+  release: () => void;
 }
 
 const SWEEP_EVERY_MS = 60_000;
@@ -70,7 +73,10 @@ const errors = {
     .union([ErrorResponse, JsonRpcError])
     .describe('an OAuth token without the scope; a Host or Origin header that is not allowed'),
   404: z.union([ErrorResponse, JsonRpcError]),
-  503: ErrorResponse,
+  429: ErrorResponse.describe(
+    "the project's share is taken: mcp_session_limit, stream_limit or inflight_limit",
+  ),
+  503: ErrorResponse.describe('the instance is full: mcp_session_capacity or stream_capacity'),
 };
 
 /** A JSON-RPC error answered before any session exists (the SDK's own shape for these). */
@@ -102,7 +108,7 @@ const mcpCallerOf = (req: FastifyRequest): string => {
 export const mcpRoutes =
   (deps: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
-    const { store, auth, nc, config } = deps;
+    const { store, auth, nc, config, streams } = deps;
     const log = deps.logger.child({ component: 'mcp' });
     const calls = createMeshCalls(deps);
     const decider = createApprovalDecider(deps);
@@ -139,11 +145,19 @@ export const mcpRoutes =
     });
     app.addHook('onClose', () => modern.close());
     const sessions = new Map<string, Session>();
-    const {
-      mcp_session_idle_ms: idleMs,
-      mcp_max_sessions: maxSessions,
-      mcp_sse_retry_ms: retryMs,
-    } = config.api;
+    const { mcp_session_idle_ms: idleMs, mcp_sse_retry_ms: retryMs } = config.api;
+    // Sessions per instance and per project: one project filling the instance would refuse
+    // every other project's initialize until its sessions went idle (30 minutes).
+    const sessionSlots = createSlots({
+      what: 'MCP sessions',
+      total: config.api.mcp_max_sessions,
+      perOwner: config.api.mcp_max_sessions_per_project,
+      owner: 'project',
+      totalSetting: 'mcp_max_sessions',
+      perOwnerSetting: 'mcp_max_sessions_per_project',
+      totalCode: 'mcp_session_capacity',
+      perOwnerCode: 'mcp_session_limit',
+    });
     const mcpAuth = createMcpAuth(config.mcp_oauth, auth);
     const hostGuard = createHostGuard(
       {
@@ -158,6 +172,7 @@ export const mcpRoutes =
 
     async function close(s: Session, why: string) {
       if (!sessions.delete(s.id)) return;
+      s.release();
       s.registry.unsubscribe();
       log.debug({ session: s.id, project: s.project, why }, 'MCP session closed');
       await s.server.close().catch(() => undefined);
@@ -176,15 +191,11 @@ export const mcpRoutes =
 
     /** A transport and server for an initialize request; the session exists once it succeeded. */
     async function open(project: string, agent: string | undefined, caller: string) {
-      if (sessions.size >= maxSessions) {
-        throw new ApiError(
-          'unavailable',
-          `this instance holds ${maxSessions} MCP sessions already`,
-        );
-      }
       if (agent !== undefined && !(await store.agents.get(project, agent))) {
         throw notFound('agent', agent);
       }
+      // Held from here: an initialize in flight counts, or many at once could pass the cap.
+      const release = sessionSlots.take(project);
       const server = facade.newServer({ project, agent, caller });
       let session: Session | undefined;
       const events = createSessionEventStore();
@@ -203,7 +214,16 @@ export const mcpRoutes =
               server.sendToolListChanged().catch(() => undefined);
             },
           });
-          session = { id, project, server, transport, events, registry, lastSeen: Date.now() };
+          session = {
+            id,
+            project,
+            server,
+            transport,
+            events,
+            registry,
+            lastSeen: Date.now(),
+            release,
+          };
           sessions.set(id, session);
           log.debug({ session: id, project, agent }, 'MCP session opened');
         },
@@ -211,8 +231,13 @@ export const mcpRoutes =
       transport.onclose = () => {
         if (session) void close(session, 'closed');
       };
-      await server.connect(transport);
-      return { transport, server, opened: () => session !== undefined };
+      try {
+        await server.connect(transport);
+      } catch (err) {
+        release();
+        throw err;
+      }
+      return { transport, server, release, opened: () => session !== undefined };
     }
 
     app.route({
@@ -237,7 +262,11 @@ export const mcpRoutes =
         const web = toWebRequest(req);
         if (req.method === 'POST' && req.headers['mcp-session-id'] === undefined) {
           if (!(await isLegacyRequest(web, req.body))) {
-            // 2026-07-28: stateless, one server per request (modern.ts).
+            // 2026-07-28: stateless, one server per request (modern.ts). A listen is the one
+            // request that stays open: counted as an event stream.
+            if ((req.body as { method?: unknown } | undefined)?.method === 'subscriptions/listen') {
+              holdStream(streams, project, reply);
+            }
             const res = await modern.for(project).fetch(web, {
               parsedBody: req.body,
               authInfo: {
@@ -262,6 +291,8 @@ export const mcpRoutes =
           }
           s.lastSeen = Date.now();
           transport = s.transport;
+          // A GET is the session's notification stream: counted as an event stream.
+          if (req.method === 'GET') holdStream(streams, project, reply);
           // The GET stream's priming event, placed before the SDK opens the stream so that
           // nothing it sends there can come before it in the store.
           if (req.method === 'GET' && !req.headers['last-event-id'] && primes(req)) {
@@ -275,9 +306,17 @@ export const mcpRoutes =
             .status(400)
             .send(rpcError(-32000, 'Bad Request: no valid Mcp-Session-Id; send initialize first'));
         }
-        const res = await transport.handleRequest(web, { parsedBody: req.body });
-        // An initialize the SDK refused opened no session: nothing else will close its server.
-        if (fresh && !fresh.opened()) await fresh.server.close().catch(() => undefined);
+        let res: Response;
+        try {
+          res = await transport.handleRequest(web, { parsedBody: req.body });
+        } finally {
+          // An initialize the SDK refused opened no session: nothing else will close its
+          // server or give its place back.
+          if (fresh && !fresh.opened()) {
+            fresh.release();
+            await fresh.server.close().catch(() => undefined);
+          }
+        }
         await sendWebResponse(
           reply,
           priming !== undefined && isEventStream(res)

@@ -218,16 +218,31 @@ export const projectRoutes =
             name: z.string().min(1).max(200),
             role: z.enum(KeyRole).default(KeyRole.admin),
           }),
-          response: { 201: NewKeyOut, ...errors },
+          response: {
+            201: NewKeyOut,
+            409: ErrorResponse.describe('key_limit: [api] max_keys_per_project active keys'),
+            ...errors,
+          },
         },
       },
       async (req, reply) => {
-        const { key, record } = await store.projects.createKey(
+        // Bounded: each key has a rate limit of its own, so unbounded keys would be an unbounded
+        // rate for the project.
+        const max = config.api.max_keys_per_project;
+        const created = await store.projects.createKeyWithin(
           req.params.project,
           req.body.name,
           req.body.role,
+          max,
         );
-        return reply.status(201).send({ ...keyOut(record), key });
+        if (!created) {
+          throw new ApiError(
+            'key_limit',
+            `this project holds ${max} active API keys already ([api] max_keys_per_project); revoke one first`,
+            { limit: max, setting: 'api.max_keys_per_project' },
+          );
+        }
+        return reply.status(201).send({ ...keyOut(created.record), key: created.key });
       },
     );
 
