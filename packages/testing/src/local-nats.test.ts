@@ -8,7 +8,7 @@ import { freePort } from './ports.ts';
 import { hasSyncInterval, startLocalNats } from './local-nats.ts';
 import type { LocalNats } from './local-nats.ts';
 
-describe('startLocalNats', () => {
+describe('startLocalNats, a bare server without authentication (the starter under every test server)', () => {
   const servers: LocalNats[] = [];
   afterAll(async () => {
     for (const s of servers) await s.close();
