@@ -187,7 +187,9 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
 /** A failure that a JetStream still electing leaders (or catching up) gives for a while. */
 function isTransient(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
-  return /timeout|temporarily unavailable|no responders|no suitable peers|insufficient resources/i.test(
+  // "jetstream is not enabled": the account's JetStream is re-applied for a moment whenever its
+  // JWT is pushed (the api pushes it at start and at every revocation), as well as at boot.
+  return /timeout|temporarily unavailable|no responders|no suitable peers|insufficient resources|jetstream is not enabled/i.test(
     message,
   );
 }
