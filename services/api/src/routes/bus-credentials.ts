@@ -67,11 +67,11 @@ export const busCredentialRoutes =
       return keys;
     };
     /** The revocation list of Postgres, onto the server. */
-    const push = async (k: BusKeys): Promise<void> => {
+    const push = async (k: BusKeys, onlyIfChanged = false): Promise<void> => {
       try {
-        await store.busCredentials.pushRevocations((list) =>
-          pushAppAccount(k, config.nats.url, list),
-        );
+        await store.busCredentials.pushRevocations(async (list) => {
+          await pushAppAccount(k, config.nats.url, list, undefined, { onlyIfChanged });
+        });
       } catch (err) {
         log.error({ err: { message: (err as Error).message } }, 'account update not pushed');
         throw new ApiError(
@@ -84,7 +84,9 @@ export const busCredentialRoutes =
     if (keys !== undefined) {
       const k = keys;
       app.addHook('onReady', async () => {
-        void push(k).catch(() => undefined);
+        // Only when the server's list differs: a push re-applies the account's JetStream, and
+        // every service's JetStream request fails for that moment.
+        void push(k, true).catch(() => undefined);
       });
     }
 
