@@ -24,10 +24,13 @@ afterAll(async () => {
 
 /** Three forked children and a grandchild each, all sleeping, every one carrying the marker. */
 function forkingScript(tag: string): string {
+  // `started` first: once the tree's processes are seen, it has been written (a test that waits
+  // for the processes and then kills the tree expects it; written after the forks, a kill under
+  // load could come before it).
   return [
+    'echo started',
     `for i in 1 2 3; do sh -c 'sleep 60; echo ${tag}' & done`,
     `sh -c 'sh -c "sleep 60; echo ${tag}"; echo ${tag}' &`,
-    'echo started',
     `sleep 60; echo ${tag}`,
   ].join('\n');
 }
