@@ -11,13 +11,12 @@
 //   --once     stop after the demo (exit code 0 when the demo succeeded)
 //   --cluster  run NATS as a three-node cluster on loopback ports, streams at replicas 3
 // STACK_DATA_DIR names another folder than .data (the keys, and the first stack's servers).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
-import { unlinkSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pino } from 'pino';
 import { ConfigError, loadConfig, type Config } from '@toolmesh/config';
@@ -33,13 +32,9 @@ import {
 } from '@toolmesh/testing';
 import { runDemo, type DemoTarget } from './demo.ts';
 import { ensureNatsAuth, type NatsAuthFiles } from './nats-auth.ts';
+import { DATA, ROOT, postgresDir, sandboxRootDir, stateDir } from './stack-state.ts';
 import { credsAuthenticator } from '@nats-io/transport-node';
 import { natsServerConfig } from '@toolmesh/nats-auth';
-
-const ROOT = join(import.meta.dirname, '..');
-const DEFAULT_DATA = join(ROOT, '.data');
-/** The keys (admin, secrets) and the first stack's servers and files. */
-const DATA = process.env['STACK_DATA_DIR'] ? resolve(process.env['STACK_DATA_DIR']) : DEFAULT_DATA;
 
 /** Where a process answers whether it is up, and the key that moves it. */
 interface Probe {
@@ -110,18 +105,6 @@ const say = (line: string) => console.log(`[stack] ${line}`);
 const servers: { stop(): Promise<void> }[] = [];
 const children: ChildProcess[] = [];
 let stopping = false;
-
-/** Stack lock files this process holds; removed however it exits. */
-const locks: string[] = [];
-process.on('exit', () => {
-  for (const file of locks) {
-    try {
-      unlinkSync(file);
-    } catch {
-      // already gone
-    }
-  }
-});
 
 async function stopAll(code: number): Promise<never> {
   stopping = true;
@@ -271,97 +254,6 @@ async function checkPorts(): Promise<Record<string, string>> {
     }
   }
   return chosen;
-}
-
-/** Whether a process with this pid runs (EPERM: it does, as another user). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * Takes `dir` for this stack: a stack.pid file with this process's pid, made exclusively. False
- * while a live stack holds it; the file of a stack that died without removing it is replaced.
- */
-async function lockDir(dir: string): Promise<boolean> {
-  await mkdir(dir, { recursive: true });
-  const file = join(dir, 'stack.pid');
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      await writeFile(file, `${process.pid}\n`, { flag: 'wx' });
-      locks.push(file);
-      return true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
-      if (Number.isInteger(pid) && pid > 0 && alive(pid)) return false;
-      await rm(file, { force: true });
-    }
-  }
-  return false;
-}
-
-/**
- * The folder of this stack's servers and files: DATA, or, while another stack holds that, one of
- * its own named after the api's port, which is what tells two stacks on one machine apart.
- */
-async function stateDir(apiPort: string): Promise<string> {
-  if (await lockDir(DATA)) return DATA;
-  const beside = join(DATA, 'stacks', `api-${apiPort}`);
-  if (await lockDir(beside)) {
-    say(`another stack holds ${DATA}: this one keeps its servers and files in ${beside}`);
-    return beside;
-  }
-  say(`another stack holds ${DATA} and ${beside}; stop one of them first`);
-  process.exit(2);
-}
-
-/**
- * Where the local Postgres keeps its data: .data/postgres, unless the stack runs as root in a
- * checkout the `postgres` OS user cannot enter (a clone in /root, which is 0700 on Debian). The
- * server refuses to run as root, so its data then goes under /var/lib/toolmesh, one folder per
- * checkout.
- */
-function postgresDir(state: string): string {
-  const preferred = join(state, 'postgres');
-  if (process.getuid?.() !== 0) return preferred;
-  const probe = spawnSync('runuser', ['-u', 'postgres', '--', 'test', '-x', state]);
-  if (probe.status === 0) return preferred;
-  const dir = join('/var/lib/toolmesh', `postgres-${stateId(state)}`);
-  say(`the postgres OS user cannot enter ${state} (a parent folder is private): data in ${dir}`);
-  return dir;
-}
-
-/** Names a folder outside the checkout after this stack's: the checkout's .data keeps its name. */
-function stateId(state: string): string {
-  const of = state === DEFAULT_DATA ? ROOT : state;
-  return createHash('sha256').update(of).digest('hex').slice(0, 12);
-}
-
-/**
- * Where sandboxes live: in a stack folder other than the checkout's .data, there. As root their
- * commands run as `sandbox.uid`, which must enter the folder; a checkout in /root (0700) cannot
- * hold it, so it then goes under /var/lib/toolmesh, one folder per stack folder, as Postgres's
- * data does. Undefined: the configured `sandbox.root_dir` (set by the operator, or
- * `.data/sandboxes`) is fine.
- */
-function sandboxRootDir(state: string): string | undefined {
-  if (process.env['CG__SANDBOX__ROOT_DIR']) return undefined;
-  const { uid, gid, root_dir } = loadConfig({ env: process.env }).sandbox;
-  // A stack of its own beside another keeps its sandboxes apart too: each reaper removes the
-  // environments its database does not know.
-  const own = state === DEFAULT_DATA ? undefined : join(state, 'sandboxes');
-  if (process.getuid?.() !== 0) return own;
-  const preferred = own ?? resolve(ROOT, root_dir);
-  const probe = spawnSync('/usr/bin/test', ['-x', dirname(preferred)], { uid, gid });
-  if (probe.status === 0) return own;
-  const dir = join('/var/lib/toolmesh', `sandboxes-${stateId(state)}`);
-  say(`sandboxed commands (uid ${uid}) cannot enter ${dirname(preferred)}: sandboxes in ${dir}`);
-  return dir;
 }
 
 process.on('SIGINT', () => void stopAll(0));

@@ -71,18 +71,21 @@ export interface StartDeps {
   log: FastifyBaseLogger;
 }
 
+/** Who asks for a call to start, and how. */
+export interface StartCaller {
+  keyId: string | undefined;
+  signal: AbortSignal;
+  /** The id was made for this request: no row can exist, so none is looked for. */
+  newId: boolean;
+}
+
 export interface CallStarter {
   start(
     project: string,
     id: string,
     fingerprint: string,
     body: StartRequest,
-    who: {
-      keyId: string | undefined;
-      signal: AbortSignal;
-      /** The id was made for this request: no row can exist, so none is looked for. */
-      newId: boolean;
-    },
+    who: StartCaller,
   ): Promise<Started>;
 }
 
@@ -168,12 +171,7 @@ export function createCallStarter(deps: StartDeps): CallStarter {
     id: string,
     fingerprint: string,
     body: StartRequest,
-    who: {
-      keyId: string | undefined;
-      signal: AbortSignal;
-      /** The id was made for this request: no row can exist, so none is looked for. */
-      newId: boolean;
-    },
+    who: StartCaller,
   ): Promise<Started> {
     let fresh = false;
     for (let round = 0; ; round++) {
