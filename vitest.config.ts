@@ -11,5 +11,7 @@ export default defineConfig({
     maxWorkers: 2,
     // A NATS permission violation during a test fails it (packages/testing/src/violations.ts).
     setupFiles: ['packages/testing/src/vitest-setup.ts'],
+    // Where the tests' sandboxes live: a folder the sandbox uid can enter, as the stack's.
+    globalSetup: ['tests/support/global-setup.ts'],
   },
 });

@@ -10,7 +10,13 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Client } from '@toolmesh/client';
 import { loadConfig, type Config } from '@toolmesh/config';
 import { createPool, createStore, migrate, type Store } from '@toolmesh/store';
-import { useNats, usePostgres, type TestNats, type TestNatsAuth } from '@toolmesh/testing';
+import {
+  sandboxRootEnv,
+  useNats,
+  usePostgres,
+  type TestNats,
+  type TestNatsAuth,
+} from '@toolmesh/testing';
 import { startSkillsService, type SkillsService } from '../../services/skills/src/app.ts';
 import { createTenantClient } from './tenants.ts';
 
@@ -51,6 +57,7 @@ export async function startMesh(
     ...nats.env('skills'),
     CG__POSTGRES__URL: db.url,
     CG__LOG__LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
+    ...sandboxRootEnv(),
     ...overrides,
   };
   const config = loadConfig({ env });

@@ -21,6 +21,7 @@ export type { NatsCluster, NatsClusterOptions } from './nats-cluster.ts';
 export { startLocalPostgres } from './local-postgres.ts';
 export type { LocalPostgres, LocalPostgresOptions } from './local-postgres.ts';
 export { freePort } from './ports.ts';
+export { sandboxRootEnv } from './sandbox-root.ts';
 export { dockerAvailable } from './docker.ts';
 export { startFakeGcs, type FakeGcs, type FakeGcsObject } from './fake-gcs.ts';
 export { startFakeE2b } from './fake-e2b.ts';

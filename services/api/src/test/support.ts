@@ -14,7 +14,13 @@ import { createClient } from '@toolmesh/client';
 import { loadConfig, type Config } from '@toolmesh/config';
 import { createPool, createStore, migrate, type Store } from '@toolmesh/store';
 import type { ServiceUser } from '@toolmesh/nats-auth';
-import { useNats, usePostgres, type TestNats, type TestNatsAuth } from '@toolmesh/testing';
+import {
+  sandboxRootEnv,
+  useNats,
+  usePostgres,
+  type TestNats,
+  type TestNatsAuth,
+} from '@toolmesh/testing';
 import { createArtifactStoreFromConfig, streamSettingsOf } from '@toolmesh/service';
 import { buildApp, type ApiApp } from '../app.ts';
 
@@ -83,6 +89,7 @@ export async function startTestApi(
     CG__API__ADMIN_KEY: ADMIN_KEY,
     CG__ARTIFACTS__ROOT: artifactsRoot,
     CG__LOG__LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
+    ...sandboxRootEnv(),
     ...overrides,
   };
   const config = loadConfig({ env });
