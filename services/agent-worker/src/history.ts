@@ -4,7 +4,7 @@
 // result) and ends with its final answer, or a note saying how it failed or was canceled.
 //
 // The history is kept within a token budget ([agent] thread_history_tokens), counted at four
-// characters a token. The rule, in docs/protocol.md too: turns are kept whole, never cut
+// characters a token. The rule, in docs/agents.md too: turns are kept whole, never cut
 // inside; the thread's first message is kept (without the rest of its turn) whenever it fits
 // at all; then the newest turns, newest first, while they fit; then the rest of the first
 // turn, if everything after it fit. What is left out is the oldest turns after the first, and

@@ -2,7 +2,7 @@
 // agent task of the thread, filed with its inbox row and numbered in one transaction (the thread
 // row is locked meanwhile, so numbers follow the order messages were accepted), then the agent
 // is woken as for any task. The worker runs one turn of a thread at a time, in that order, and
-// shows the model the thread's earlier turns (see docs/protocol.md, "Threads").
+// shows the model the thread's earlier turns (see docs/agents.md, "Threads: conversations").
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { Header, createSubjects } from '@toolmesh/protocol';
