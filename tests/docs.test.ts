@@ -1,0 +1,293 @@
+// Every fenced block of README.md and docs/*.md, as written, against one running stack: what a
+// new user does. The test clones the committed tree, runs the README's set-up and `pnpm stack`
+// (its embedded defaults; the demo must draw its picture), then runs each page's blocks in order
+// in the clone, as a user would type them: `toolmesh` is the clone's own (node_modules/.bin, as
+// on the PATH after set-up), and no TOOLMESH_*, NATS_URL or DATABASE_URL is set. The one change
+// made to a block: the stack runs on a free port, which replaces the api's default 8080.
+//
+// What each tag gets:
+//   sh, bash          run: one bash per page, its blocks in order (`set -euo pipefail`), so a
+//                     variable set in one block is there in the next; each must exit 0
+//   ts                run: written into the clone as a module and run with node; must exit 0
+//   json              parsed (a fragment `"key": {...}` inside an object); a protocol message
+//                     (`"v": 1` with its fields) is checked against its schema
+//   toml              loaded as config.toml is, by the configuration's loader (unknown keys fail)
+//   python            compiled with python3 (nats-py is not installable here: not run)
+//   mermaid           a diagram GitHub renders: it starts with a known diagram type
+//   ini               a systemd unit: every line a section, a key=value or a comment
+//   text              output, grammar or a message dump: not run
+// Any other tag, or none, fails. Blocks listed in NOT_RUN are named with the reason they cannot
+// run against a local stack; an entry that no longer matches a block fails too.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '@toolmesh/config';
+import { CancelRequest, ToolCall, ToolResultEvent, Wakeup } from '@toolmesh/protocol';
+import { freePort } from '@toolmesh/testing';
+import { REPO_ROOT } from './support/mesh.ts';
+
+const exec = promisify(execFile);
+
+export interface Block {
+  file: string;
+  line: number;
+  tag: string;
+  code: string;
+}
+
+/** The fenced blocks of a markdown page (also those indented in a list). */
+export function blocksOf(file: string, text: string): Block[] {
+  const blocks: Block[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^(\s*)(`{3,})(.*)$/.exec(lines[i]!);
+    if (!open) continue;
+    const [, indent, fence, info] = open as unknown as [string, string, string, string];
+    const body: string[] = [];
+    let j = i + 1;
+    for (; j < lines.length && !lines[j]!.startsWith(`${indent}${fence}`); j++) {
+      body.push(lines[j]!.slice(indent.length));
+    }
+    blocks.push({
+      file,
+      line: i + 1,
+      tag: info.trim().split(/\s+/)[0] ?? '',
+      code: body.join('\n'),
+    });
+    i = j;
+  }
+  return blocks;
+}
+
+/**
+ * Blocks that cannot run against a local stack, each named by its page and first line, with the
+ * reason. Everything else runs or is checked.
+ */
+const NOT_RUN: { file: string; first: string; why: string }[] = [
+  {
+    file: 'README.md',
+    first: 'pnpm verify',
+    why: 'the test suite itself: .ci/run runs it (checked below)',
+  },
+  {
+    file: 'docs/stack.md',
+    first: 'pnpm verify',
+    why: 'the test suite itself: .ci/run runs it (checked below)',
+  },
+];
+
+const RUN_TAGS = new Set(['sh', 'bash']);
+const CHECK_TAGS = new Set(['json', 'toml', 'python', 'mermaid', 'ini', 'text', 'ts']);
+
+async function pages(root: string): Promise<string[]> {
+  const docs = (await readdir(join(root, 'docs'))).filter((n) => n.endsWith('.md')).sort();
+  return ['README.md', ...docs.map((n) => `docs/${n}`)];
+}
+
+async function allBlocks(root: string): Promise<Block[]> {
+  const out: Block[] = [];
+  for (const file of await pages(root))
+    out.push(...blocksOf(file, await readFile(join(root, file), 'utf8')));
+  return out;
+}
+
+const notRun = (b: Block) =>
+  NOT_RUN.find((n) => n.file === b.file && b.code.split('\n')[0] === n.first);
+
+describe('every block is tagged with what the test does with it', () => {
+  it('has a tag the test knows, and every NOT_RUN entry names a block', async () => {
+    const blocks = await allBlocks(REPO_ROOT);
+    const unknown = blocks.filter((b) => !RUN_TAGS.has(b.tag) && !CHECK_TAGS.has(b.tag));
+    expect(unknown.map((b) => `${b.file}:${b.line} \`\`\`${b.tag}`)).toEqual([]);
+    for (const n of NOT_RUN) {
+      expect(
+        blocks.some((b) => b.file === n.file && b.code.split('\n')[0] === n.first),
+        `${n.file}: ${n.first}`,
+      ).toBe(true);
+    }
+  });
+
+  it("the README's test command is what CI runs", async () => {
+    const ci = await readFile(join(REPO_ROOT, '.ci/run'), 'utf8');
+    const last = ci.trim().split('\n').at(-1);
+    const readme = blocksOf('README.md', await readFile(join(REPO_ROOT, 'README.md'), 'utf8'));
+    expect(readme.some((b) => b.code === last)).toBe(true);
+    expect(last).toBe('pnpm verify');
+  });
+});
+
+describe('blocks checked without a stack', () => {
+  it('json blocks parse; protocol messages match their schemas', async () => {
+    const schemas = [ToolCall, ToolResultEvent, Wakeup, CancelRequest];
+    for (const b of (await allBlocks(REPO_ROOT)).filter((x) => x.tag === 'json')) {
+      const where = `${b.file}:${b.line}`;
+      const text = b.code.trim().startsWith('"') ? `{${b.code}}` : b.code;
+      let value: unknown;
+      expect(() => (value = JSON.parse(text)), where).not.toThrow();
+      if (typeof value === 'object' && value !== null && 'v' in value) {
+        const ok = schemas.some((s) => s.safeParse(value).success);
+        expect(ok, `${where}: a message that no protocol schema accepts`).toBe(true);
+      }
+    }
+  });
+
+  it('toml blocks are valid configuration', async () => {
+    for (const b of (await allBlocks(REPO_ROOT)).filter((x) => x.tag === 'toml')) {
+      // The loader's own parse and schema: an unknown key or a wrong type throws, naming it.
+      expect(() =>
+        loadConfig({ source: b.code, path: `${b.file}:${b.line}`, env: {} }),
+      ).not.toThrow();
+    }
+  });
+
+  it('python blocks compile, mermaid blocks name a diagram, ini blocks are units', async () => {
+    for (const b of await allBlocks(REPO_ROOT)) {
+      const where = `${b.file}:${b.line}`;
+      if (b.tag === 'python') {
+        const child = spawn('python3', ['-c', 'import ast,sys; ast.parse(sys.stdin.read())']);
+        child.stdin.end(b.code);
+        const [code] = (await once(child, 'exit')) as [number];
+        expect(code, where).toBe(0);
+      }
+      if (b.tag === 'mermaid') expect(b.code, where).toMatch(/^(flowchart \w+|sequenceDiagram|graph \w+)\n/);
+      if (b.tag === 'ini') {
+        for (const line of b.code.split('\n')) {
+          expect(line, where).toMatch(/^(#.*|\[\w+\]|\w+=.*|)$/);
+        }
+      }
+    }
+  });
+});
+
+describe('blocks run against one stack', () => {
+  let dir = '';
+  let clone = '';
+  let stack: ChildProcess | undefined;
+  let stackOut = '';
+  let port = 0;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'toolmesh-docs-'));
+    clone = join(dir, 'toolmesh');
+    // The committed tree only, as a user's clone has it.
+    await exec('git', ['clone', '--quiet', REPO_ROOT, clone]);
+  }, 60_000);
+
+  afterAll(async () => {
+    if (stack && stack.exitCode === null) {
+      stack.kill('SIGINT');
+      await once(stack, 'exit');
+    }
+    if (dir) {
+      // As root in a private folder the stack keeps its sandboxes under /var/lib/toolmesh.
+      const id = createHash('sha256').update(clone).digest('hex').slice(0, 12);
+      await rm(join('/var/lib/toolmesh', `sandboxes-${id}`), { recursive: true, force: true });
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  /** A user's environment: no settings of toolmesh's, the clone's `toolmesh` on the PATH. */
+  const userEnv = () => {
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) {
+      if (v === undefined || /^(TOOLMESH_|CG__|NATS_URL$|DATABASE_URL$|STACK_DATA_DIR$)/.test(k))
+        continue;
+      env[k] = v;
+    }
+    env['PATH'] = `${join(clone, 'node_modules/.bin')}:${process.env['PATH'] ?? ''}`;
+    return env;
+  };
+  const atPort = (code: string) =>
+    code.replaceAll(/(localhost|127\.0\.0\.1):8080\b/g, `$1:${port}`);
+
+  async function run(cmd: string, args: string[], env: Record<string, string>, timeoutMs: number) {
+    const child = spawn(cmd, args, { cwd: clone, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const [code] = (await once(child, 'exit')) as [number | null];
+    clearTimeout(timer);
+    return { code, out };
+  }
+
+  it("the README's set-up, then `pnpm stack`: the demo draws a picture", async () => {
+    const readme = blocksOf('README.md', await readFile(join(clone, 'README.md'), 'utf8'));
+    expect(readme.slice(0, 2).map((b) => b.code)).toEqual(['bash scripts/setup.sh', 'pnpm stack']);
+
+    const setup = await run('bash', ['scripts/setup.sh'], userEnv(), 600_000);
+    expect(setup.code, setup.out.slice(-4_000)).toBe(0);
+
+    port = await freePort();
+    stack = spawn('pnpm', ['stack'], {
+      cwd: clone,
+      // The stack's health ports left to the kernel: other tests on this machine hold the fixed ones.
+      env: {
+        ...userEnv(),
+        CG__API__PORT: String(port),
+        CG__REAPER__HEALTH_PORT: '0',
+        CG__TOOLS__HEALTH_PORT: '0',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const done = new Promise<boolean>((resolve) => {
+      const seen = (b: Buffer) => {
+        stackOut += b.toString();
+        if (stackOut.includes('[stack] demo succeeded')) resolve(true);
+        if (stackOut.includes('[stack] demo FAILED')) resolve(false);
+      };
+      stack!.stdout!.on('data', seen);
+      stack!.stderr!.on('data', seen);
+      stack!.once('exit', () => resolve(false));
+    });
+    expect(await done, stackOut.slice(-6_000)).toBe(true);
+    expect(stackOut).not.toMatch(/Violation/);
+    const path = /\[demo\] artifact path: (.+)$/m.exec(stackOut)?.[1];
+    expect(path, stackOut.slice(-3_000)).toBeDefined();
+    expect(path!.startsWith(join(clone, '.data'))).toBe(true);
+    expect((await readFile(path!)).subarray(1, 4).toString()).toBe('PNG');
+  }, 900_000);
+
+  it("every page's sh blocks run, in order, as written", async () => {
+    expect(stack?.exitCode, 'the stack is running').toBeNull();
+    const failures: string[] = [];
+    for (const file of await pages(clone)) {
+      const blocks = blocksOf(file, await readFile(join(clone, file), 'utf8')).filter(
+        (b) => RUN_TAGS.has(b.tag) && !notRun(b),
+      );
+      const steps = file === 'README.md' ? blocks.slice(2) : blocks; // set-up and stack: above
+      if (steps.length === 0) continue;
+      const script = [
+        'set -euo pipefail',
+        ...steps.map((b) => `echo "@@block ${file}:${b.line}" >&2\n${atPort(b.code)}`),
+      ].join('\n');
+      const r = await run('bash', ['-c', script], userEnv(), 300_000);
+      if (r.code !== 0) {
+        const at = [...r.out.matchAll(/@@block (\S+)/g)].at(-1)?.[1] ?? file;
+        failures.push(`${at} exited ${r.code}:\n${r.out.slice(-3_000)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  }, 900_000);
+
+  it('every ts block runs to its end', async () => {
+    const failures: string[] = [];
+    let n = 0;
+    for (const file of await pages(clone)) {
+      for (const b of blocksOf(file, await readFile(join(clone, file), 'utf8'))) {
+        if (b.tag !== 'ts' || notRun(b)) continue;
+        const name = `doc-example-${n++}.ts`;
+        await writeFile(join(clone, name), atPort(b.code));
+        const r = await run(process.execPath, [name], userEnv(), 60_000);
+        if (r.code !== 0)
+          failures.push(`${file}:${b.line} exited ${r.code}:\n${r.out.slice(-3_000)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  }, 600_000);
+});
