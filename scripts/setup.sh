@@ -170,9 +170,13 @@ pnpm install --frozen-lockfile
 # root postinstall builds them too, but pnpm skips it when node_modules is already up to date.
 pnpm build:console
 
+# --- The toolmesh command -------------------------------------------------------------------
+# A launcher of this checkout's CLI in /usr/local/bin (root) or ~/.local/bin (a user).
+bash scripts/install-cli.sh
+
 # --- Every promised tool answers from a new login shell's PATH ---------------------------------
 missing=()
-for tool in node pnpm npm nats-server initdb bwrap socat rg docker-compose python3 chromium; do
+for tool in node pnpm npm nats-server initdb bwrap socat rg docker-compose python3 chromium toolmesh; do
   env -i HOME="$HOME" USER="$(id -un)" TERM=dumb bash -lc "command -v $tool" >/dev/null 2>&1 ||
     missing+=("$tool")
 done
@@ -184,4 +188,4 @@ esac
 if [ ${#missing[@]} -gt 0 ]; then
   die "a new shell does not find: ${missing[*]}"
 fi
-log "done: node, pnpm, npm, nats-server, initdb, bwrap, socat, rg, docker-compose and chromium answer from a new shell"
+log "done: node, pnpm, npm, nats-server, initdb, bwrap, socat, rg, docker-compose, chromium and toolmesh answer from a new shell"

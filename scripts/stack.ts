@@ -33,6 +33,7 @@ import {
 import { runDemo, type DemoTarget } from './demo.ts';
 import { ensureNatsAuth, type NatsAuthFiles } from './nats-auth.ts';
 import { DATA, ROOT, postgresDir, sandboxRootDir, stateDir } from './stack-state.ts';
+import { ensureLocalProject } from './stack-local.ts';
 import { credsAuthenticator } from '@nats-io/transport-node';
 import { natsServerConfig } from '@toolmesh/nats-auth';
 
@@ -421,6 +422,18 @@ try {
   );
   say(`services up: ${SERVICES.map((s) => `${s.name} (${probeUrl(s, config)})`).join(', ')}`);
   say(`api on ${target.apiUrl} (admin key in ${join(DATA, 'admin_key')})`);
+  // A project for local use: `toolmesh`, the SDK and `toolmesh mcp serve` find it in stack.json.
+  const local = await ensureLocalProject({ apiUrl: target.apiUrl, adminKey, dir: STATE });
+  const consoleUrl = `${target.apiUrl}/console`;
+  await writeFile(
+    join(STATE, 'stack.json'),
+    JSON.stringify({ ...target, ...local, consoleUrl }, null, 2),
+    { mode: 0o600 },
+  );
+  say(`console on ${consoleUrl}: sign in with the key ${local.apiKey} (project ${local.project})`);
+  say(
+    `toolmesh, the SDK and \`toolmesh mcp serve\` use this stack and the project ${local.project} with no flags (${join(STATE, 'stack.json')})`,
+  );
   const ok = await runDemo(target).catch((err: unknown) => {
     say(`demo failed: ${(err as Error).message}`);
     return false;

@@ -1,6 +1,7 @@
 // The command tree (commander): global connection flags, one subcommand per task, and the one
 // place where errors become exit codes and messages.
 import { Command, CommanderError } from 'commander';
+import { describeStack } from '@toolmesh/client';
 import { callCommand, type CallFlags } from './commands/call.ts';
 import {
   executionsCancel,
@@ -50,6 +51,7 @@ import {
 import { skillsUploadCommand } from './commands/skills.ts';
 import { addThreadCommands } from './commands/threads.ts';
 import { addMcpCommands } from './commands/mcp-commands.ts';
+import { addAdminCommands } from './commands/admin.ts';
 import { watchCommand, type WatchFlags } from './commands/watch.ts';
 import { createContext, type Context } from './context.ts';
 import { CliError, EXIT_CODES_HELP, ExitCode } from './exit.ts';
@@ -61,6 +63,8 @@ export interface RunCliOptions {
   io: Io;
   /** Aborts long-running commands (Ctrl-C). */
   signal?: AbortSignal;
+  /** Where to look for a running local stack (default: the process's cwd). */
+  cwd?: string;
 }
 
 /** Runs the CLI on `argv` (without node and the script); resolves with the exit code. */
@@ -78,7 +82,9 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
       const cmd = args.at(-1) as Command;
       const flags = cmd.optsWithGlobals<GlobalFlags>();
       json = flags.json ?? false;
-      const ctx = createContext(resolveSettings(flags, opts.env), io, signal);
+      const settings = resolveSettings(flags, opts.env, opts.cwd);
+      if (settings.stack) io.stderr.write(`toolmesh: ${describeStack(settings.stack)}\n`);
+      const ctx = createContext(settings, io, signal);
       contexts.push(ctx);
       // commander passes positionals, then the command's own options, then the command.
       exitCode = await fn(ctx, ...(args.slice(0, -1) as A));
@@ -395,6 +401,8 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
   addThreadCommands(program, run);
 
   addMcpCommands(program, run);
+
+  addAdminCommands(program, run);
 
   const sandboxes = program.command('sandboxes').description('sandbox sessions');
   sandboxes

@@ -2,7 +2,12 @@
 // connection opened on first use (management commands never touch NATS).
 import { readFile } from 'node:fs/promises';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { credentialIdOf, credsConnectOptions, type CredsConnectOptions } from '@toolmesh/client';
+import {
+  credentialIdOf,
+  credsConnectOptions,
+  explainNatsConnectError,
+  type CredsConnectOptions,
+} from '@toolmesh/client';
 import { createApi, type Api } from './http.ts';
 import { CliError, ExitCode } from './exit.ts';
 import type { Io } from './output.ts';
@@ -42,7 +47,7 @@ export function createContext(settings: Settings, io: Io, signal: AbortSignal): 
           throw new CliError(
             ExitCode.connection,
             'unreachable',
-            `cannot connect to NATS at ${settings.natsUrl}: ${(err as Error).message}`,
+            explainNatsConnectError(err, settings.natsUrl, settings.busCreds),
             { cause: err },
           );
         });

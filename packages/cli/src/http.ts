@@ -11,6 +11,8 @@ export interface ApiRequest {
   json?: unknown;
   form?: FormData;
   timeoutMs?: number;
+  /** Another key than the settings' (the admin key, for projects). */
+  key?: string | undefined;
 }
 
 export interface Download {
@@ -41,7 +43,8 @@ export function createApi(s: Settings): Api {
       else if (v !== undefined) url.searchParams.set(k, String(v));
     }
     const headers: Record<string, string> = {};
-    if (s.apiKey) headers['authorization'] = `Bearer ${s.apiKey}`;
+    const key = req.key ?? s.apiKey;
+    if (key) headers['authorization'] = `Bearer ${key}`;
     let body: string | FormData | undefined;
     if (req.json !== undefined) {
       headers['content-type'] = 'application/json';

@@ -1,7 +1,13 @@
-// Connection settings: flags first, then the environment. The CLI is a user's tool, not a
-// service, so it reads its own variables here (and only here) instead of config.toml.
+// Connection settings: flags first, then the environment, then a running `pnpm stack` found on
+// this machine (the cwd's checkout, else the one this CLI belongs to). The CLI is a user's tool,
+// not a service, so it reads its own variables here (and only here) instead of config.toml.
+import { join } from 'node:path';
+import { DEFAULT_NATS_URL, findLocalStack, type LocalStack } from '@toolmesh/client';
 import { DEFAULT_ROOT } from '@toolmesh/protocol';
 import { usageError } from './exit.ts';
+
+/** The checkout this CLI belongs to: its stack is found from any folder. */
+const OWN_CHECKOUT = join(import.meta.dirname, '..', '..', '..');
 
 export interface GlobalFlags {
   apiUrl?: string;
@@ -16,12 +22,18 @@ export interface GlobalFlags {
 export interface Settings {
   apiUrl: string;
   apiKey: string | undefined;
+  /** The key was given (flag or environment), not taken from the local stack. */
+  apiKeyExplicit: boolean;
   natsUrl: string;
   /** Path of a project's bus credential (.creds); none connects without authentication. */
   busCreds: string | undefined;
   project: string | undefined;
   root: string;
   json: boolean;
+  /** The admin key: TOOLMESH_ADMIN_KEY, or the local stack's (projects commands use it). */
+  adminKey: string | undefined;
+  /** The running local stack some of these settings came from. */
+  stack: LocalStack | undefined;
 }
 
 export const ENV_HELP = `Environment:
@@ -30,22 +42,47 @@ export const ENV_HELP = `Environment:
   TOOLMESH_PROJECT       the project id
   TOOLMESH_SUBJECT_ROOT  the deployment's [nats] subject_root (default cg)
   NATS_URL               the NATS server (default nats://127.0.0.1:4222)
-  TOOLMESH_BUS_CREDS     a project's bus credential (.creds file from POST /bus-credentials)`;
+  TOOLMESH_BUS_CREDS     a project's bus credential (.creds file from POST /bus-credentials)
+  TOOLMESH_ADMIN_KEY     the deployment's admin key (toolmesh projects list|create)
+With none of these, a running \`pnpm stack\` is used: the one of the checkout above the current
+folder, else the one of this CLI's checkout (its api, NATS, project, key and bus credential).
+Flags and variables win over it; a command that uses it says so on stderr.`;
 
 export function resolveSettings(
   flags: GlobalFlags,
   env: Readonly<Record<string, string | undefined>>,
+  cwd: string = process.cwd(),
 ): Settings {
   const pick = (flag: string | undefined, name: string) => flag ?? (env[name] || undefined);
-  return {
-    apiUrl: (pick(flags.apiUrl, 'TOOLMESH_API_URL') ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),
-    apiKey: pick(flags.apiKey, 'TOOLMESH_API_KEY'),
-    natsUrl: pick(flags.natsUrl, 'NATS_URL') ?? 'nats://127.0.0.1:4222',
-    busCreds: pick(flags.busCreds, 'TOOLMESH_BUS_CREDS'),
-    project: pick(flags.project, 'TOOLMESH_PROJECT'),
-    root: pick(flags.root, 'TOOLMESH_SUBJECT_ROOT') ?? DEFAULT_ROOT,
-    json: flags.json ?? false,
+  const explicitApi = pick(flags.apiUrl, 'TOOLMESH_API_URL')?.replace(/\/+$/, '');
+  const explicitNats = pick(flags.natsUrl, 'NATS_URL');
+  const found = findLocalStack({ cwd, env, checkouts: [OWN_CHECKOUT] });
+  // The stack's key, project and credential go only to the stack's own api and server.
+  const apiUrl = explicitApi ?? found?.apiUrl ?? 'http://127.0.0.1:8080';
+  const natsUrl = explicitNats ?? found?.natsUrl ?? DEFAULT_NATS_URL;
+  const forApi = found !== undefined && apiUrl === found.apiUrl ? found : undefined;
+  const forNats = found !== undefined && natsUrl === found.natsUrl ? found : undefined;
+  let used = false;
+  const from = <T>(value: T | undefined): T | undefined => {
+    if (value !== undefined) used = true;
+    return value;
   };
+  const explicitKey = pick(flags.apiKey, 'TOOLMESH_API_KEY');
+  const settings: Settings = {
+    apiUrl,
+    apiKey: explicitKey ?? from(forApi?.apiKey),
+    apiKeyExplicit: explicitKey !== undefined,
+    natsUrl,
+    busCreds: pick(flags.busCreds, 'TOOLMESH_BUS_CREDS') ?? from(forNats?.busCreds),
+    project: pick(flags.project, 'TOOLMESH_PROJECT') ?? from(forApi?.project),
+    root: pick(flags.root, 'TOOLMESH_SUBJECT_ROOT') ?? forNats?.root ?? DEFAULT_ROOT,
+    json: flags.json ?? false,
+    adminKey: env['TOOLMESH_ADMIN_KEY'] || from(forApi?.adminKey || undefined),
+    stack: undefined,
+  };
+  if ((explicitApi === undefined && forApi) || (explicitNats === undefined && forNats)) used = true;
+  if (used) settings.stack = found;
+  return settings;
 }
 
 export function projectOf(s: Settings): string {

@@ -26,6 +26,7 @@ import {
 } from '@toolmesh/protocol';
 import { StreamPublishError, streamPublisher } from '@toolmesh/stream-publish';
 import { SpanKind, contextFromTraceparent, traceHeaders, withSpan } from '@toolmesh/telemetry';
+import { explainNoStream } from './explain.ts';
 
 export interface ToolCallRequest {
   project: string;
@@ -238,9 +239,11 @@ export function createClient(opts: ClientOptions): Client {
         } catch (cause) {
           if (cause instanceof StreamPublishError && cause.outcomeUnknown)
             throw new PublishOutcomeUnknownError(toolCallId, cause);
-          throw new RetryableError(`publishing ${req.tool} failed: ${(cause as Error).message}`, {
-            cause,
-          });
+          const why =
+            cause instanceof StreamPublishError && cause.failure === 'no_stream'
+              ? explainNoStream(cause.message, nc.getServer(), subjects.root)
+              : (cause as Error).message;
+          throw new RetryableError(`publishing ${req.tool} failed: ${why}`, { cause });
         }
       },
     );
