@@ -22,7 +22,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -72,12 +72,41 @@ const NOT_RUN: { file: string; first: string; why: string }[] = [
   {
     file: 'README.md',
     first: 'pnpm verify',
-    why: 'the test suite itself: .ci/run runs it (checked below)',
+    why: 'the test suite itself; .ci/run runs it (checked below)',
+  },
+  { file: 'docs/stack.md', first: 'pnpm verify', why: 'the test suite itself; .ci/run runs it' },
+  ...[
+    'export TOOLMESH_ADMIN_KEY=$(openssl rand -hex 24)   # required',
+    'TOOLMESH_ARTIFACTS_KIND=gcs TOOLMESH_GCS_BUCKET=toolmesh \\',
+    'docker-compose up -d --scale skills=4 --scale agent-worker=2 --scale tools=2',
+    'docker-compose stop api agent-worker skills tools sandbox-reaper',
+    'TOOLMESH_OTEL_ENDPOINT=http://jaeger:4318 docker-compose --profile observability up -d',
+  ].map((first) => ({
+    file: 'docs/operations.md',
+    first,
+    why: 'a docker-compose deployment (a Docker engine, the image built); tests/deploy.test.ts checks the files',
+  })),
+  ...[
+    "nats sub 'cg.v1.demo.main.evt.tool.*.result'",
+    'nats pub --jetstream cg.v1.demo.main.cmd.tool.builtin.echo \\',
+    'nats pub -J cg.v1.demo.main.cmd.tool.builtin.echo \\',
+    'nats kv get cg_leases demo.call-0001        # the lease record of the call',
+  ].map((first) => ({
+    file: 'docs/protocol.md',
+    first,
+    why: 'the nats CLI, which set-up does not install, on a NATS without authentication',
+  })),
+  {
+    file: 'docs/mcp.md',
+    first:
+      'curl -s -X POST localhost:8080/v1/projects/demo/mcp-servers -H "authorization: Bearer $KEY" \\',
+    why: 'an MCP server at mcp.example.com, and a stdio server file the sandbox can read',
   },
   {
-    file: 'docs/stack.md',
-    first: 'pnpm verify',
-    why: 'the test suite itself: .ci/run runs it (checked below)',
+    file: 'docs/mcp.md',
+    first:
+      'curl -s -X POST localhost:8080/v1/projects/demo/mcp-servers/import -H "authorization: Bearer $KEY" \\',
+    why: 'an operator catalog ([catalog] dir) holding that entry',
   },
 ];
 
@@ -128,7 +157,9 @@ describe('blocks checked without a stack', () => {
       const where = `${b.file}:${b.line}`;
       const text = b.code.trim().startsWith('"') ? `{${b.code}}` : b.code;
       let value: unknown;
-      expect(() => (value = JSON.parse(text)), where).not.toThrow();
+      expect(() => {
+        value = JSON.parse(text) as unknown;
+      }, where).not.toThrow();
       if (typeof value === 'object' && value !== null && 'v' in value) {
         const ok = schemas.some((s) => s.safeParse(value).success);
         expect(ok, `${where}: a message that no protocol schema accepts`).toBe(true);
@@ -154,7 +185,8 @@ describe('blocks checked without a stack', () => {
         const [code] = (await once(child, 'exit')) as [number];
         expect(code, where).toBe(0);
       }
-      if (b.tag === 'mermaid') expect(b.code, where).toMatch(/^(flowchart \w+|sequenceDiagram|graph \w+)\n/);
+      if (b.tag === 'mermaid')
+        expect(b.code, where).toMatch(/^(flowchart \w+|sequenceDiagram|graph \w+)\n/);
       if (b.tag === 'ini') {
         for (const line of b.code.split('\n')) {
           expect(line, where).toMatch(/^(#.*|\[\w+\]|\w+=.*|)$/);
@@ -170,19 +202,33 @@ describe('blocks run against one stack', () => {
   let stack: ChildProcess | undefined;
   let stackOut = '';
   let port = 0;
+  // As root, set-up writes its launcher here (scripts/install-cli.sh).
+  const LAUNCHER =
+    process.getuid?.() === 0 ? '/usr/local/bin/toolmesh' : join(homedir(), '.local/bin/toolmesh');
+  let launcherBefore: string | undefined;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'toolmesh-docs-'));
     clone = join(dir, 'toolmesh');
     // The committed tree only, as a user's clone has it.
     await exec('git', ['clone', '--quiet', REPO_ROOT, clone]);
+    launcherBefore = await readFile(LAUNCHER, 'utf8').catch(() => undefined);
   }, 60_000);
 
   afterAll(async () => {
     if (stack && stack.exitCode === null) {
-      stack.kill('SIGINT');
+      // Ctrl-C: pnpm runs the script in a process group of its own, so the stack's own pid.
+      const pid = Number(
+        (await readFile(join(clone, '.data/stack.pid'), 'utf8').catch(() => '')).trim(),
+      );
+      if (pid > 0) process.kill(pid, 'SIGINT');
+      else stack.kill('SIGKILL');
       await once(stack, 'exit');
     }
+    // Set-up put a `toolmesh` launcher of the clone on this machine's PATH: the one before it
+    // goes back.
+    if (launcherBefore !== undefined) await writeFile(LAUNCHER, launcherBefore, { mode: 0o755 });
+    else await rm(LAUNCHER, { force: true });
     if (dir) {
       // As root in a private folder the stack keeps its sandboxes under /var/lib/toolmesh.
       const id = createHash('sha256').update(clone).digest('hex').slice(0, 12);
