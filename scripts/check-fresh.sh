@@ -4,7 +4,9 @@
 # Builds a minimal Debian 12 root with debootstrap (cached), copies this checkout in (tracked and
 # untracked-but-not-ignored files, as `git status` sees them), and inside it runs the README's
 # commands: `bash scripts/setup.sh`, then `pnpm stack --once` (the stack with its own nats-server
-# and Postgres, and the demo). It reports the time of each step. A machine that already has the
+# and Postgres, and the demo), then its test command, `pnpm verify`, from that checkout: as root
+# it is /root/toolmesh, in a folder only root may enter (0700), where the tests must place their
+# sandboxes where the sandbox user can reach them. It reports the time of each step. A machine that already has the
 # tools proves nothing about a new user's: this one has only what debootstrap gives.
 #
 # The root is entered with its own mount and pid namespaces and pivot_root (not chroot: the
@@ -17,6 +19,7 @@
 #   --if-changed          skip when the set-up files are those of the last passing check
 #   --rebuild             build the cached Debian root again
 #   --keep                leave the root in place afterwards (its path is printed)
+#   --no-tests            skip `pnpm verify` (set-up and stack only)
 # Environment: TOOLMESH_FRESH_CACHE (default /var/cache/toolmesh/fresh), DEBIAN_MIRROR.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +28,7 @@ as=both
 if_changed=0
 rebuild=0
 keep=0
+tests=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --as) as=${2:?--as needs root, sudo or both}; shift 2 ;;
@@ -32,6 +36,7 @@ while [ $# -gt 0 ]; do
     --if-changed) if_changed=1; shift ;;
     --rebuild) rebuild=1; shift ;;
     --keep) keep=1; shift ;;
+    --no-tests) tests=0; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "check:fresh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -41,7 +46,8 @@ case "$as" in root | sudo | both) ;; *) echo "check:fresh: --as takes root, sudo
 if [ "$(id -u)" -ne 0 ]; then
   exec sudo --preserve-env=TOOLMESH_FRESH_CACHE,DEBIAN_MIRROR,NODE_EXTRA_CA_CERTS,SSL_CERT_FILE \
     bash "$0" --as "$as" $([ $if_changed = 1 ] && echo --if-changed) \
-    $([ $rebuild = 1 ] && echo --rebuild) $([ $keep = 1 ] && echo --keep)
+    $([ $rebuild = 1 ] && echo --rebuild) $([ $keep = 1 ] && echo --keep) \
+    $([ $tests = 0 ] && echo --no-tests)
 fi
 
 CACHE=${TOOLMESH_FRESH_CACHE:-/var/cache/toolmesh/fresh}
@@ -59,6 +65,7 @@ die() {
 # --if-changed has nothing to prove.
 stamp=$(cd "$top" && cat scripts/setup.sh scripts/check-fresh.sh package.json pnpm-workspace.yaml \
   pnpm-lock.yaml .ci/run 2>/dev/null | sha256sum | cut -c1-16)
+[ $tests = 1 ] || stamp=$stamp-no-tests
 if [ $if_changed = 1 ] && [ -e "$CACHE/passed-$as-$stamp" ]; then
   say "set-up files unchanged since the last pass ($(cat "$CACHE/passed-$as-$stamp")); skipped"
   exit 0
@@ -171,7 +178,18 @@ run_as() {
   t_stack=$((SECONDS - t0))
   grep -q 'demo succeeded' "$log" || die "[$who] the stack exited 0 without 'demo succeeded'"
   say "[$who] stack --once: ${t_stack} s (demo succeeded)"
-  printf '%s setup %s s, stack --once %s s\n' "$who" "$t_setup" "$t_stack" >>"$CACHE/times.$$"
+  local t_tests=skipped
+  if [ $tests = 1 ]; then
+    # The README's test command from the same checkout (/root/toolmesh is 0700 as root), in a
+    # network namespace of its own: the tests start their own NATS and Postgres.
+    say "[$who] pnpm verify in $home/toolmesh"
+    t0=$SECONDS
+    enter "$root" "$user" none 'pnpm verify' >>"$log" 2>&1 ||
+      { tail -n 60 "$log" >&2; die "[$who] pnpm verify failed after $((SECONDS - t0)) s; root kept at $root"; }
+    t_tests="$((SECONDS - t0)) s"
+    say "[$who] pnpm verify: ${t_tests}"
+  fi
+  printf '%s setup %s s, stack --once %s s, verify %s\n' "$who" "$t_setup" "$t_stack" "$t_tests" >>"$CACHE/times.$$"
   if [ $keep = 1 ]; then say "[$who] root kept at $root"; else rm -rf "$root"; fi
 }
 
