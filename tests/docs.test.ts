@@ -23,7 +23,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@toolmesh/config';
@@ -147,6 +147,56 @@ describe('every block is tagged with what the test does with it', () => {
     const readme = blocksOf('README.md', await readFile(join(REPO_ROOT, 'README.md'), 'utf8'));
     expect(readme.some((b) => b.code === last)).toBe(true);
     expect(last).toBe('pnpm verify');
+  });
+});
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
+const anchorOf = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replaceAll(/[^\p{L}\p{N}_\- ]/gu, '')
+    .replaceAll(' ', '-');
+
+/** The anchors of a page's headings (not of lines in its code blocks). */
+function anchorsOf(text: string): Set<string> {
+  const out = new Set<string>();
+  let fenced = false;
+  for (const line of text.split('\n')) {
+    if (/^\s*```/.test(line)) fenced = !fenced;
+    const h = /^#+ (.*)$/.exec(line);
+    if (h && !fenced) out.add(anchorOf(h[1]!));
+  }
+  return out;
+}
+
+describe('what the pages cite is in the repository', () => {
+  it('every relative link names a file of the repository (and a heading of it), and every path in backticks exists', async () => {
+    const missing: string[] = [];
+    for (const file of await pages(REPO_ROOT)) {
+      const text = await readFile(join(REPO_ROOT, file), 'utf8');
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^(https?|mailto):/.test(target!)) continue;
+        const [path, anchor] = target!.split('#') as [string, string | undefined];
+        const resolved = path === '' ? file : join(dirname(file), path);
+        const body = await readFile(join(REPO_ROOT, resolved), 'utf8').catch(() => undefined);
+        if (body === undefined) missing.push(`${file}: ${target} (no such file)`);
+        else if (anchor && resolved.endsWith('.md') && !anchorsOf(body).has(anchor))
+          missing.push(`${file}: ${target} (no such heading)`);
+      }
+      const paths = text.matchAll(
+        /`((?:packages|services|scripts|tests|infra|examples|bench|docs)\/[^`\s*<]+)`/g,
+      );
+      for (const [, path] of paths) {
+        const clean = path!.replace(/[/.,]+$/, '');
+        const found = await readFile(join(REPO_ROOT, clean)).then(
+          () => true,
+          (err: NodeJS.ErrnoException) => err.code === 'EISDIR',
+        );
+        if (!found) missing.push(`${file}: ${clean}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 });
 
