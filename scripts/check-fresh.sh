@@ -161,6 +161,12 @@ run_as() {
   mkdir -p "$root$home/toolmesh"
   (cd "$top" && git ls-files -z --cached --others --exclude-standard |
     tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -C "$root$home/toolmesh" -xf -
+  # A user's checkout is a clone: a repository whose commit is the tree copied in (the tests
+  # clone it as a new user would).
+  git -C "$root$home/toolmesh" init -q
+  git -C "$root$home/toolmesh" add -A
+  git -C "$root$home/toolmesh" -c user.name=check-fresh -c user.email=check-fresh@localhost \
+    commit -qm "the checkout under test"
   [ "$user" = root ] || chroot "$root" chown -R "$user:$user" "$home/toolmesh"
 
   local log=$CACHE/last-$who.log t0 t_setup t_stack
