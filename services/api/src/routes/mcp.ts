@@ -249,7 +249,7 @@ export const mcpRoutes =
         tags: ['mcp'],
         summary: 'The project as an MCP server (streamable HTTP)',
         description:
-          "JSON-RPC per the Model Context Protocol. Revisions 2025-03-26 to 2025-11-25: POST messages, GET the session's notification stream, DELETE to end a session. Revision 2026-07-28: stateless POSTs (server/discover, subscriptions/listen as an SSE stream, the io.modelcontextprotocol/tasks extension's tasks/get, tasks/update and tasks/cancel). Tools are the project's enabled tools; `?agent=` limits them to that agent's tool set. See docs/protocol.md, section 21.",
+          "JSON-RPC per the Model Context Protocol. Revisions 2025-03-26 to 2025-11-25: POST messages, GET the session's notification stream, DELETE to end a session. Revision 2026-07-28: stateless POSTs (server/discover, subscriptions/listen as an SSE stream, the io.modelcontextprotocol/tasks extension's tasks/get, tasks/update and tasks/cancel). Tools are the project's enabled tools; `?agent=` limits them to that agent's tool set. See docs/mcp.md, \"The mesh as an MCP server\".",
         params: ProjectParams,
         querystring: z.object({ agent: Id.optional() }),
         response: {
