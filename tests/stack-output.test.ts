@@ -1,5 +1,6 @@
 // `pnpm stack`'s output of its services' log lines: readable on a terminal (time, level,
 // service, message, then the call's ids), pino's JSON elsewhere and with --json.
+import { stripVTControlCharacters } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { stackFormatter } from '../scripts/stack-output.ts';
 
@@ -17,7 +18,7 @@ const line = JSON.stringify({
 describe('pnpm stack output', () => {
   it('is a readable line on a terminal', () => {
     const out = stackFormatter(['node', 'stack.ts'], { isTTY: true })('tools', line);
-    const plain = out.replace(/\u001b\[[0-9;]*m/g, '');
+    const plain = stripVTControlCharacters(out);
     const local = new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678));
     const hh = String(local.getHours()).padStart(2, '0');
     expect(plain).toBe(
