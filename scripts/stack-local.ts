@@ -48,16 +48,21 @@ function failed(what: string, a: ApiAnswer): Error {
 }
 
 /** The project's API key: the one kept in `dir` while it works, else a new one. */
-async function ensureKey(apiUrl: string, adminKey: string, dir: string): Promise<string> {
+async function ensureKey(
+  apiUrl: string,
+  adminKey: string,
+  dir: string,
+  project: string,
+): Promise<string> {
   const file = join(dir, 'local-key');
   const kept = await readFile(file, 'utf8').then(
     (k) => k.trim(),
     () => undefined,
   );
-  const p = `/v1/projects/${LOCAL_PROJECT}`;
+  const p = `/v1/projects/${project}`;
   if (kept && (await call(apiUrl, kept, 'GET', p)).status === 200) return kept;
   let made = await call(apiUrl, adminKey, 'POST', '/v1/projects', {
-    id: LOCAL_PROJECT,
+    id: project,
     name: 'Local',
     key_name: 'local-stack',
   });
@@ -66,18 +71,23 @@ async function ensureKey(apiUrl: string, adminKey: string, dir: string): Promise
   else if (made.status === 409) {
     // The project is there (its database outlived the key file): a new key of it.
     made = await call(apiUrl, adminKey, 'POST', `${p}/keys`, { name: 'local-stack' });
-    if (made.status !== 201) throw failed(`a key for the project ${LOCAL_PROJECT}`, made);
+    if (made.status !== 201) throw failed(`a key for the project ${project}`, made);
     key = made.body['key'];
-  } else throw failed(`creating the project ${LOCAL_PROJECT}`, made);
+  } else throw failed(`creating the project ${project}`, made);
   if (typeof key !== 'string') throw new Error('the api answered no key');
   await writeFile(file, `${key}\n`, { mode: 0o600 });
   return key;
 }
 
 /** The project's bus credential: the one kept in `dir` while it is not revoked, else a new one. */
-async function ensureCreds(apiUrl: string, key: string, dir: string): Promise<string | undefined> {
+async function ensureCreds(
+  apiUrl: string,
+  key: string,
+  dir: string,
+  project: string,
+): Promise<string | undefined> {
   const file = join(dir, 'local.creds');
-  const p = `/v1/projects/${LOCAL_PROJECT}/bus-credentials`;
+  const p = `/v1/projects/${project}/bus-credentials`;
   if (existsSync(file)) {
     const id = await credentialIdOf(await readFile(file, 'utf8')).catch(() => undefined);
     const list = await call(apiUrl, key, 'GET', p);
@@ -99,8 +109,11 @@ export async function ensureLocalProject(opts: {
   adminKey: string;
   /** The stack's folder: the key and the .creds file are kept here. */
   dir: string;
+  /** Default `local`. */
+  project?: string;
 }): Promise<LocalProject> {
-  const apiKey = await ensureKey(opts.apiUrl, opts.adminKey, opts.dir);
-  const busCreds = await ensureCreds(opts.apiUrl, apiKey, opts.dir);
-  return { project: LOCAL_PROJECT, apiKey, busCreds };
+  const project = opts.project ?? LOCAL_PROJECT;
+  const apiKey = await ensureKey(opts.apiUrl, opts.adminKey, opts.dir, project);
+  const busCreds = await ensureCreds(opts.apiUrl, apiKey, opts.dir, project);
+  return { project, apiKey, busCreds };
 }

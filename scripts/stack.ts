@@ -10,6 +10,7 @@
 // servers and files in .data/stacks/api-<port>, so the two never share a database or a store.
 //   --once     stop after the demo (exit code 0 when the demo succeeded)
 //   --cluster  run NATS as a three-node cluster on loopback ports, streams at replicas 3
+//   --json     the services' log lines as JSON even on a terminal (the default elsewhere)
 // STACK_DATA_DIR names another folder than .data (the keys, and the first stack's servers).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -34,6 +35,7 @@ import { runDemo, type DemoTarget } from './demo.ts';
 import { ensureNatsAuth, type NatsAuthFiles } from './nats-auth.ts';
 import { DATA, ROOT, postgresDir, sandboxRootDir, stateDir } from './stack-state.ts';
 import { ensureLocalProject } from './stack-local.ts';
+import { stackFormatter } from './stack-output.ts';
 import { credsAuthenticator } from '@nats-io/transport-node';
 import { natsServerConfig } from '@toolmesh/nats-auth';
 
@@ -100,6 +102,8 @@ type Service = (typeof SERVICES)[number];
 /** How long a service may take to answer its probe with 200 (a first start builds sandboxes). */
 const READY_TIMEOUT_MS = 180_000;
 const onceMode = process.argv.includes('--once');
+/** The services' lines: readable on a terminal, JSON elsewhere and with --json. */
+const format = stackFormatter(process.argv, process.stdout);
 const clusterMode = process.argv.includes('--cluster');
 
 const say = (line: string) => console.log(`[stack] ${line}`);
@@ -175,7 +179,7 @@ function startService(svc: Service, env: Record<string, string>, config: Config)
   });
   children.push(child);
   for (const stream of [child.stdout, child.stderr]) {
-    createInterface({ input: stream }).on('line', (line) => console.log(`[${svc.name}] ${line}`));
+    createInterface({ input: stream }).on('line', (line) => console.log(format(svc.name, line)));
   }
   let exited = false;
   const url = probeUrl(svc, config);

@@ -32,7 +32,7 @@ export interface Settings {
   json: boolean;
   /** The admin key: TOOLMESH_ADMIN_KEY, or the local stack's (projects commands use it). */
   adminKey: string | undefined;
-  /** The running local stack some of these settings came from. */
+  /** The running local stack these settings fall back on (said on stderr). */
   stack: LocalStack | undefined;
 }
 
@@ -56,33 +56,30 @@ export function resolveSettings(
   const pick = (flag: string | undefined, name: string) => flag ?? (env[name] || undefined);
   const explicitApi = pick(flags.apiUrl, 'TOOLMESH_API_URL')?.replace(/\/+$/, '');
   const explicitNats = pick(flags.natsUrl, 'NATS_URL');
-  const found = findLocalStack({ cwd, env, checkouts: [OWN_CHECKOUT] });
-  // The stack's key, project and credential go only to the stack's own api and server.
+  const stack = findLocalStack({ cwd, env, checkouts: [OWN_CHECKOUT] });
+  // A stack is used while every address given is its own: its key, project and credential never
+  // go to another api or server, nor are they mixed with another deployment's.
+  const found =
+    stack !== undefined &&
+    (explicitApi === undefined || explicitApi === stack.apiUrl) &&
+    (explicitNats === undefined || explicitNats === stack.natsUrl)
+      ? stack
+      : undefined;
   const apiUrl = explicitApi ?? found?.apiUrl ?? 'http://127.0.0.1:8080';
   const natsUrl = explicitNats ?? found?.natsUrl ?? DEFAULT_NATS_URL;
-  const forApi = found !== undefined && apiUrl === found.apiUrl ? found : undefined;
-  const forNats = found !== undefined && natsUrl === found.natsUrl ? found : undefined;
-  let used = false;
-  const from = <T>(value: T | undefined): T | undefined => {
-    if (value !== undefined) used = true;
-    return value;
-  };
   const explicitKey = pick(flags.apiKey, 'TOOLMESH_API_KEY');
-  const settings: Settings = {
+  return {
     apiUrl,
-    apiKey: explicitKey ?? from(forApi?.apiKey),
+    apiKey: explicitKey ?? found?.apiKey,
     apiKeyExplicit: explicitKey !== undefined,
     natsUrl,
-    busCreds: pick(flags.busCreds, 'TOOLMESH_BUS_CREDS') ?? from(forNats?.busCreds),
-    project: pick(flags.project, 'TOOLMESH_PROJECT') ?? from(forApi?.project),
-    root: pick(flags.root, 'TOOLMESH_SUBJECT_ROOT') ?? forNats?.root ?? DEFAULT_ROOT,
+    busCreds: pick(flags.busCreds, 'TOOLMESH_BUS_CREDS') ?? found?.busCreds,
+    project: pick(flags.project, 'TOOLMESH_PROJECT') ?? found?.project,
+    root: pick(flags.root, 'TOOLMESH_SUBJECT_ROOT') ?? found?.root ?? DEFAULT_ROOT,
     json: flags.json ?? false,
-    adminKey: env['TOOLMESH_ADMIN_KEY'] || from(forApi?.adminKey || undefined),
-    stack: undefined,
+    adminKey: env['TOOLMESH_ADMIN_KEY'] || found?.adminKey || undefined,
+    stack: found,
   };
-  if ((explicitApi === undefined && forApi) || (explicitNats === undefined && forNats)) used = true;
-  if (used) settings.stack = found;
-  return settings;
 }
 
 export function projectOf(s: Settings): string {

@@ -53,8 +53,10 @@ export async function connectMesh(opts: ConnectMeshOptions = {}): Promise<Mesh> 
     ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
     checkouts: [OWN_CHECKOUT],
   });
-  const servers = explicitServers ?? stack?.natsUrl ?? DEFAULT_NATS_URL;
-  const fromStack = stack !== undefined && servers === stack.natsUrl ? stack : undefined;
+  // The stack is used while the server given (if any) is its own: its credential goes nowhere else.
+  const fromStack =
+    stack !== undefined && (explicitServers ?? stack.natsUrl) === stack.natsUrl ? stack : undefined;
+  const servers = explicitServers ?? fromStack?.natsUrl ?? DEFAULT_NATS_URL;
   const credsFile = pick(opts.credsFile, 'TOOLMESH_BUS_CREDS') ?? fromStack?.busCreds;
   const project = pick(opts.project, 'TOOLMESH_PROJECT') ?? fromStack?.project;
   const root = pick(opts.root, 'TOOLMESH_SUBJECT_ROOT') ?? fromStack?.root ?? DEFAULT_ROOT;

@@ -16,6 +16,7 @@ import {
   type Redactor,
 } from '@toolmesh/config';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { isReportedOutage } from '@toolmesh/store';
 import { collectProcessMetrics, initTracing } from '@toolmesh/telemetry';
 import { instanceIdOf } from './connect.ts';
 
@@ -47,7 +48,9 @@ export async function runService(opts: RunOptions): Promise<void> {
     pino.destination({ sync: false, minLength: 4096 }),
   );
   setInterval(() => logger.flush(), 1_000).unref();
-  logger.info({ config: redactConfig(config) }, 'starting');
+  // The whole configuration (4-5 KB) is for debugging, not for every start's output.
+  logger.info('starting');
+  logger.debug({ config: redactConfig(config) }, 'configuration');
   // Traces are exported only when [otel] endpoint is set; metrics are always served.
   const tracing = await initTracing({
     serviceName: opts.name,
@@ -109,7 +112,21 @@ export async function runService(opts: RunOptions): Promise<void> {
  * whatever path they took into the line. A URL ends at a quote, so JSON stays JSON.
  */
 export function redactingLoggerOptions(redactor: Redactor): LoggerOptions {
-  return { hooks: { streamWrite: (line) => redactor.text(line) } };
+  return {
+    hooks: {
+      streamWrite: (line) => redactor.text(line),
+      // A Postgres outage is told once by the pool (and its end): the warning each loop and
+      // each call would write about it, with a stack trace, is a debug line instead.
+      logMethod(args, method, level) {
+        const first = args[0] as { err?: unknown } | undefined;
+        if (level >= 40 && typeof first === 'object' && isReportedOutage(first?.err)) {
+          if (this.isLevelEnabled('debug')) this.debug(...(args as [object, string]));
+          return;
+        }
+        method.apply(this, args);
+      },
+    },
+  };
 }
 
 /** The logger of a service: its level and name from the configuration, every line redacted. */

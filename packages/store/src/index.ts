@@ -22,6 +22,7 @@ export type { ClaimKey, IdempotencyKeysRepo, KeyClaim } from './idempotency-keys
 export type { RecordToolResult, RecordedResult, ResultsRepo } from './results.ts';
 export { isRetryablePgError, toStoreError } from './errors.ts';
 export { createPool } from './pool.ts';
+export { isReportedOutage } from './outage.ts';
 export type { PoolOptions } from './pool.ts';
 export {
   migrate,

@@ -77,7 +77,7 @@ export async function finishCall(
       // A call under another target carrying an agent's pending id: its result would take the
       // agent's slot. Nothing is filed; the lease goes at once so the agent's own call of
       // that id is not held up.
-      clog.warn({ code: 'tool_call_id_taken', msg: (err as Error).message }, 'result refused');
+      clog.warn({ code: 'tool_call_id_taken', reason: (err as Error).message }, 'result refused');
       await lease?.release().catch(() => undefined);
       return { type: 'term', reason: `tool_call_id_taken: ${(err as Error).message}` };
     }

@@ -116,7 +116,8 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
   const log = opts.logger.child({
     component: 'tool-service',
     ...('resolver' in opts ? { tool_service: name } : { target: name }),
-    instance: instanceId,
+    // Once per line: a service's logger names its instance already (pino would repeat the key).
+    ...(opts.logger.bindings()['instance'] === undefined ? { instance: instanceId } : {}),
   });
   const author = `${name}@${instanceId}`;
   let consumption: Consumption | undefined;
@@ -157,7 +158,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       // the CLI refuse such ids before publishing; plain-NATS publishers see this in the logs.
       const r = accepted as Rejection;
       log.warn(
-        { subject: d.subject, seq: d.streamSeq, code: r.code, msg: r.message },
+        { subject: d.subject, seq: d.streamSeq, code: r.code, reason: r.message },
         'call rejected at the edge',
       );
       return { type: 'term', reason: `${r.code}: ${r.message}` };
@@ -302,7 +303,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     }
     if (!accepted.ok || 'ok' in bound) {
       const r = !accepted.ok ? accepted : (bound as Rejection);
-      clog.warn({ code: r.code, msg: r.message }, 'call rejected');
+      clog.warn({ code: r.code, reason: r.message }, 'call rejected');
       return finish(ids, failure(r.code, r.message, r.details), lease, clog);
     }
     const { call } = accepted;

@@ -137,7 +137,7 @@ export function createImportRunner(o: ImportRunnerOptions): ImportRunner {
       } catch (err) {
         if (err instanceof ApiError && BUDGET_CODES.has(err.code)) {
           metrics.openapiImportsRefused.inc({ code: err.code });
-          o.logger.info({ code: err.code, msg: err.message }, 'OpenAPI import refused');
+          o.logger.info({ code: err.code, reason: err.message }, 'OpenAPI import refused');
         }
         throw err;
       } finally {

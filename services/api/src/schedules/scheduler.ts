@@ -43,7 +43,10 @@ interface Planned {
 
 export function startScheduler(deps: SchedulerDeps): Scheduler {
   const { store, client, config } = deps;
-  const log = deps.logger.child({ component: 'scheduler', instance: deps.instanceId });
+  const log = deps.logger.child({
+    component: 'scheduler',
+    ...(deps.logger.bindings()['instance'] === undefined ? { instance: deps.instanceId } : {}),
+  });
   const subjects = createSubjects(deps.root);
   const publisher = streamPublisher(deps.nc);
   const firedBy = `api@${deps.instanceId}`;
