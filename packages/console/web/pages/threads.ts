@@ -1,8 +1,10 @@
 // Threads: each agent's conversations, and one thread as a chat: every message, the tools its
-// turn called (with their results, folded), and the agent's answer, or that the message waits
-// for the turn before it. It follows the project's agent events and reloads as turns move on.
+// turn called (with their results, folded), and the agent's answer as text or Markdown (with
+// the images it names), or that the message waits for the turn before it. It follows the
+// project's agent events and reloads as turns move on.
 import { follow, get, p } from '../api.ts';
 import { badge, clear, h, json, table, time } from '../dom.ts';
+import { answerView, cardView } from '../render.ts';
 
 interface ThreadItem {
   thread_id: string;
@@ -79,7 +81,7 @@ function answer(t: Turn): HTMLElement {
     text?: unknown;
     error?: { message?: string };
   };
-  if (t.status === 'succeeded') return h('p', { class: 'text' }, asText(c.result ?? c.text ?? ''));
+  if (t.status === 'succeeded') return answerView(c.result ?? c.text ?? '');
   if (t.status === 'pending') return h('p', { class: 'muted' }, 'waits for the turn before it…');
   if (t.status === 'running') return h('p', { class: 'muted' }, 'working…');
   return h('p', { class: 'error' }, c.error?.message ?? t.status);
@@ -99,7 +101,7 @@ function bubbles(t: Turn): HTMLElement[] {
         { class: 'call' },
         h('summary', {}, `called ${call?.tool_name ?? '?'}`),
         json(call?.arguments),
-        result ? json(result.content, 'json card') : h('p', { class: 'muted' }, 'no result yet'),
+        result ? cardView(result.content) : h('p', { class: 'muted' }, 'no result yet'),
       );
     });
   return [
