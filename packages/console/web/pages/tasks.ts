@@ -94,9 +94,14 @@ export async function tasksPage(root: HTMLElement, signal: AbortSignal): Promise
     t,
   );
   await load();
-  void follow((e) => {
-    if (e.kind === 'agent.task') void load();
-  }, signal);
+  // Read again once the feed is (re)connected: a task that moved in between is not missed.
+  void follow(
+    (e) => {
+      if (e.kind === 'agent.task') void load();
+    },
+    signal,
+    (up) => up && void load().catch(() => undefined),
+  );
 }
 
 function textOf(content: unknown): string {
@@ -240,16 +245,20 @@ export async function taskPage(root: HTMLElement, signal: AbortSignal, id?: stri
     clearTimeout(pending);
     pending = setTimeout(() => void render(), 150);
   };
-  void follow((e: LiveEvent) => {
-    const b = e.body ?? {};
-    if (e.kind === 'agent.chunk' && typeof b['delta'] === 'string') {
-      streaming.hidden = false;
-      streaming.textContent += b['delta'];
-    } else if (e.kind.startsWith('agent.') || e.kind === 'tool.result') {
-      if (e.kind === 'agent.step') streaming.textContent = '';
-      later();
-    }
-  }, signal);
+  void follow(
+    (e: LiveEvent) => {
+      const b = e.body ?? {};
+      if (e.kind === 'agent.chunk' && typeof b['delta'] === 'string') {
+        streaming.hidden = false;
+        streaming.textContent += b['delta'];
+      } else if (e.kind.startsWith('agent.') || e.kind === 'tool.result') {
+        if (e.kind === 'agent.step') streaming.textContent = '';
+        later();
+      }
+    },
+    signal,
+    (up) => up && later(),
+  );
 }
 
 /** The final card's answer as text or Markdown (with its images), or its error. */

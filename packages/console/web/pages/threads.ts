@@ -69,9 +69,14 @@ export async function threadsPage(root: HTMLElement, signal: AbortSignal): Promi
   t.querySelector('tbody')!.replaceWith(body);
   clear(root, h('div', { class: 'toolbar' }, h('h1', {}, 'Threads')), t);
   await load();
-  void follow((e) => {
-    if (e.kind === 'agent.task') void load();
-  }, signal);
+  // Read again once the feed is (re)connected: a thread that moved in between is not missed.
+  void follow(
+    (e) => {
+      if (e.kind === 'agent.task') void load();
+    },
+    signal,
+    (up) => up && void load().catch(() => undefined),
+  );
 }
 
 /** What the turn answered, or where it stands. */
@@ -143,8 +148,12 @@ export async function threadPage(
     chat.replaceChildren(...t.turns.flatMap(bubbles));
   }
   await render();
-  void follow((e) => {
-    if (e.kind === 'agent.task' || e.kind === 'agent.step' || e.kind === 'tool.result')
-      void render();
-  }, signal);
+  void follow(
+    (e) => {
+      if (e.kind === 'agent.task' || e.kind === 'agent.step' || e.kind === 'tool.result')
+        void render();
+    },
+    signal,
+    (up) => up && void render().catch(() => undefined),
+  );
 }
