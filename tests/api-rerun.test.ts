@@ -104,3 +104,32 @@ it("another project's key can neither re-run an execution nor learn it exists", 
   expect((await get('/executions?limit=1')).body.total).toBe(before);
   expect((await get('/executions?limit=1', b.key, b.id)).body.total).toBe(0);
 });
+
+it('a key of role caller re-runs only what it started, and the new call is its own', async () => {
+  const made = await api.request('POST', `/v1/projects/${a.id}/keys`, {
+    key: a.key,
+    body: { name: 'rerun-caller', role: 'caller' },
+  });
+  expect(made.status, made.raw).toBe(201);
+  const caller = { key: made.body.key as string, keyId: made.body.key_id as string };
+
+  const admins = await post('/executions', { tool: 'builtin.echo', arguments: { by: 'admin' } });
+  const adminsId = (admins.body.execution as { id: string }).id;
+  expect((await post(`/executions/${adminsId}/rerun`, {}, caller.key)).status).toBe(404);
+
+  const own = await post(
+    '/executions',
+    { tool: 'builtin.echo', arguments: { by: 'caller' } },
+    caller.key,
+  );
+  expect(own.status, own.raw).toBe(200);
+  const res = await post(
+    `/executions/${(own.body.execution as { id: string }).id}/rerun`,
+    {},
+    caller.key,
+  );
+  expect(res.status, res.raw).toBe(202);
+  expect(res.body.execution).toMatchObject({ key_id: caller.keyId });
+  const done = await finished((res.body.execution as { id: string }).id);
+  expect(done.execution).toMatchObject({ key_id: caller.keyId, arguments: { by: 'caller' } });
+});

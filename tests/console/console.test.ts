@@ -108,7 +108,9 @@ it('follows the demo from a live call to the final card, and shows every page', 
         el.naturalHeight,
       ]);
   await expect
-    .poll(() => naturalSize(`aside.detail figure[data-artifact="${artifactId}"] img.preview`))
+    .poll(() => naturalSize(`aside.detail figure[data-artifact="${artifactId}"] img.preview`), {
+      timeout: 15_000,
+    })
     .toEqual([64, 48]);
   await shot('executions');
 
@@ -121,7 +123,9 @@ it('follows the demo from a live call to the final card, and shows every page', 
   expect(await page.locator('section.final pre.final-card').textContent()).toContain(artifactId);
   // The answer names the picture: it is shown, not only its id.
   await expect
-    .poll(() => naturalSize(`section.final figure[data-artifact="${artifactId}"] img.preview`))
+    .poll(() => naturalSize(`section.final figure[data-artifact="${artifactId}"] img.preview`), {
+      timeout: 15_000,
+    })
     .toEqual([64, 48]);
   // Each step, and the call, says how long it took.
   for (const d of await page.locator('ol.timeline li small.duration').allTextContents())

@@ -1,30 +1,20 @@
-// How the console shows what tools and agents answer: text as Markdown (parsed by `marked`,
-// then cleaned by DOMPurify, since an answer is whatever a model or a tool wrote: no script,
-// no event handler, no remote image survives), and every artifact a card names as an inline
-// image when it is one. Nothing here sets HTML that DOMPurify has not returned.
-import DOMPurify from 'dompurify';
-import { marked } from 'marked';
-import { blobUrl, get, p } from './api.ts';
+// How the console shows what tools and agents answer: text as Markdown (markdown.ts, loaded
+// on first use so the first page stays small), and every artifact a card names as an inline
+// image when it is one.
+import { blobUrl, get, p, session } from './api.ts';
 import { h, json } from './dom.ts';
+import type { renderInto } from './markdown.ts';
 
-// Images in Markdown may only be data: or blob: URLs (the CSP would block others anyway, and a
-// remote image would tell a third party that someone read the answer).
-DOMPurify.addHook('uponSanitizeAttribute', (node, data) => {
-  if (node.nodeName === 'IMG' && data.attrName === 'src' && !/^(data|blob):/i.test(data.attrValue))
-    data.keepAttr = false;
-});
+let renderer: Promise<{ renderInto: typeof renderInto }> | undefined;
 
-/** Markdown text as sanitized HTML in a div (`.markdown`). */
+/**
+ * Markdown text in a div (`.markdown`): shown as plain text at once, then replaced by the
+ * sanitized HTML once the renderer has loaded.
+ */
 export function markdown(text: string): HTMLElement {
-  const html = marked.parse(text, { async: false, gfm: true, breaks: true });
-  const el = h('div', { class: 'markdown' });
-  el.innerHTML = DOMPurify.sanitize(html, {
-    FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select'],
-  });
-  for (const a of el.querySelectorAll('a')) {
-    a.setAttribute('rel', 'noopener noreferrer');
-    a.setAttribute('target', '_blank');
-  }
+  const el = h('div', { class: 'markdown' }, text);
+  renderer ??= import('./markdown.ts');
+  void renderer.then((m) => m.renderInto(el, text));
   return el;
 }
 
@@ -74,20 +64,38 @@ export function artifactImages(value: unknown): HTMLElement | null {
   for (const id of ids.slice(0, 12)) {
     const fig = h('figure', { class: 'artifact', 'data-artifact': id });
     box.append(fig);
-    get<{ filename: string; mime: string; download_url: string }>(
-      p(`/artifacts/${encodeURIComponent(id)}`),
-    )
-      .then(async (a) => {
+    artifactOf(id)
+      .then((a) => {
+        if (a.url) fig.append(h('img', { src: a.url, alt: a.filename, class: 'preview' }));
         fig.append(h('figcaption', {}, `${a.filename} · ${a.mime}`));
-        if (!IMAGE.test(a.mime)) return;
-        const url = await blobUrl(a.download_url);
-        fig.prepend(h('img', { src: url, alt: a.filename, class: 'preview' }));
       })
       .catch((err: unknown) =>
         fig.append(h('p', { class: 'muted' }, `artifact ${id}: ${String(err)}`)),
       );
   }
   return box;
+}
+
+// Artifacts do not change: each is read once per key, however often a live page re-renders.
+const artifacts = new Map<string, Promise<{ filename: string; mime: string; url?: string }>>();
+const artifactKey = (id: string) => `${session.key ?? ''} ${p('')}/${id}`;
+
+function artifactOf(id: string): Promise<{ filename: string; mime: string; url?: string }> {
+  const key = artifactKey(id);
+  let found = artifacts.get(key);
+  if (!found) {
+    found = get<{ filename: string; mime: string; download_url: string }>(
+      p(`/artifacts/${encodeURIComponent(id)}`),
+    ).then(async (a) =>
+      IMAGE.test(a.mime)
+        ? { filename: a.filename, mime: a.mime, url: await blobUrl(a.download_url) }
+        : { filename: a.filename, mime: a.mime },
+    );
+    // A failure (the key was refused, the network dropped) is not kept.
+    found.catch(() => artifacts.delete(key));
+    artifacts.set(key, found);
+  }
+  return found;
 }
 
 /** A result card: the images it names, then its JSON. */
