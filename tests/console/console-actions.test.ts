@@ -195,7 +195,7 @@ it('finds by id, filters by time range, and finds nothing of another project', a
   expect(await page.locator('aside.detail').isHidden()).toBe(true);
 }, 60_000);
 
-it('approves a call held for approval from its execution', async () => {
+it('approves and denies calls held for approval from their execution', async () => {
   const { page } = ui;
   expect((await api('PUT', '/targets/builtin/approval', { approval: 'required' })).status).toBe(
     200,
@@ -218,6 +218,32 @@ it('approves a call held for approval from its execution', async () => {
     await expect
       .poll(() => page.locator(`table.executions tr[data-id="${id}"]`).getAttribute('data-status'))
       .toBe('succeeded');
+
+    // Denied with a reason, which the call's card keeps.
+    const next = await api('POST', '/executions', {
+      tool: 'builtin.echo',
+      arguments: { held: 'again' },
+      wait: false,
+    });
+    const nextId = next.body.execution.id as string;
+    await expect.poll(() => statusOf(nextId), { timeout: 20_000 }).toBe('awaiting_approval');
+    await find(nextId);
+    await page.click('aside.detail button[data-action=deny]');
+    await expect
+      .poll(() => page.locator('aside.detail .action-status').textContent())
+      .toBe('give a reason to deny');
+    await page.fill('aside.detail input[name=reason]', 'not today');
+    await refused('aside.detail button[data-action=deny]');
+    expect(await statusOf(nextId)).toBe('awaiting_approval');
+    await page.click('aside.detail button[data-action=deny]');
+    await expect.poll(() => statusOf(nextId), { timeout: 20_000 }).toBe('failed');
+    const card = (await api('GET', `/executions/${nextId}`)).body.card.content;
+    expect(card.error).toMatchObject({ code: 'approval_denied', details: { reason: 'not today' } });
+    await expect
+      .poll(() =>
+        page.locator(`table.executions tr[data-id="${nextId}"] td.error-code`).textContent(),
+      )
+      .toBe('approval_denied');
   } finally {
     await api('DELETE', '/targets/builtin/approval');
   }
