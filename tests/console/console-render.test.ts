@@ -55,7 +55,13 @@ async function chat(agent: string, input: string) {
 
 /** The page is no wider than the window (nothing runs off to the right). */
 const fits = () =>
-  ui.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+  ui.page.evaluate(() => {
+    const g = globalThis as unknown as {
+      document: { documentElement: { scrollWidth: number } };
+      innerWidth: number;
+    };
+    return g.document.documentElement.scrollWidth <= g.innerWidth;
+  });
 
 it('renders an answer as Markdown and drops the markup a model could inject', async () => {
   const { page } = ui;
@@ -85,7 +91,7 @@ it('renders an answer as Markdown and drops the markup a model could inject', as
   expect(await page.locator('main script, main iframe').count()).toBe(0);
   expect(await md.locator('a', { hasText: 'click me' }).getAttribute('href')).toBeNull();
   await md.locator('a', { hasText: 'click me' }).click();
-  expect(await page.evaluate(() => (window as { __pwned?: number }).__pwned)).toBeUndefined();
+  expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
   expect(await fits()).toBe(true);
   await shot('answer-markdown');
 
@@ -100,7 +106,7 @@ it('renders an answer as Markdown and drops the markup a model could inject', as
   await step.waitFor();
   expect(await step.locator('strong').textContent()).toBe('Bold');
   expect(await page.locator('main [onerror], main script, main iframe').count()).toBe(0);
-  expect(await page.evaluate(() => (window as { __pwned?: number }).__pwned)).toBeUndefined();
+  expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
   // No CSP check here: Chromium reports a violation when DOMPurify's inert parse (DOMParser)
   // meets the onerror attribute, although a parsed document never runs it. What reached the
   // page is checked above.
