@@ -310,7 +310,7 @@ it('tries a tool from a form built from its schema', async () => {
   await page.goto(`${base}/console/#/tools`);
   const row = page.locator('tr[data-tool="web.echo"]');
   await row.locator('button[data-action=try]').click();
-  const form = row.locator('form.try');
+  const form = page.locator('tr[data-try="web.echo"] form.try');
   // The schema's one property, a required string, is a text field.
   const text = form.locator('input[name=text]');
   expect(await text.getAttribute('type')).toBe('text');
@@ -336,12 +336,14 @@ it('tries a tool from a form built from its schema', async () => {
   // An integer property is a number field, and the number reaches the tool as a number.
   const sleep = page.locator('tr[data-tool="builtin.sleep"]');
   await sleep.locator('button[data-action=try]').click();
-  const ms = sleep.locator('form.try input[name=ms]');
+  const ms = page.locator('tr[data-try="builtin.sleep"] form.try input[name=ms]');
   expect(await ms.getAttribute('type')).toBe('number');
   await ms.fill('5');
   await ms.press('Enter');
   await expect
-    .poll(() => sleep.locator('.action-status').textContent(), { timeout: 30_000 })
+    .poll(() => page.locator('tr[data-try="builtin.sleep"] .action-status').textContent(), {
+      timeout: 30_000,
+    })
     .toBe('ran builtin.sleep: succeeded');
   const last = (await api('GET', '/executions?tool=builtin.sleep&status=succeeded&limit=1')).body
     .executions[0];

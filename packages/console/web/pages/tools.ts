@@ -208,7 +208,8 @@ export async function toolsPage(root: HTMLElement): Promise<void> {
       tools.map((t) => {
         const name = str(t['name']);
         const schema = (t['parameters'] ?? {}) as Schema;
-        const slot = h('div', { class: 'try-slot' });
+        // The form opens in a full-width row under the tool's.
+        let formRow: HTMLElement | undefined;
         const open = h(
           'button',
           {
@@ -216,13 +217,22 @@ export async function toolsPage(root: HTMLElement): Promise<void> {
             'data-action': 'try',
             disabled: t['enabled'] === false,
             onclick: () => {
-              if (slot.firstChild) slot.replaceChildren();
-              else slot.append(tryForm(name, schema));
+              if (formRow) {
+                formRow.remove();
+                formRow = undefined;
+                return;
+              }
+              formRow = h(
+                'tr',
+                { class: 'try-row', 'data-try': name },
+                h('td', { colspan: 5 }, tryForm(name, schema)),
+              );
+              row.after(formRow);
             },
           },
           'Try',
         );
-        return h(
+        const row = h(
           'tr',
           { 'data-tool': name },
           h('td', { class: 'mono' }, name),
@@ -234,9 +244,9 @@ export async function toolsPage(root: HTMLElement): Promise<void> {
             { class: 'actions' },
             open,
             h('details', {}, h('summary', {}, 'input schema'), json(schema)),
-            slot,
           ),
         );
+        return row;
       }),
     ),
     servers,
