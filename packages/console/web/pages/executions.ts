@@ -4,12 +4,13 @@
 // execution. An id typed in "find" opens that call. A row opens the call: arguments, result
 // card (its images inline), timing, attempts, cost, trace id, the caller's context and who
 // started it, with what can be done to it: cancel, approve or deny, run it again.
-import { ApiError, follow, get, p, post, type LiveEvent } from '../api.ts';
-import { actionButton, statusLine } from '../actions.ts';
+import { ApiError, follow, get, p, type LiveEvent } from '../api.ts';
+import { statusLine } from '../actions.ts';
+import { executionActions } from './execution-actions.ts';
 import { badge, clear, h, json, ms, table, time } from '../dom.ts';
 import { cardView } from '../render.ts';
 
-interface Execution {
+export interface Execution {
   id: string;
   tool: string;
   channel: string;
@@ -33,7 +34,7 @@ interface Page {
   next_cursor: string | null;
   total: number;
 }
-interface Detail {
+export interface Detail {
   execution: Execution;
   card: { card_id: string; created_at: string; content: unknown } | null;
 }
@@ -48,11 +49,6 @@ const STATUSES = [
   'timeout',
   'canceled',
 ];
-const ACTIVE = new Set(['queued', 'awaiting_approval', 'running']);
-
-/** Arguments the execution kept in full (not a size marker), so it can run again. */
-const complete = (a: Record<string, unknown> | null | undefined): boolean =>
-  !!a && !('$truncated' in a) && !('$unstorable' in a);
 
 /** A datetime-local input's value as an ISO instant; undefined when empty. */
 const instant = (el: HTMLInputElement): string | undefined =>
@@ -247,7 +243,15 @@ export async function executionsPage(
           '×',
         ),
       ),
-      h('div', { class: 'actions' }, ...(await actionsOf(e, status))),
+      h(
+        'div',
+        { class: 'actions' },
+        ...(await executionActions(e, status, async (r) => {
+          notes.set(r.id, `re-run of ${e.id}`);
+          upsert(r, !rows.has(r.id));
+          await open(r.id);
+        })),
+      ),
       status,
       h(
         'dl',
@@ -289,66 +293,6 @@ export async function executionsPage(
       h('h3', {}, 'Result card'),
       d.card ? cardView(d.card.content) : h('p', { class: 'muted' }, 'no result yet'),
     );
-  }
-
-  /** What can be done to the execution now, as buttons writing to `status`. */
-  async function actionsOf(e: Execution, status: HTMLElement): Promise<HTMLElement[]> {
-    const out: HTMLElement[] = [];
-    const path = (rest: string) => p(`/executions/${encodeURIComponent(e.id)}${rest}`);
-    if (ACTIVE.has(e.status)) {
-      out.push(
-        actionButton(
-          'Cancel',
-          'cancel',
-          async () => {
-            await post(path('/cancel'), { reason: 'canceled from the console' });
-            return 'cancel sent; the call ends canceled';
-          },
-          status,
-        ),
-      );
-    }
-    if (e.status === 'awaiting_approval') {
-      const { approvals } = await get<{
-        approvals: { approval_id: string; tool_call_id: string }[];
-      }>(p('/approvals?status=pending&limit=200')).catch(() => ({ approvals: [] }));
-      const a = approvals.find((x) => x.tool_call_id === e.id);
-      if (a) {
-        const reason = h('input', {
-          name: 'reason',
-          placeholder: 'reason (required to deny)',
-          'aria-label': 'reason',
-        }) as HTMLInputElement;
-        const decide = (d: 'approve' | 'deny') => async () => {
-          const text = reason.value.trim();
-          if (d === 'deny' && !text) throw new Error('give a reason to deny');
-          await post(p(`/approvals/${a.approval_id}/${d}`), text ? { reason: text } : {});
-          return d === 'approve' ? 'approved: the call runs' : 'denied';
-        };
-        out.push(
-          reason,
-          actionButton('Approve', 'approve', decide('approve'), status),
-          actionButton('Deny', 'deny', decide('deny'), status),
-        );
-      }
-    }
-    if (complete(e.arguments)) {
-      out.push(
-        actionButton(
-          'Re-run',
-          'rerun',
-          async () => {
-            const r = await post<Detail>(path('/rerun'));
-            notes.set(r.execution.id, `re-run of ${e.id}`);
-            upsert(r.execution, !rows.has(r.execution.id));
-            await open(r.execution.id);
-            return `re-run of ${e.id}`;
-          },
-          status,
-        ),
-      );
-    }
-    return out;
   }
 
   async function findById(): Promise<void> {
