@@ -257,7 +257,27 @@ it('cancels a running task from its timeline', async () => {
     script: [{ toolCalls: [{ name: 'builtin__sleep', arguments: { ms: 60_000 } }] }],
   });
   const taskId = await mesh.startTask(agent, 'sleep for a minute');
-  await page.goto(`${base}/console/#/tasks/${taskId}`);
+  // Found by its id; another project's task is not.
+  await page.goto(`${base}/console/#/tasks`);
+  const theirs = await mesh.api.request('POST', `/v1/projects/${other.id}/agents`, {
+    key: other.key,
+    body: { id: 'theirs' },
+  });
+  expect(theirs.status, theirs.raw).toBe(201);
+  const theirTask = await mesh.api.request('POST', `/v1/projects/${other.id}/agents/theirs/tasks`, {
+    key: other.key,
+    body: { input: 'not yours' },
+  });
+  expect(theirTask.status, theirTask.raw).toBeLessThan(300);
+  const theirId = theirTask.body.task_id as string;
+  await page.fill('input[name=find]', theirId);
+  await page.press('input[name=find]', 'Enter');
+  await expect
+    .poll(() => page.locator('.find-error').textContent())
+    .toBe(`no task ${theirId} in this project`);
+  await page.fill('input[name=find]', taskId);
+  await page.press('input[name=find]', 'Enter');
+  await expect.poll(() => new URL(page.url()).hash).toBe(`#/tasks/${taskId}`);
   const call = page.locator('ol.timeline li[data-kind=call]', { hasText: 'builtin.sleep' });
   await call.waitFor({ timeout: 30_000 });
 

@@ -2,7 +2,7 @@
 // turn as a timeline: each model step's text (Markdown) and how long it took, each tool call
 // with its duration and result card (images inline), the text the model is streaming now, and
 // the final answer. A task still pending or running can be canceled from here.
-import { follow, get, p, post, type LiveEvent } from '../api.ts';
+import { ApiError, follow, get, p, post, type LiveEvent } from '../api.ts';
 import { actionButton, statusLine } from '../actions.ts';
 import { badge, clear, h, json, ms, table, time } from '../dom.ts';
 import { answerView, cardView, markdown } from '../render.ts';
@@ -70,6 +70,13 @@ export async function tasksPage(root: HTMLElement, signal: AbortSignal): Promise
           h('td', {}, badge(t.status)),
           h('td', { class: 'mono' }, t.task_id),
           h('td', {}, time(t.updated_at)),
+          h(
+            'td',
+            { class: 'duration' },
+            t.status === 'pending' || t.status === 'running'
+              ? '—'
+              : ms(between(t.created_at, t.updated_at)),
+          ),
         ),
       ),
     );
@@ -84,11 +91,33 @@ export async function tasksPage(root: HTMLElement, signal: AbortSignal): Promise
       ...agents.map((a) => h('li', {}, `${a.id}`, h('small', {}, ` profile ${a.profile ?? '—'}`))),
     ),
   );
-  const t = table(['created', 'agent', 'status', 'task', 'updated'], []);
+  const t = table(['created', 'agent', 'status', 'task', 'updated', 'took'], []);
   t.querySelector('tbody')!.replaceWith(body);
+  // Find by id: a task of this project opens; anything else says so.
+  const find = h('input', {
+    name: 'find',
+    placeholder: 'find by id',
+    'aria-label': 'find a task by id',
+  }) as HTMLInputElement;
+  const findError = h('span', { class: 'error find-error', role: 'alert' });
+  find.addEventListener('change', () => {
+    const id = find.value.trim();
+    findError.textContent = '';
+    if (!id) return;
+    get(p(`/tasks/${encodeURIComponent(id)}`))
+      .then(() => {
+        location.hash = `#/tasks/${encodeURIComponent(id)}`;
+      })
+      .catch((err: unknown) => {
+        findError.textContent =
+          err instanceof ApiError && (err.status === 404 || err.status === 400)
+            ? `no task ${id} in this project`
+            : String(err);
+      });
+  });
   clear(
     root,
-    h('div', { class: 'toolbar' }, h('h1', {}, 'Agents & tasks')),
+    h('div', { class: 'toolbar' }, h('h1', {}, 'Agents & tasks'), find, findError),
     agentsBox,
     h('h2', {}, 'Tasks'),
     t,
