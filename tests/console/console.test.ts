@@ -99,6 +99,19 @@ it('follows the demo from a live call to the final card, and shows every page', 
   expect(card.status).toBe('succeeded');
   expect(card.result.exit_code).toBe(0);
   const artifactId = card.result.artifacts[0]!.artifact_id;
+  // The picture is inline in the card, at the size the skill drew it.
+  const naturalSize = (sel: string) =>
+    page
+      .locator(sel)
+      .evaluate((el: { naturalWidth: number; naturalHeight: number }) => [
+        el.naturalWidth,
+        el.naturalHeight,
+      ]);
+  await expect
+    .poll(() => naturalSize(`aside.detail figure[data-artifact="${artifactId}"] img.preview`), {
+      timeout: 15_000,
+    })
+    .toEqual([64, 48]);
   await shot('executions');
 
   // The task to its final card: the model's steps, the call with its result, the final card.
@@ -106,8 +119,22 @@ it('follows the demo from a live call to the final card, and shows every page', 
   expect(task.status).toBe('succeeded');
   await page.click('nav a[href="#/tasks"]');
   await page.locator(`tr[data-task="${taskId}"]`).click();
-  await page.locator('section.final pre.final-card').waitFor();
+  await page.locator('section.final pre.final-card').waitFor({ state: 'attached' });
   expect(await page.locator('section.final pre.final-card').textContent()).toContain(artifactId);
+  // The answer names the picture: it is shown, not only its id.
+  await expect
+    .poll(() => naturalSize(`section.final figure[data-artifact="${artifactId}"] img.preview`), {
+      timeout: 15_000,
+    })
+    .toEqual([64, 48]);
+  // Each step, and the call, says how long it took.
+  for (const d of await page.locator('ol.timeline li small.duration').allTextContents())
+    expect(d).toMatch(/^ \d+(\.\d+)? m?s$/);
+  expect(await page.locator('ol.timeline li small.duration').count()).toBe(
+    await page.locator('ol.timeline li[data-kind=step], ol.timeline li[data-kind=call]').count(),
+  );
+  expect(await page.locator('ol.timeline li[data-kind=call] small.duration').count()).toBe(1);
+  expect(await page.locator('.task-duration').textContent()).toMatch(/^took \d/);
   const steps = page.locator('ol.timeline li[data-kind=step]');
   expect(await page.locator('ol.timeline li[data-kind=user]').textContent()).toContain(
     'Draw a 64x48 picture',

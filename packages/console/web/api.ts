@@ -52,7 +52,7 @@ export async function get<T>(path: string, key?: string): Promise<T> {
 }
 
 /** A POST with a JSON body; the answer's body, or an ApiError. */
-export async function post<T>(path: string, body: unknown): Promise<T> {
+export async function post<T>(path: string, body: unknown = {}): Promise<T> {
   const res = await fetch(path, {
     method: 'POST',
     headers: { ...headers(), 'content-type': 'application/json' },
@@ -70,6 +70,14 @@ export async function post<T>(path: string, body: unknown): Promise<T> {
   }
   return out;
 }
+
+/** What an action's failure says to the user: the api's code and message. */
+export const errorText = (err: unknown): string =>
+  err instanceof ApiError
+    ? `${err.code}: ${err.message}`
+    : err instanceof Error
+      ? err.message
+      : String(err);
 
 /** `/v1/projects/<project><rest>` of the signed-in project. */
 export const p = (rest: string): string =>

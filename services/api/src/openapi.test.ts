@@ -49,6 +49,7 @@ it('lists every route registered under /v1, each with its error responses', asyn
     'GET /v1/projects/{project}/agents/{agent}/threads',
     'GET /v1/projects/{project}/agents/{agent}/threads/{thread_id}',
     'POST /v1/projects/{project}/agents/{agent}/threads/{thread_id}/messages',
+    'POST /v1/projects/{project}/executions/{id}/rerun',
     'POST /v1/projects/{project}/mcp-servers/{name}/disable',
     'POST /v1/projects/{project}/mcp-servers/{name}/enable',
     'GET /v1/projects/{project}/settings',

@@ -1,12 +1,16 @@
 // Executions: the newest page from the history route (keyset-paged: "older" follows
-// next_cursor), kept live by the project's events: a published call appears at once, and each
-// call or result re-reads that execution. A row opens the call: arguments, result card,
-// timing, attempts, cost, trace id, the caller's context (session and metadata) and who started
-// it (API key or bus credential).
+// next_cursor), filtered by tool, status, agent, session and a time range, kept live by the
+// project's events: a published call appears at once, and each call or result re-reads that
+// execution. An id typed in "find" opens that call. A row opens the call: arguments, result
+// card (its images inline), timing, attempts, cost, trace id, the caller's context and who
+// started it, with what can be done to it: cancel, approve or deny, run it again.
 import { ApiError, follow, get, p, type LiveEvent } from '../api.ts';
+import { statusLine } from '../actions.ts';
+import { executionActions } from './execution-actions.ts';
 import { badge, clear, h, json, ms, table, time } from '../dom.ts';
+import { cardView } from '../render.ts';
 
-interface Execution {
+export interface Execution {
   id: string;
   tool: string;
   channel: string;
@@ -20,6 +24,7 @@ interface Execution {
   finished_at: string | null;
   duration_ms: number | null;
   cost: { amount: number; currency: string } | null;
+  arguments?: Record<string, unknown> | null;
   context?: { session_id: string | null; metadata: Record<string, unknown> | null } | null;
   key_id?: string | null;
   credential_id?: string | null;
@@ -29,14 +34,31 @@ interface Page {
   next_cursor: string | null;
   total: number;
 }
-interface Detail {
+export interface Detail {
   execution: Execution;
   card: { card_id: string; created_at: string; content: unknown } | null;
 }
 
-const STATUSES = ['', 'queued', 'running', 'succeeded', 'failed', 'timeout', 'canceled'];
+const STATUSES = [
+  '',
+  'queued',
+  'awaiting_approval',
+  'running',
+  'succeeded',
+  'failed',
+  'timeout',
+  'canceled',
+];
 
-export async function executionsPage(root: HTMLElement, signal: AbortSignal): Promise<void> {
+/** A datetime-local input's value as an ISO instant; undefined when empty. */
+const instant = (el: HTMLInputElement): string | undefined =>
+  el.value ? new Date(el.value).toISOString() : undefined;
+
+export async function executionsPage(
+  root: HTMLElement,
+  signal: AbortSignal,
+  arg?: string,
+): Promise<void> {
   const rows = new Map<string, Execution>();
   const liveArgs = new Map<string, unknown>();
   const tool = h('input', { name: 'tool', placeholder: 'tool (target.name)' }) as HTMLInputElement;
@@ -47,6 +69,29 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
   ) as HTMLSelectElement;
   const agent = h('input', { name: 'agent', placeholder: 'agent' }) as HTMLInputElement;
   const session = h('input', { name: 'session', placeholder: 'session' }) as HTMLInputElement;
+  const find = h('input', {
+    name: 'find',
+    placeholder: 'find by id',
+    'aria-label': 'find an execution by id',
+  }) as HTMLInputElement;
+  const from = h('input', {
+    type: 'datetime-local',
+    name: 'from',
+    step: 1,
+    'aria-label': 'started from',
+    title: 'started from',
+  }) as HTMLInputElement;
+  const to = h('input', {
+    type: 'datetime-local',
+    name: 'to',
+    step: 1,
+    'aria-label': 'started before',
+    title: 'started before',
+  }) as HTMLInputElement;
+  const findError = h('span', { class: 'error find-error', role: 'alert' });
+  let openId: string | undefined;
+  // What an action said about an execution (a re-run names its original), kept across re-renders.
+  const notes = new Map<string, string>();
   const live = h('span', { class: 'live' }, 'connecting…');
   const total = h('span', { class: 'total' });
   const body = h('tbody');
@@ -62,13 +107,18 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
     if (status.value) q.set('status', status.value);
     if (agent.value.trim()) q.set('agent', agent.value.trim());
     if (session.value.trim()) q.set('session_id', session.value.trim());
+    const [f, t] = [instant(from), instant(to)];
+    if (f) q.set('from', f);
+    if (t) q.set('to', t);
     return q;
   };
   const matches = (e: Execution) =>
     (!tool.value.trim() || e.tool === tool.value.trim()) &&
     (!status.value || e.status === status.value) &&
     (!agent.value.trim() || e.agent_id === agent.value.trim()) &&
-    (!session.value.trim() || e.context?.session_id === session.value.trim());
+    (!session.value.trim() || e.context?.session_id === session.value.trim()) &&
+    (!from.value || Date.parse(e.started_at) >= Date.parse(instant(from)!)) &&
+    (!to.value || Date.parse(e.started_at) < Date.parse(instant(to)!));
 
   function rowOf(e: Execution): HTMLElement {
     return h(
@@ -77,6 +127,7 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
       h('td', {}, time(e.started_at)),
       h('td', { class: 'tool' }, e.tool),
       h('td', {}, badge(e.status)),
+      h('td', { class: 'mono error-code' }, e.error_code ?? ''),
       h('td', {}, e.agent_id ?? '—'),
       h('td', {}, ms(e.duration_ms)),
       h('td', {}, e.attempts),
@@ -116,6 +167,7 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
     try {
       const d = await get<Detail>(p(`/executions/${encodeURIComponent(id)}`));
       upsert(d.execution, !rows.has(id));
+      if (openId === id && !detail.hidden) void open(id).catch(() => undefined);
     } catch (err) {
       if (err instanceof ApiError && err.status === 404 && fallback) upsert(fallback, true);
     }
@@ -146,15 +198,16 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
     } else if (ev.kind === 'tool.result') void refresh(id);
   }
 
-  async function open(id: string): Promise<void> {
+  async function open(id: string, note = notes.get(id)): Promise<void> {
     const d = await get<Detail>(p(`/executions/${encodeURIComponent(id)}`));
-    let args: unknown = liveArgs.get(id);
-    if (args === undefined) {
+    let args: unknown = d.execution.arguments ?? liveArgs.get(id);
+    if (args === undefined || args === null) {
       args = await get<{ arguments: unknown }>(p(`/executions/${encodeURIComponent(id)}/arguments`))
         .then((r) => r.arguments)
         .catch(() => undefined);
     }
     const e = d.execution;
+    openId = e.id;
     const content = (d.card?.content ?? {}) as Record<string, unknown>;
     const trace = (content['trace_id'] as string | undefined) ?? null;
     const startedBy = e.key_id
@@ -162,7 +215,13 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
       : e.credential_id
         ? `bus credential ${e.credential_id}`
         : '—';
+    const status = statusLine();
+    if (note) {
+      status.dataset['state'] = 'ok';
+      status.textContent = note;
+    }
     detail.hidden = false;
+    detail.dataset['id'] = e.id;
     clear(
       detail,
       h(
@@ -175,13 +234,25 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
           {
             type: 'button',
             class: 'close',
+            'aria-label': 'close',
             onclick: () => {
               detail.hidden = true;
+              openId = undefined;
             },
           },
           '×',
         ),
       ),
+      h(
+        'div',
+        { class: 'actions' },
+        ...(await executionActions(e, status, async (r) => {
+          notes.set(r.id, `re-run of ${e.id}`);
+          upsert(r, !rows.has(r.id));
+          await open(r.id);
+        })),
+      ),
+      status,
       h(
         'dl',
         {},
@@ -213,22 +284,36 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
         h('dd', {}, e.error_code ?? '—'),
       ),
       h('h3', {}, 'Arguments'),
-      args === undefined
-        ? h(
-            'p',
-            { class: 'muted' },
-            'not recorded (only agent calls and calls seen live keep them)',
-          )
+      args === undefined || args === null
+        ? h('p', { class: 'muted' }, 'not recorded (a call rejected before they were read)')
         : json(args),
       ...(e.context?.metadata
         ? [h('h3', {}, 'Context metadata'), json(e.context.metadata, 'json context')]
         : []),
       h('h3', {}, 'Result card'),
-      d.card ? json(d.card.content, 'json card') : h('p', { class: 'muted' }, 'no result yet'),
+      d.card ? cardView(d.card.content) : h('p', { class: 'muted' }, 'no result yet'),
     );
   }
 
-  for (const el of [tool, agent, session]) el.addEventListener('change', () => void load(true));
+  async function findById(): Promise<void> {
+    findError.textContent = '';
+    const id = find.value.trim();
+    if (!id) return;
+    try {
+      await open(id);
+    } catch (err) {
+      detail.hidden = true;
+      openId = undefined;
+      findError.textContent =
+        err instanceof ApiError && (err.status === 404 || err.status === 400)
+          ? `no execution ${id} in this project`
+          : String(err);
+    }
+  }
+
+  for (const el of [tool, agent, session, from, to])
+    el.addEventListener('change', () => void load(true));
+  find.addEventListener('change', () => void findById());
   status.addEventListener('change', () => void load(true));
   more.addEventListener('click', () => void load(false));
   clear(
@@ -241,6 +326,10 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
       status,
       agent,
       session,
+      h('label', { class: 'range' }, 'from ', from),
+      h('label', { class: 'range' }, 'to ', to),
+      find,
+      findError,
       total,
       live,
     ),
@@ -251,7 +340,7 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
         'div',
         {},
         table(
-          ['started', 'tool', 'status', 'agent', 'duration', 'attempts', 'id'],
+          ['started', 'tool', 'status', 'error', 'agent', 'duration', 'attempts', 'id'],
           [],
           'executions',
         ),
@@ -264,6 +353,11 @@ export async function executionsPage(root: HTMLElement, signal: AbortSignal): Pr
     .querySelector('table.executions')!
     .replaceChild(body, root.querySelector('table.executions tbody')!);
   await load(true);
+  // `#/executions/<id>` opens that execution, as "find" does.
+  if (arg) {
+    find.value = arg;
+    await findById();
+  }
   void follow(onEvent, signal, (up) => {
     live.textContent = up ? '● live' : 'reconnecting…';
     live.className = up ? 'live on' : 'live';

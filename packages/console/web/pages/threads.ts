@@ -1,8 +1,10 @@
 // Threads: each agent's conversations, and one thread as a chat: every message, the tools its
-// turn called (with their results, folded), and the agent's answer, or that the message waits
-// for the turn before it. It follows the project's agent events and reloads as turns move on.
+// turn called (with their results, folded), and the agent's answer as text or Markdown (with
+// the images it names), or that the message waits for the turn before it. It follows the
+// project's agent events and reloads as turns move on.
 import { follow, get, p } from '../api.ts';
 import { badge, clear, h, json, table, time } from '../dom.ts';
+import { answerView, cardView } from '../render.ts';
 
 interface ThreadItem {
   thread_id: string;
@@ -67,9 +69,14 @@ export async function threadsPage(root: HTMLElement, signal: AbortSignal): Promi
   t.querySelector('tbody')!.replaceWith(body);
   clear(root, h('div', { class: 'toolbar' }, h('h1', {}, 'Threads')), t);
   await load();
-  void follow((e) => {
-    if (e.kind === 'agent.task') void load();
-  }, signal);
+  // Read again once the feed is (re)connected: a thread that moved in between is not missed.
+  void follow(
+    (e) => {
+      if (e.kind === 'agent.task') void load();
+    },
+    signal,
+    (up) => up && void load().catch(() => undefined),
+  );
 }
 
 /** What the turn answered, or where it stands. */
@@ -79,7 +86,7 @@ function answer(t: Turn): HTMLElement {
     text?: unknown;
     error?: { message?: string };
   };
-  if (t.status === 'succeeded') return h('p', { class: 'text' }, asText(c.result ?? c.text ?? ''));
+  if (t.status === 'succeeded') return answerView(c.result ?? c.text ?? '');
   if (t.status === 'pending') return h('p', { class: 'muted' }, 'waits for the turn before it…');
   if (t.status === 'running') return h('p', { class: 'muted' }, 'working…');
   return h('p', { class: 'error' }, c.error?.message ?? t.status);
@@ -99,7 +106,7 @@ function bubbles(t: Turn): HTMLElement[] {
         { class: 'call' },
         h('summary', {}, `called ${call?.tool_name ?? '?'}`),
         json(call?.arguments),
-        result ? json(result.content, 'json card') : h('p', { class: 'muted' }, 'no result yet'),
+        result ? cardView(result.content) : h('p', { class: 'muted' }, 'no result yet'),
       );
     });
   return [
@@ -141,8 +148,12 @@ export async function threadPage(
     chat.replaceChildren(...t.turns.flatMap(bubbles));
   }
   await render();
-  void follow((e) => {
-    if (e.kind === 'agent.task' || e.kind === 'agent.step' || e.kind === 'tool.result')
-      void render();
-  }, signal);
+  void follow(
+    (e) => {
+      if (e.kind === 'agent.task' || e.kind === 'agent.step' || e.kind === 'tool.result')
+        void render();
+    },
+    signal,
+    (up) => up && void render().catch(() => undefined),
+  );
 }

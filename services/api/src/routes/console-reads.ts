@@ -208,7 +208,8 @@ export const consoleReadRoutes =
         schema: {
           tags: ['executions'],
           summary: "A call's arguments, when an agent's turn made it (its tool.call card)",
-          description: 'Calls published straight onto the bus or over HTTP keep no arguments: 404.',
+          description:
+            'A call no agent made has no tool.call card: 404 (its execution keeps the arguments: GET /executions/{id}).',
           params: ProjectParams.extend({ id: z.string().min(1).max(200) }),
           response: { 200: z.object({ arguments: z.unknown() }), ...errors },
         },

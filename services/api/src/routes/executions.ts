@@ -2,7 +2,8 @@
 // read an execution's status and card, and cancel it. The execution row is written `queued`
 // before the call is published, so status and cancel find a call the moment its id is handed
 // out, even before any tool service has seen it. A request is safe to send again under its
-// tool_call_id or Idempotency-Key (executions-start.ts, executions-idempotency.ts). History,
+// tool_call_id or Idempotency-Key (executions-start.ts, executions-idempotency.ts); a finished or
+// running execution can be run again from the arguments it kept (rerun). History,
 // metrics and the active list live in executions-history.ts and are registered from here.
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
@@ -256,6 +257,50 @@ export const executionRoutes =
           throw new ApiError('unavailable', 'the message bus is unavailable; retry later');
         }
         return reply.status(202).send(await detail(project, e));
+      },
+    );
+
+    app.post(
+      '/projects/:project/executions/:id/rerun',
+      {
+        onRequest: auth.requireCaller,
+        schema: {
+          tags: ['executions'],
+          summary: 'Run an execution again: the same tool, arguments, channel and context',
+          description:
+            'Starts a new call (a new id, started by this key) from what the execution kept, and answers 202 with the new execution at once. An execution whose arguments were not kept in full (over tools.execution_arguments_max_bytes, or not recorded) is a 409.',
+          params: ExecutionParams,
+          body: z.strictObject({}).nullish(),
+          response: { 202: ExecutionDetail, 409: ErrorResponse, 422: ErrorResponse, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const { project, id } = req.params;
+        const e = await current(req, project, id);
+        const args = e.arguments;
+        if (args === null || '$truncated' in args || '$unstorable' in args) {
+          throw new ApiError(
+            'conflict',
+            `execution ${id} did not keep its arguments in full; start the call with POST /executions instead`,
+          );
+        }
+        const context =
+          e.session_id === null && e.context_metadata === null
+            ? undefined
+            : {
+                ...(e.session_id !== null ? { session_id: e.session_id } : {}),
+                ...(e.context_metadata !== null ? { metadata: e.context_metadata } : {}),
+              };
+        const body = { tool: e.tool_name, arguments: args, channel: e.channel, context };
+        const keyId = keyIdOf(req);
+        const started = await starter.start(
+          project,
+          randomUUID(),
+          callFingerprint(body, keyId),
+          { ...body, wait: false, waitMs: 0 },
+          { keyId, signal: new AbortController().signal, newId: true },
+        );
+        return reply.status(202).send({ execution: executionOut(started.execution), card: null });
       },
     );
 
