@@ -1,4 +1,5 @@
-export { checkSchema, createProjectValidators, SchemaCompileError } from './compile.ts';
+export { checkSchema,
+  createSchemaChecker, createProjectValidators, SchemaCompileError } from './compile.ts';
 export type {
   ProjectValidators,
   ProjectValidatorsOptions,

@@ -14,7 +14,7 @@ let reply: WorkerReply;
 try {
   const { document, ...request } = readImportBody(job.body, job.limits.maxDepth);
   assertRegistrable(`${request.prefix}.x`);
-  const prepared = await prepareImport(
+  const prepared = prepareImport(
     document,
     {
       prefix: request.prefix,
