@@ -47,7 +47,7 @@ import {
   skillsList,
   skillsShow,
 } from './commands/resources.ts';
-import { skillsUploadCommand } from './commands/skills.ts';
+import { skillsUploadCommand, skillsValidateCommand } from './commands/skills.ts';
 import { addThreadCommands } from './commands/threads.ts';
 import { addMcpCommands } from './commands/mcp-commands.ts';
 import { watchCommand, type WatchFlags } from './commands/watch.ts';
@@ -138,6 +138,11 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
       run((ctx, path: string, f: { activate: boolean }) => skillsUploadCommand(ctx, path, f)),
     );
 
+  skills
+    .command('validate')
+    .description("check a skill folder or zip as an upload would (Agent Skills format), without uploading")
+    .argument('<path>', 'a folder holding SKILL.md, or a .zip')
+    .action(run((ctx, path: string) => skillsValidateCommand(ctx, path)));
   skills
     .command('list')
     .description("the project's skills and their active versions")

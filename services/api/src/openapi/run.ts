@@ -2,7 +2,8 @@
 // deadline and a heap limit: the api's event loop only sends the request's raw bytes and receives
 // the tools (JSON and YAML parsing, every check and the conversion run in the worker). Past the deadline the worker is terminated (V8 stops it mid-work) and the import is
 // refused with openapi_time_limit; past the heap, openapi_memory_limit. A fresh worker per import
-// costs its start-up (tens of ms, on the worker's thread) and leaves nothing behind: a document
+// costs its start-up (its modules' loading, on the worker's thread, before the deadline starts)
+// and leaves nothing behind: a document
 // that made one import slow cannot slow the next. At most `maxConcurrent` run at once per
 // instance, so a burst of imports cannot take every core.
 import { Worker } from 'node:worker_threads';
@@ -24,6 +25,7 @@ export interface ImportOutcome {
 }
 
 export type WorkerReply =
+  | { started: true }
   | ({ ok: true } & ImportOutcome)
   | {
       ok: false;
@@ -51,6 +53,12 @@ export interface ImportRunner {
 }
 
 const WORKER = new URL('./worker.ts', import.meta.url);
+/**
+ * The time a worker may take to load its modules before its deadline starts: loading costs
+ * the same for every document (hundreds of ms, seconds on a busy machine) and is no document's
+ * doing, so it is not counted against api.openapi_timeout_ms.
+ */
+const STARTUP_MS = 30_000;
 
 /** Codes of the refusals that are a budget of the import (counted by metric). */
 const BUDGET_CODES = new Set([
@@ -84,8 +92,7 @@ export function createImportRunner(o: ImportRunnerOptions): ImportRunner {
         fn();
         void worker.terminate();
       };
-      const timer = setTimeout(
-        () =>
+      const deadline = () =>
           settle(() =>
             reject(
               new ApiError(
@@ -94,10 +101,16 @@ export function createImportRunner(o: ImportRunnerOptions): ImportRunner {
                 { limit_ms: o.timeoutMs },
               ),
             ),
-          ),
-        o.timeoutMs,
-      );
-      worker.once('message', (reply: WorkerReply) =>
+          );
+      let timer = setTimeout(() => {
+        settle(() => reject(new Error(`the OpenAPI import worker did not start in ${STARTUP_MS} ms`)));
+      }, STARTUP_MS);
+      worker.on('message', (reply: WorkerReply) => {
+        if ('started' in reply) {
+          clearTimeout(timer);
+          timer = setTimeout(deadline, o.timeoutMs);
+          return;
+        }
         settle(() => {
           if (reply.ok) return resolve({ request: reply.request, prepared: reply.prepared });
           if ('error' in reply) {
@@ -105,8 +118,8 @@ export function createImportRunner(o: ImportRunnerOptions): ImportRunner {
             return reject(new ApiError({ code: e.code, status: e.status }, e.message, e.details));
           }
           reject(new Error(`the OpenAPI import worker crashed: ${reply.crash}`));
-        }),
-      );
+        });
+      });
       worker.once('error', (err: Error & { code?: string }) =>
         settle(() => {
           if (err.code === 'ERR_WORKER_OUT_OF_MEMORY') {

@@ -10,6 +10,8 @@ import { prepareImport } from './prepare.ts';
 import type { ImportJob, WorkerReply } from './run.ts';
 
 const job = workerData as ImportJob;
+// The modules above are loaded: the import's deadline starts now (run.ts).
+parentPort?.postMessage({ started: true } satisfies WorkerReply);
 let reply: WorkerReply;
 try {
   const { document, ...request } = readImportBody(job.body, job.limits.maxDepth);
