@@ -209,12 +209,12 @@ function fanOutDocument(levels: number) {
 }
 
 /** An OpenAPI document of `operations` operations, each with ten parameters and a body schema
- *  of twenty properties: about 7 KB of JSON per operation, in many small objects. */
+ *  of fifty properties: about 7 KB of JSON per operation, in many small objects. */
 function wideDocument(operations: number) {
   const paths: Record<string, unknown> = {};
   for (let i = 0; i < operations; i++) {
     const properties = Object.fromEntries(
-      Array.from({ length: 20 }, (_, j) => [
+      Array.from({ length: 50 }, (_, j) => [
         `field_${j}`,
         { type: 'string', maxLength: 64, description: `field ${j} of operation ${i}, as written` },
       ]),
