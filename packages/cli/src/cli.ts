@@ -140,7 +140,9 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
 
   skills
     .command('validate')
-    .description("check a skill folder or zip as an upload would (Agent Skills format), without uploading")
+    .description(
+      'check a skill folder or zip as an upload would (Agent Skills format), without uploading',
+    )
     .argument('<path>', 'a folder holding SKILL.md, or a .zip')
     .action(run((ctx, path: string) => skillsValidateCommand(ctx, path)));
   skills

@@ -1,5 +1,9 @@
-export { checkSchema,
-  createSchemaChecker, createProjectValidators, SchemaCompileError } from './compile.ts';
+export {
+  checkSchema,
+  createSchemaChecker,
+  createProjectValidators,
+  SchemaCompileError,
+} from './compile.ts';
 export type {
   ProjectValidators,
   ProjectValidatorsOptions,

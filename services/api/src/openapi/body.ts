@@ -48,7 +48,10 @@ export function readImportBody(raw: Uint8Array, maxDepth: number): ImportBody {
   try {
     value = text === '' ? {} : JSON.parse(text);
   } catch (err) {
-    throw new ApiError('malformed_json', `request body is not valid JSON: ${(err as Error).message}`);
+    throw new ApiError(
+      'malformed_json',
+      `request body is not valid JSON: ${(err as Error).message}`,
+    );
   }
   if (jsonDepth(value, maxDepth) > maxDepth) {
     throw new ApiError(

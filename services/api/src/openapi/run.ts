@@ -93,17 +93,19 @@ export function createImportRunner(o: ImportRunnerOptions): ImportRunner {
         void worker.terminate();
       };
       const deadline = () =>
-          settle(() =>
-            reject(
-              new ApiError(
-                'openapi_time_limit',
-                `reading and converting the document took longer than api.openapi_timeout_ms (${o.timeoutMs} ms): it was stopped`,
-                { limit_ms: o.timeoutMs },
-              ),
+        settle(() =>
+          reject(
+            new ApiError(
+              'openapi_time_limit',
+              `reading and converting the document took longer than api.openapi_timeout_ms (${o.timeoutMs} ms): it was stopped`,
+              { limit_ms: o.timeoutMs },
             ),
-          );
+          ),
+        );
       let timer = setTimeout(() => {
-        settle(() => reject(new Error(`the OpenAPI import worker did not start in ${STARTUP_MS} ms`)));
+        settle(() =>
+          reject(new Error(`the OpenAPI import worker did not start in ${STARTUP_MS} ms`)),
+        );
       }, STARTUP_MS);
       worker.on('message', (reply: WorkerReply) => {
         if ('started' in reply) {

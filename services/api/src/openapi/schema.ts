@@ -107,9 +107,22 @@ export interface SchemaContext {
 }
 
 /** Keywords that say where a schema is, not what it accepts. */
-const IDENTITY = new Set(['$ref', '$dynamicRef', '$id', '$schema', '$anchor', '$dynamicAnchor', '$defs', 'definitions', '$comment']);
+const IDENTITY = new Set([
+  '$ref',
+  '$dynamicRef',
+  '$id',
+  '$schema',
+  '$anchor',
+  '$dynamicAnchor',
+  '$defs',
+  'definitions',
+  '$comment',
+]);
 
-function dynamicTarget(ctx: SchemaContext, ref: string): { node: unknown; base: string } | undefined {
+function dynamicTarget(
+  ctx: SchemaContext,
+  ref: string,
+): { node: unknown; base: string } | undefined {
   if (ref.startsWith('#') && !ref.startsWith('#/')) {
     for (const resource of ctx.scope) {
       const node = ctx.refs.dynamicAnchor(resource, ref.slice(1));
@@ -134,7 +147,9 @@ export function toJsonSchema(schema: unknown, ctx?: SchemaContext, depth = 0): O
   if (ref !== undefined) {
     if (!here) return {};
     const target =
-      typeof schema['$ref'] === 'string' ? here.refs.resolve(ref, here.base) : dynamicTarget(here, ref);
+      typeof schema['$ref'] === 'string'
+        ? here.refs.resolve(ref, here.base)
+        : dynamicTarget(here, ref);
     if (!target) throw new UnresolvedRef(ref);
     let resolved: Obj = {};
     if (isObj(target.node) && !here.open.has(target.node)) {

@@ -128,10 +128,13 @@ export function createHttpExecutor(o: HttpExecutorOptions): KindExecutor {
           // segment they would climb out of the template's path on the upstream's host.
           const dot = segments.find((s) => s === '.' || s === '..');
           if (dot !== undefined) {
-            throw new ToolError(`argument ${name} may not hold "${dot}": it would change the path`, {
-              code: 'invalid_arguments',
-              details: { issues: [{ path: `/${name}`, message: 'a dot segment' }] },
-            });
+            throw new ToolError(
+              `argument ${name} may not hold "${dot}": it would change the path`,
+              {
+                code: 'invalid_arguments',
+                details: { issues: [{ path: `/${name}`, message: 'a dot segment' }] },
+              },
+            );
           }
           return segments.map(encodeURIComponent).join('/');
         }),
