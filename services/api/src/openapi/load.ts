@@ -114,8 +114,9 @@ export interface LoadLimits {
 }
 
 export function loadOpenApi(input: unknown, limits: LoadLimits): Loaded {
-  let doc = typeof input === 'string' ? parseText(input) : input;
-  if (!isObj(doc)) throw invalid('the document is not an object');
+  const parsed = typeof input === 'string' ? parseText(input) : input;
+  if (!isObj(parsed)) throw invalid('the document is not an object');
+  let doc: Obj = parsed;
   if (jsonDepth(doc, limits.maxDepth) > limits.maxDepth) {
     throw new ApiError(
       'nesting_too_deep',
@@ -133,15 +134,17 @@ export function loadOpenApi(input: unknown, limits: LoadLimits): Loaded {
       { operations, limit: limits.maxOperations },
     );
   }
-  if (doc['swagger'] !== undefined) {
-    if (doc['swagger'] !== '2.0') {
-      throw invalid(`Swagger ${String(doc['swagger']).slice(0, 20)} is not supported: 2.0 is`, {
-        swagger: String(doc['swagger']).slice(0, 20),
-      });
+  const swagger = doc['swagger'];
+  if (swagger !== undefined) {
+    if (swagger !== '2.0') {
+      const written = JSON.stringify(swagger).slice(0, 20);
+      throw invalid(`Swagger ${written} is not supported: 2.0 is`, { swagger: written });
     }
     warnings.push(...conversionWarnings(doc));
     try {
-      doc = upgradeFromTwoToThree(structuredClone(doc) as never) as unknown as Obj;
+      const upgraded: unknown = upgradeFromTwoToThree(structuredClone(doc));
+      if (!isObj(upgraded)) throw new Error('the converter returned no document');
+      doc = upgraded;
     } catch (err) {
       throw invalid(
         `the Swagger 2.0 document could not be converted: ${(err as Error).message}`.slice(
@@ -184,5 +187,5 @@ export function loadOpenApi(input: unknown, limits: LoadLimits): Loaded {
       { limit: limits.maxExpansion },
     );
   }
-  return { doc: doc as unknown as OpenApiDocument, refs, warnings };
+  return { doc: doc as OpenApiDocument, refs, warnings };
 }
