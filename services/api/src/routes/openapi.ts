@@ -100,7 +100,7 @@ export const openApiRoutes =
         validatorCompiler: (route) =>
           route.httpPart === 'body'
             ? (data: unknown) => ({ value: data })
-            : validatorCompiler(route as Parameters<typeof validatorCompiler>[0]),
+            : validatorCompiler(route as unknown as Parameters<typeof validatorCompiler>[0]),
         schema: {
           tags: ['tools'],
           summary:
