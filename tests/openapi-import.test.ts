@@ -182,6 +182,10 @@ beforeAll(async () => {
   mesh = await startToolsMesh({
     CG__SECRETS__KEY: newSecretsKey(),
     CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
+    // Figma's document is converted and checked in a few seconds of CPU; the machine running the
+    // suite is shared, so the import's deadline is set well past that here (the red-team tests
+    // check the deadline itself).
+    CG__API__OPENAPI_TIMEOUT_MS: '120000',
     CG__API__OPENAPI_MAX_BYTES: String(MAX_BYTES),
     CG__API__OPENAPI_MAX_OPERATIONS: String(MAX_OPERATIONS),
   });
