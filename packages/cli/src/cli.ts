@@ -238,7 +238,7 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
   tools
     .command('import-openapi')
     .description(
-      'import an OpenAPI 3.0/3.1 document (JSON or YAML): each operation becomes an http tool <prefix>.<operationId>; again to update (dropped operations are disabled)',
+      'import an OpenAPI 3.0/3.1 or Swagger 2.0 document (JSON or YAML): each operation becomes an http tool <prefix>.<operationId>; again to update (dropped operations are disabled)',
     )
     .argument('<file|url>', 'a file, or an http(s) URL fetched from this machine')
     .requiredOption('--prefix <target>', 'the tools are named <prefix>.<operationId>')
