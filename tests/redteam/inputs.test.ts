@@ -11,8 +11,13 @@
 // - the same expanding document with the expansion limit raised: the import works in a worker
 //   thread while the api keeps answering other projects, and is stopped at its deadline; a
 //   second import meanwhile is told the api is busy;
+// - a 14 MB document sent as a JSON object (the body the api's loop used to parse and walk): the
+//   api answers every health check of a probe with a 1 s timeout while it is read and refused,
+//   and a 20 MB body is answered 413 with the limit once sent, never with a reset connection;
 // - a cron pattern of 7 fields.
 import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
@@ -203,6 +208,84 @@ function fanOutDocument(levels: number) {
   };
 }
 
+/** An OpenAPI document of `operations` operations, each with ten parameters and a body schema
+ *  of fifty properties: about 7 KB of JSON per operation, in many small objects. */
+function wideDocument(operations: number) {
+  const paths: Record<string, unknown> = {};
+  for (let i = 0; i < operations; i++) {
+    const properties = Object.fromEntries(
+      Array.from({ length: 50 }, (_, j) => [
+        `field_${j}`,
+        { type: 'string', maxLength: 64, description: `field ${j} of operation ${i}, as written` },
+      ]),
+    );
+    paths[`/things${i}/{id}`] = {
+      post: {
+        operationId: `thing${i}`,
+        parameters: [
+          { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
+          ...Array.from({ length: 9 }, (_, j) => ({
+            name: `q${j}`,
+            in: 'query',
+            description: `query parameter ${j} of operation ${i}`,
+            schema: { type: 'integer', minimum: 0, maximum: 1000 },
+          })),
+        ],
+        requestBody: {
+          content: { 'application/json': { schema: { type: 'object', properties } } },
+        },
+        responses: { 200: { description: 'ok' } },
+      },
+    };
+  }
+  return {
+    openapi: '3.0.3',
+    info: { title: 'wide', version: '1' },
+    servers: [{ url: 'https://api.example.com' }],
+    paths,
+  };
+}
+
+/** POST over a real socket; `sent` runs once the whole body is written. */
+function postRaw(
+  url: string,
+  key: string,
+  body: Buffer,
+  sent: () => void,
+): Promise<{ status: number; json: { error?: { code: string; details?: unknown } } }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'content-length': body.length,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+              error?: { code: string };
+            },
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body, sent);
+  });
+}
+
+/** A load balancer's health check: /healthz within its timeout. */
+const PROBE_TIMEOUT_MS = 1_000;
+
 const importDoc = (api: TestApi, p: { id: string; key: string }, document: unknown) =>
   api.request('POST', `/v1/projects/${p.id}/openapi`, {
     key: p.key,
@@ -275,4 +358,61 @@ describe('a hostile OpenAPI import', () => {
       await api.close();
     }
   });
+
+  it('keeps answering health checks while a multi-megabyte document is read, and answers 413 to a larger one', async () => {
+    const api = await startTestApi();
+    try {
+      const base = await api.app.listen({ host: '127.0.0.1', port: 0 });
+      const x = await api.createProject();
+      // 2,001 operations: past api.openapi_max_document_operations, refused once it is read.
+      const body = Buffer.from(JSON.stringify({ prefix: 'wide', document: wideDocument(2_001) }));
+      expect(body.length).toBeGreaterThan(12_000_000);
+      expect(body.length).toBeLessThan(api.config.api.openapi_max_bytes);
+      let sent = false;
+      let answered = false;
+      const imported = postRaw(`${base}/v1/projects/${x.id}/openapi`, x.key, body, () => {
+        sent = true;
+      }).finally(() => {
+        answered = true;
+      });
+      // A health checker probes the api the whole time, each probe with its timeout.
+      const probes: { status: number | string; duringImport: boolean; ms: number }[] = [];
+      while (!answered) {
+        const during = sent;
+        const started = performance.now();
+        const status = await fetch(`${base}/healthz`, {
+          signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+        }).then(
+          (r) => r.status,
+          (err: Error) => err.name,
+        );
+        probes.push({ status, duringImport: during && !answered, ms: performance.now() - started });
+        await sleep(5);
+      }
+      const res = await imported;
+      expect(res.status, JSON.stringify(res.json)).toBe(413);
+      expect(res.json.error?.code).toBe('openapi_operations_limit');
+      // Every probe answered (none timed out), and several while the document was in the api.
+      expect(probes.filter((p) => p.status !== 200)).toEqual([]);
+      expect(probes.filter((p) => p.duringImport).length).toBeGreaterThanOrEqual(3);
+      const slowest = Math.max(...probes.map((p) => p.ms));
+      process.stderr.write(
+        `[inputs] ${probes.length} health probes during a ${(body.length / 1e6).toFixed(1)} MB import; slowest ${slowest.toFixed(0)} ms\n`,
+      );
+
+      // Past the limit, whatever the size: the body is read and the answer is a 413 naming the
+      // limit (a server that answers and closes while the client writes resets the connection).
+      const limit = api.config.api.openapi_max_bytes;
+      const huge = Buffer.alloc(20 * 1024 * 1024, 0x20);
+      huge.write('{"prefix":"huge","document":"');
+      huge.write('"}', huge.length - 2);
+      const refused = await postRaw(`${base}/v1/projects/${x.id}/openapi`, x.key, huge, () => {});
+      expect(refused.status).toBe(413);
+      expect(refused.json.error?.code).toBe('payload_too_large');
+      expect(refused.json.error?.details).toEqual({ limit_bytes: limit, bytes: huge.length });
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    } finally {
+      await api.close();
+    }
+  }, 120_000);
 });

@@ -48,7 +48,7 @@ import {
   skillsList,
   skillsShow,
 } from './commands/resources.ts';
-import { skillsUploadCommand } from './commands/skills.ts';
+import { skillsUploadCommand, skillsValidateCommand } from './commands/skills.ts';
 import { addThreadCommands } from './commands/threads.ts';
 import { addMcpCommands } from './commands/mcp-commands.ts';
 import { addAdminCommands } from './commands/admin.ts';
@@ -145,6 +145,13 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     );
 
   skills
+    .command('validate')
+    .description(
+      'check a skill folder or zip as an upload would (Agent Skills format), without uploading',
+    )
+    .argument('<path>', 'a folder holding SKILL.md, or a .zip')
+    .action(run((ctx, path: string) => skillsValidateCommand(ctx, path)));
+  skills
     .command('list')
     .description("the project's skills and their active versions")
     .action(run((ctx) => skillsList(ctx)));
@@ -237,7 +244,7 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
   tools
     .command('import-openapi')
     .description(
-      'import an OpenAPI 3.0/3.1 document (JSON or YAML): each operation becomes an http tool <prefix>.<operationId>; again to update (dropped operations are disabled)',
+      'import an OpenAPI 3.0/3.1 or Swagger 2.0 document (JSON or YAML): each operation becomes an http tool <prefix>.<operationId>; again to update (dropped operations are disabled)',
     )
     .argument('<file|url>', 'a file, or an http(s) URL fetched from this machine')
     .requiredOption('--prefix <target>', 'the tools are named <prefix>.<operationId>')

@@ -210,7 +210,7 @@ export const apiSchema = section({
   // OpenAPI import (POST /v1/projects/:p/openapi): the largest request (the document inside it),
   // and the most operations one import may turn into tools (the registry event lists at most
   // 1000 names, so the ceiling is that).
-  openapi_max_bytes: positiveInt().default(4_194_304),
+  openapi_max_bytes: positiveInt().default(16_777_216),
   openapi_max_operations: positiveInt().max(1_000).default(500),
   // ... and, checked before anything expands the document: the operations it may hold at all
   // (include/exclude aside), and its size with every internal $ref replaced by its target (in

@@ -1,4 +1,9 @@
-export { checkSchema, createProjectValidators, SchemaCompileError } from './compile.ts';
+export {
+  checkSchema,
+  createSchemaChecker,
+  createProjectValidators,
+  SchemaCompileError,
+} from './compile.ts';
 export type {
   ProjectValidators,
   ProjectValidatorsOptions,

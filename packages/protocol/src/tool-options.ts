@@ -221,8 +221,8 @@ export type OAuth2Auth = z.infer<typeof OAuth2Auth>;
 export const HttpAuth = z.discriminatedUnion('type', [SecretAuth, OAuth2Auth]);
 export type HttpAuth = z.infer<typeof HttpAuth>;
 
-/** `{name}` placeholders of a URL template. */
-export const URL_PLACEHOLDER = /\{([A-Za-z0-9_-]{1,64})\}/g;
+/** `{name}` placeholders of a URL template; `{+name}` keeps the value's slashes (RFC 6570). */
+export const URL_PLACEHOLDER = /\{\+?([A-Za-z0-9_-]{1,64})\}/g;
 
 export const HttpSpec = z.strictObject({
   method: z.enum(HttpMethod),
@@ -234,7 +234,9 @@ export const HttpSpec = z.strictObject({
       /^https?:\/\/[^\s{}]+(\/\S*)?$/,
       'must be an http(s) URL; placeholders only after the host',
     )
-    .describe('URL template; {param} placeholders are percent-encoded arguments'),
+    .describe(
+      'URL template; {param} placeholders are percent-encoded arguments, {+param} ones keep their slashes',
+    ),
   headers: z
     .record(
       headerName,
@@ -250,6 +252,12 @@ export const HttpSpec = z.strictObject({
     .max(128)
     .optional()
     .describe('arguments sent as query parameters'),
+  query_names: z
+    .record(z.string().regex(ID_PATTERN), z.string().min(1).max(256))
+    .optional()
+    .describe(
+      'argument name -> the query parameter it is sent as, for names an argument cannot have (`$.xgafv`)',
+    ),
   body: z
     .array(z.string().regex(ID_PATTERN))
     .max(512)

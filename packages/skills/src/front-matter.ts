@@ -1,16 +1,39 @@
 // SKILL.md's YAML front matter: the block between a leading `---` line and the next `---` (or
-// `...`) line. `name` must equal the root folder and be a valid id; `description` is what
-// agents see in their skill list, so it must say something and stay short. Every other field
-// is kept as written.
-import { ID_PATTERN } from '@toolmesh/protocol';
+// `...`) line, read as the open Agent Skills format (agentskills.io/specification) says:
+// - `name`: 1-64 characters of lowercase letters, digits and single hyphens, not at either end,
+//   equal to the skill's root folder;
+// - `description`: 1-1024 characters, what agents see in their skill list;
+// - optional `license` (a string), `compatibility` (at most 500 characters), `metadata` (a map of
+//   strings to strings) and `allowed-tools` (space-separated tool names), read and kept;
+// - any other field is kept as written and reported (`unknownFields`), not refused: skills
+//   written for other tools carry their own keys.
 import { parse } from 'yaml';
 import { SkillPackageError } from './errors.ts';
 
 export const MAX_DESCRIPTION_CHARS = 1024;
+export const MAX_COMPATIBILITY_CHARS = 500;
+/** The Agent Skills name: lowercase letters and digits, single hyphens between them. */
+export const SKILL_NAME_PATTERN = /^(?=.{1,64}$)[a-z0-9]+(?:-[a-z0-9]+)*$/;
+/** The fields the Agent Skills format defines. */
+export const KNOWN_FIELDS = [
+  'name',
+  'description',
+  'license',
+  'compatibility',
+  'metadata',
+  'allowed-tools',
+] as const;
 
 export interface SkillFrontMatter {
   name: string;
   description: string;
+  license?: string;
+  compatibility?: string;
+  metadata?: Record<string, string>;
+  /** `allowed-tools`, split on spaces. */
+  allowedTools?: string[];
+  /** Fields the format does not define, kept in `frontMatter` and reported here. */
+  unknownFields: string[];
   /** Every field of the front matter, `name` and `description` included. */
   frontMatter: Record<string, unknown>;
 }
@@ -47,11 +70,11 @@ export function parseSkillMd(text: string, root: string): SkillFrontMatter {
       { details: { root } },
     );
   }
-  if (!ID_PATTERN.test(name)) {
+  if (!SKILL_NAME_PATTERN.test(name)) {
     throw new SkillPackageError(
       'invalid_name',
-      `skill name ${JSON.stringify(name)} is invalid: use 1-64 characters of [A-Za-z0-9_-]`,
-      { details: { name } },
+      `skill name ${JSON.stringify(name).slice(0, 80)} is invalid: use 1-64 characters of lowercase letters, digits and single hyphens, not at the start or end (Agent Skills format)`,
+      { details: { name: name.slice(0, 80) } },
     );
   }
   if (name !== root) {
@@ -75,5 +98,51 @@ export function parseSkillMd(text: string, root: string): SkillFrontMatter {
       { details: { name, length: description.length } },
     );
   }
-  return { name, description, frontMatter };
+  const out: SkillFrontMatter = {
+    name,
+    description,
+    unknownFields: Object.keys(frontMatter).filter(
+      (k) => !(KNOWN_FIELDS as readonly string[]).includes(k),
+    ),
+    frontMatter,
+  };
+  const field = (key: string, message: string) =>
+    new SkillPackageError('invalid_front_matter', `SKILL.md front matter: ${key} ${message}`, {
+      details: { name, field: key },
+    });
+  const { license, compatibility, metadata } = frontMatter;
+  const allowed = frontMatter['allowed-tools'];
+  if (license !== undefined) {
+    if (typeof license !== 'string' || license.trim() === '') {
+      throw field('license', 'must be a non-empty string (a license name or a bundled file)');
+    }
+    out.license = license;
+  }
+  if (compatibility !== undefined) {
+    if (typeof compatibility !== 'string' || compatibility.trim() === '') {
+      throw field('compatibility', 'must be a non-empty string');
+    }
+    if (compatibility.length > MAX_COMPATIBILITY_CHARS) {
+      throw field(
+        'compatibility',
+        `is ${compatibility.length} characters; at most ${MAX_COMPATIBILITY_CHARS} are allowed`,
+      );
+    }
+    out.compatibility = compatibility;
+  }
+  if (metadata !== undefined) {
+    if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
+      throw field('metadata', 'must be a mapping of strings to strings');
+    }
+    const bad = Object.entries(metadata).find(([, v]) => typeof v !== 'string');
+    if (bad) throw field('metadata', `value of ${JSON.stringify(bad[0])} must be a string`);
+    out.metadata = metadata as Record<string, string>;
+  }
+  if (allowed !== undefined) {
+    if (typeof allowed !== 'string') {
+      throw field('allowed-tools', 'must be a string of space-separated tool names');
+    }
+    out.allowedTools = allowed.split(/\s+/).filter((t) => t !== '');
+  }
+  return out;
 }

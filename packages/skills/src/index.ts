@@ -4,7 +4,12 @@ export { extractSkillZip, readSkillFiles } from './extract.ts';
 export type { ExtractOptions, SkillFileData } from './extract.ts';
 export { DEFAULT_SKILL_ZIP_LIMITS, MAX_SKILL_MD_BYTES, resolveLimits } from './limits.ts';
 export type { SkillZipLimits } from './limits.ts';
-export { MAX_DESCRIPTION_CHARS, parseSkillMd } from './front-matter.ts';
+export {
+  MAX_COMPATIBILITY_CHARS,
+  MAX_DESCRIPTION_CHARS,
+  SKILL_NAME_PATTERN,
+  parseSkillMd,
+} from './front-matter.ts';
 export type { SkillFrontMatter } from './front-matter.ts';
 export { SkillPackageError, SkillPackageErrorCode, skillPackageErrorCodeOf } from './errors.ts';
 export {

@@ -23,6 +23,8 @@ export interface SkillPackage {
   description: string;
   /** Every field of SKILL.md's front matter, as written. */
   frontMatter: Record<string, unknown>;
+  /** Front matter fields the Agent Skills format does not define (kept in frontMatter). */
+  unknownFields: string[];
   /** Lowercase hex sha256 of the zip's bytes: the skill version. */
   sha256: string;
   /** Size of the zip itself. */
@@ -75,7 +77,10 @@ export async function readSkillZip(
     const counter = { total: 0 };
     // SKILL.md first: a bad front matter fails before anything else is inflated.
     const skillMdBytes = await buffer(opened.open(skillMd, counter));
-    const { name, description, frontMatter } = parseSkillMd(decodeUtf8(skillMdBytes), root);
+    const { name, description, frontMatter, unknownFields } = parseSkillMd(
+      decodeUtf8(skillMdBytes),
+      root,
+    );
 
     for (const entry of entries) {
       const relPath = entry.path === root ? '' : entry.path.slice(root.length + 1);
@@ -93,6 +98,7 @@ export async function readSkillZip(
       name,
       description,
       frontMatter,
+      unknownFields,
       sha256: opened.sha256,
       sizeBytes: opened.sizeBytes,
       files,

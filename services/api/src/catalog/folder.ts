@@ -3,8 +3,12 @@
 // is one entry, known by its server.json `name`; a file that does not parse or validate is listed
 // with its error rather than hiding the rest. Two files with one name: the first by file name wins,
 // the second is listed as invalid.
+// Reading is asynchronous and parsing goes one file at a time with a turn of the event loop
+// between files, so a listing holds the loop for one file's parse at most (MAX_FILE_BYTES), not
+// for the folder; a file is parsed again only when its size or modification time changed.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { issuesOf, ServerJson } from './server-json.ts';
 
 /** A catalog file larger than this is refused (a server.json is a few KB). */
@@ -23,6 +27,36 @@ export interface CatalogListing {
   invalid: { file: string; error: string }[];
 }
 
+/** Parsed files by path, with the size and time they had: unchanged files are not read again. */
+const parsedFiles = new Map<string, { size: number; mtimeMs: number; entry: ServerJson | Error }>();
+
+async function parseFile(path: string, size: number, mtimeMs: number): Promise<ServerJson> {
+  const known = parsedFiles.get(path);
+  if (known && known.size === size && known.mtimeMs === mtimeMs) {
+    if (known.entry instanceof Error) throw known.entry;
+    return known.entry;
+  }
+  const text = await readFile(path, 'utf8');
+  await nextTurn();
+  let entry: ServerJson | Error;
+  try {
+    const parsed = ServerJson.safeParse(JSON.parse(text));
+    entry = parsed.success
+      ? parsed.data
+      : new Error(
+          issuesOf(parsed.error)
+            .map((i) => `${i.path}: ${i.message}`)
+            .join('; '),
+        );
+  } catch (err) {
+    entry = err as Error;
+  }
+  if (parsedFiles.size >= MAX_FILES * 2) parsedFiles.clear();
+  parsedFiles.set(path, { size, mtimeMs, entry });
+  if (entry instanceof Error) throw entry;
+  return entry;
+}
+
 export async function readCatalog(dir: string): Promise<CatalogListing> {
   if (dir === '') return { configured: false, entries: [], invalid: [] };
   const names = (await readdir(dir)).filter((n) => n.endsWith('.json')).sort();
@@ -35,18 +69,10 @@ export async function readCatalog(dir: string): Promise<CatalogListing> {
       const st = await stat(path);
       if (!st.isFile()) continue;
       if (st.size > MAX_FILE_BYTES) throw new Error(`larger than ${MAX_FILE_BYTES} bytes`);
-      const parsed = ServerJson.safeParse(JSON.parse(await readFile(path, 'utf8')));
-      if (!parsed.success) {
-        throw new Error(
-          issuesOf(parsed.error)
-            .map((i) => `${i.path}: ${i.message}`)
-            .join('; '),
-        );
-      }
-      if (seen.has(parsed.data.name))
-        throw new Error(`${parsed.data.name} is listed by an earlier file`);
-      seen.add(parsed.data.name);
-      entries.push({ file, entry: parsed.data });
+      const entry = await parseFile(path, st.size, st.mtimeMs);
+      if (seen.has(entry.name)) throw new Error(`${entry.name} is listed by an earlier file`);
+      seen.add(entry.name);
+      entries.push({ file, entry });
     } catch (err) {
       invalid.push({ file, error: (err as Error).message.slice(0, 500) });
     }

@@ -12,13 +12,17 @@
 // - the description is the summary and the description;
 // - the tool's version is the document's info.version, and an operation marked `deprecated`
 //   makes a deprecated tool (hidden from lists unless asked for, still callable).
+// - a parameter whose name an argument cannot have (`$.xgafv`, `page.token`) becomes an argument
+//   of a name made of its characters, sent under its own name (query_names, header_params, or a
+//   renamed placeholder); `{+name}` path templates (reserved expansion) are kept.
 // An operation the http kind cannot run (a non-JSON body, a cookie, a method it does not send,
-// a parameter name it cannot carry) is skipped with the reason, never imported half-working.
+// a reference to nothing) is skipped with the reason, never imported half-working.
 import { ID_PATTERN, type HttpAuth, type HttpSpec, type OAuth2Auth } from '@toolmesh/protocol';
 import type { ImportedTool } from '@toolmesh/store';
 import { ApiError } from '../errors.ts';
-import { toJsonSchema } from './schema.ts';
-import type { OpenApiDocument } from './load.ts';
+import { toJsonSchema, type SchemaContext } from './schema.ts';
+import type { Loaded } from './load.ts';
+import { DOCUMENT_BASE, UnresolvedRef, follow } from './refs.ts';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -137,9 +141,28 @@ function describe(op: Obj, method: string, path: string): string {
 
 class Skip extends Error {}
 
-export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Converted {
-  const out: Converted = { tools: [], skipped: [], warnings: [], filtered: 0 };
-  const root = doc as unknown as Obj;
+export function convertOpenApi(loaded: Loaded, o: ConvertOptions): Converted {
+  const out: Converted = { tools: [], skipped: [], warnings: [...loaded.warnings], filtered: 0 };
+  const { refs } = loaded;
+  const root = loaded.doc as unknown as Obj;
+  const schemaAt = (schema: unknown, holder: object): Obj => {
+    const base = refs.baseOf(holder);
+    const ctx: SchemaContext = {
+      refs,
+      base,
+      scope: base === DOCUMENT_BASE ? [DOCUMENT_BASE] : [DOCUMENT_BASE, base],
+      open: new Set(),
+    };
+    return toJsonSchema(schema, ctx);
+  };
+  const deref = (node: unknown): unknown => {
+    try {
+      return follow(refs, node);
+    } catch (err) {
+      if (err instanceof UnresolvedRef) throw new Skip(err.message);
+      throw err;
+    }
+  };
   const components = isObj(root['components']) ? root['components'] : {};
   const schemes = isObj(components['securitySchemes']) ? components['securitySchemes'] : {};
   for (const [scheme, value] of Object.entries(o.security)) {
@@ -165,7 +188,15 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
       ? info['version'].trim().slice(0, MAX_VERSION)
       : null;
 
-  for (const [path, item] of Object.entries(paths)) {
+  for (const [path, written] of Object.entries(paths)) {
+    let item: unknown;
+    try {
+      item = deref(written);
+    } catch (err) {
+      if (!(err instanceof Skip)) throw err;
+      out.skipped.push({ operation: path, reason: err.message });
+      continue;
+    }
     if (!isObj(item)) continue;
     for (const method of METHODS) {
       const op = item[method];
@@ -183,8 +214,9 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
       try {
         out.tools.push(operationTool(path, item, method, op, opId, opTags));
       } catch (err) {
-        if (!(err instanceof Skip)) throw err;
-        out.skipped.push({ operation: label, reason: err.message });
+        if (err instanceof Skip || err instanceof UnresolvedRef) {
+          out.skipped.push({ operation: label, reason: err.message });
+        } else throw err;
       }
     }
   }
@@ -223,7 +255,8 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
     const params = new Map<string, Obj>();
     for (const list of [item['parameters'], op['parameters']]) {
       if (!Array.isArray(list)) continue;
-      for (const p of list) {
+      for (const written of list) {
+        const p = deref(written);
         if (isObj(p) && typeof p['name'] === 'string')
           params.set(`${String(p['in'])}:${p['name']}`, p);
       }
@@ -231,11 +264,24 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
     const properties: Obj = {};
     const required: string[] = [];
     const query: string[] = [];
+    const queryNames: Record<string, string> = {};
     const headerParams: Record<string, string> = {};
+    /** Path placeholder as written -> the argument that fills it. */
+    const pathArgs = new Map<string, string>();
     const add = (name: string, schema: Obj, isRequired: boolean) => {
       if (name in properties) throw new Skip(`two parameters are named ${name}`);
       properties[name] = schema;
       if (isRequired) required.push(name);
+    };
+    /** The argument of a parameter: its name, or one made of its characters when it cannot be. */
+    const argumentName = (name: string): string => {
+      if (ID_PATTERN.test(name)) return name;
+      const stem = token(name) || 'param';
+      let candidate = stem;
+      for (let i = 2; candidate in properties || params.has(`query:${candidate}`); i++) {
+        candidate = `${stem}_${i}`;
+      }
+      return candidate;
     };
     for (const p of params.values()) {
       const name = p['name'] as string;
@@ -245,34 +291,34 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
         if (p['required'] === true) throw new Skip(`cookie parameter ${name} is not supported`);
         continue;
       }
-      if (!ID_PATTERN.test(name)) {
-        throw new Skip(
-          `parameter name ${JSON.stringify(name)} is not 1-64 characters of [A-Za-z0-9_-]`,
-        );
-      }
       let raw = p['schema'];
       if (raw === undefined && isObj(p['content'])) raw = Object.values(p['content'])[0];
       if (isObj(raw) && 'schema' in raw && !('type' in raw)) raw = raw['schema'];
-      const schema = toJsonSchema(raw);
+      const schema = schemaAt(raw, p);
       if (typeof p['description'] === 'string' && schema['description'] === undefined) {
         schema['description'] = p['description'];
       }
-      add(name, schema, where === 'path' || p['required'] === true);
-      if (where === 'query') query.push(name);
-      else if (where === 'header') {
+      const arg = argumentName(name);
+      add(arg, schema, where === 'path' || p['required'] === true);
+      if (where === 'query') {
+        query.push(arg);
+        if (arg !== name) queryNames[arg] = name;
+      } else if (where === 'header') {
         if (!HEADER_NAME.test(name)) throw new Skip(`header ${name} is not a valid header name`);
-        headerParams[name] = name;
-      } else if (where !== 'path') throw new Skip(`parameter location ${String(where)} is unknown`);
+        headerParams[arg] = name;
+      } else if (where === 'path') pathArgs.set(name, arg);
+      else throw new Skip(`parameter location ${String(where)} is unknown`);
     }
 
     let bodyParam: string | undefined;
-    const body = op['requestBody'];
+    const body = deref(op['requestBody']);
     if (isObj(body)) {
       const content = isObj(body['content']) ? body['content'] : {};
       const json = Object.keys(content).find(isJson);
       if (json) {
         bodyParam = 'body' in properties ? 'request_body' : 'body';
-        const schema = toJsonSchema(isObj(content[json]) ? content[json]['schema'] : undefined);
+        const media = content[json];
+        const schema = schemaAt(isObj(media) ? media['schema'] : undefined, body);
         if (typeof body['description'] === 'string' && schema['description'] === undefined) {
           schema['description'] = body['description'];
         }
@@ -286,12 +332,17 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
       }
     }
 
-    const placeholders = [...path.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]!);
-    for (const p of placeholders) {
-      if (!ID_PATTERN.test(p) || !(p in properties)) {
-        throw new Skip(`path placeholder {${p}} is not a declared path parameter`);
+    // `{name}` and RFC 6570's `{+name}` (reserved expansion: the value's slashes are kept);
+    // a placeholder is renamed to its argument when the parameter's name cannot be one.
+    const template = path.replace(/\{([^}]*)\}/g, (_, written: string) => {
+      const plus = written.startsWith('+') ? '+' : '';
+      const name = plus ? written.slice(1) : written;
+      const arg = pathArgs.get(name);
+      if (arg === undefined) {
+        throw new Skip(`path placeholder {${written}} is not a declared path parameter`);
       }
-    }
+      return `{${plus}${arg}}`;
+    });
 
     const rootSecurity = root['security'];
     const { auth, missing } = authFor(op['security'] ?? rootSecurity, schemes, o.security);
@@ -300,8 +351,9 @@ export function convertOpenApi(doc: OpenApiDocument, o: ConvertOptions): Convert
     const name = uniqueName(opId ? token(opId) : token(`${method}_${path}`));
     const spec: HttpSpec = {
       method: httpMethod,
-      url: `${base.replace(/\/+$/, '')}${path.startsWith('/') ? path : `/${path}`}`,
+      url: `${base.replace(/\/+$/, '')}${template.startsWith('/') ? template : `/${template}`}`,
       ...(query.length > 0 ? { query } : {}),
+      ...(Object.keys(queryNames).length > 0 ? { query_names: queryNames } : {}),
       ...(Object.keys(headerParams).length > 0 ? { header_params: headerParams } : {}),
       ...(bodyParam ? { body_param: bodyParam } : {}),
       ...(auth ? { auth } : {}),

@@ -1,7 +1,9 @@
 // The CPU-bound part of an OpenAPI import, everything before the database: read the document,
-// check it against its limits, validate and dereference it, convert its operations to tools and
+// check it against its limits, convert it (Swagger 2.0 to OpenAPI 3.0 first), turn its operations
+// into tools and
 // keep the ones a registration by hand would accept. It runs in a worker thread (worker.ts) so
 // that no document, however built, holds the api's event loop.
+import { createSchemaChecker } from '@toolmesh/json-schema';
 import { HttpSpec } from '@toolmesh/protocol';
 import type { ImportedTool } from '@toolmesh/store';
 import { ApiError } from '../errors.ts';
@@ -28,13 +30,17 @@ export interface Prepared {
 }
 
 /** A tool that passes every check a registration by hand would; otherwise the reason. */
-function checkTool(t: ImportedTool, maxSchemaDepth: number): string | undefined {
+function checkTool(
+  t: ImportedTool,
+  maxSchemaDepth: number,
+  check: ReturnType<typeof createSchemaChecker>,
+): string | undefined {
   try {
     assertRegistrable(t.name);
     if (jsonBytes(t.parameters) > MAX_PARAMETERS_BYTES) {
       return `its parameters schema is larger than ${MAX_PARAMETERS_BYTES} bytes`;
     }
-    checkParametersSchema(t.parameters, maxSchemaDepth);
+    checkParametersSchema(t.parameters, maxSchemaDepth, 'parameters', check);
     const spec = HttpSpec.safeParse(t.spec);
     if (!spec.success) return `its request template is invalid: ${spec.error.issues[0]?.message}`;
     checkHttpSpec(spec.data, t.parameters);
@@ -45,16 +51,16 @@ function checkTool(t: ImportedTool, maxSchemaDepth: number): string | undefined 
   }
 }
 
-export async function prepareImport(
+export function prepareImport(
   document: unknown,
   options: ConvertOptions,
   limits: PrepareLimits,
-): Promise<Prepared> {
-  const doc = await loadOpenApi(document, limits);
-  const converted = convertOpenApi(doc, options);
+): Prepared {
+  const converted = convertOpenApi(loadOpenApi(document, limits), options);
   const skipped: Skipped[] = [...converted.skipped];
+  const check = createSchemaChecker();
   const tools = converted.tools.filter((t) => {
-    const reason = checkTool(t, limits.maxSchemaDepth);
+    const reason = checkTool(t, limits.maxSchemaDepth, check);
     if (reason) skipped.push({ operation: t.name, reason });
     return reason === undefined;
   });

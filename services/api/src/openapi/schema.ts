@@ -3,7 +3,12 @@
 // a number, `example` an `examples` list), and keywords the registry's strict check would refuse
 // (`xml`, `discriminator`, `externalDocs`, `x-*` extensions, formats ajv does not know) are
 // dropped: they describe the payload to humans and generators, not what a valid call is.
-// A `$ref` left by a recursive schema becomes "any": the dereferenced copy is not self-contained.
+// References are followed here, as the schema is read (refs.ts): `$ref` and `$dynamicRef` (with
+// the resources entered so far as its dynamic scope); a reference back into a schema being read
+// (a recursive schema) becomes "any", as does anything deeper than MAX_DEPTH. A `$ref` with other
+// keywords beside it (3.1) is the referenced schema and those keywords (allOf). A reference to
+// nothing throws UnresolvedRef: the operation that uses it is skipped with that reason.
+import { UnresolvedRef, type Refs } from './refs.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -91,16 +96,88 @@ const FORMATS = new Set([
 /** Deeper than this, a schema is cut to "any" (a dereferenced document can nest deeply). */
 const MAX_DEPTH = 32;
 
-export function toJsonSchema(schema: unknown, depth = 0): Obj {
-  if (!isObj(schema) || depth > MAX_DEPTH || typeof schema['$ref'] === 'string') return {};
+/** Where a schema is read: the references, the base URI, the dynamic scope, what is open. */
+export interface SchemaContext {
+  refs: Refs;
+  base: string;
+  /** Resources entered, outermost first ($dynamicRef looks here). */
+  scope: readonly string[];
+  /** Schemas being read on the way here (a reference back to one is recursion). */
+  open: ReadonlySet<object>;
+}
+
+/** Keywords that say where a schema is, not what it accepts. */
+const IDENTITY = new Set([
+  '$ref',
+  '$dynamicRef',
+  '$id',
+  '$schema',
+  '$anchor',
+  '$dynamicAnchor',
+  '$defs',
+  'definitions',
+  '$comment',
+]);
+
+function dynamicTarget(
+  ctx: SchemaContext,
+  ref: string,
+): { node: unknown; base: string } | undefined {
+  if (ref.startsWith('#') && !ref.startsWith('#/')) {
+    for (const resource of ctx.scope) {
+      const node = ctx.refs.dynamicAnchor(resource, ref.slice(1));
+      if (node !== undefined) return { node, base: resource };
+    }
+  }
+  return ctx.refs.resolve(ref, ctx.base);
+}
+
+export function toJsonSchema(schema: unknown, ctx?: SchemaContext, depth = 0): Obj {
+  if (!isObj(schema) || depth > MAX_DEPTH) return {};
+  const here = ctx && { ...ctx, base: ctx.refs.enter(schema, ctx.base) };
+  if (here && typeof schema['$id'] === 'string' && here.scope.at(-1) !== here.base) {
+    here.scope = [...here.scope, here.base];
+  }
+  const ref =
+    typeof schema['$ref'] === 'string'
+      ? schema['$ref']
+      : typeof schema['$dynamicRef'] === 'string'
+        ? schema['$dynamicRef']
+        : undefined;
+  if (ref !== undefined) {
+    if (!here) return {};
+    const target =
+      typeof schema['$ref'] === 'string'
+        ? here.refs.resolve(ref, here.base)
+        : dynamicTarget(here, ref);
+    if (!target) throw new UnresolvedRef(ref);
+    let resolved: Obj = {};
+    if (isObj(target.node) && !here.open.has(target.node)) {
+      resolved = toJsonSchema(
+        target.node,
+        { ...here, base: target.base, open: new Set([...here.open, target.node]) },
+        depth + 1,
+      );
+    } else if (typeof target.node === 'boolean') {
+      resolved = target.node ? {} : { not: {} };
+    }
+    const rest = Object.fromEntries(Object.entries(schema).filter(([k]) => !IDENTITY.has(k)));
+    if (Object.keys(rest).length === 0) return resolved;
+    const own = toJsonSchema(rest, here, depth + 1);
+    if (Object.keys(own).every((k) => k === 'description' || k === 'title')) {
+      return { ...resolved, ...own };
+    }
+    return { allOf: [resolved, own] };
+  }
+  const sub = (v: unknown) => toJsonSchema(v, here, depth + 1);
   const out: Obj = {};
   for (const [k, v] of Object.entries(schema)) {
-    if (SUBSCHEMA.has(k)) out[k] = typeof v === 'boolean' ? v : toJsonSchema(v, depth + 1);
+    if (SUBSCHEMA.has(k)) out[k] = typeof v === 'boolean' ? v : sub(v);
     else if (SUBSCHEMA_LIST.has(k) && Array.isArray(v))
-      out[k] = v.map((s) => toJsonSchema(s, depth + 1));
+      out[k] = v.map((s) => (typeof s === 'boolean' ? s : sub(s)));
     else if (SUBSCHEMA_MAP.has(k) && isObj(v))
       out[k] = Object.fromEntries(
-        Object.entries(v).map(([name, s]) => [name, toJsonSchema(s, depth + 1)]),
+        Object.entries(v).map(([name, s]) => [name, typeof s === 'boolean' ? s : sub(s)]),
       );
     else if (k === 'format') {
       if (typeof v === 'string' && FORMATS.has(v)) out[k] = v;

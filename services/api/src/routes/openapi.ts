@@ -3,46 +3,61 @@
 // document dropped. The document comes in the request body only (JSON or YAML text, or a JSON
 // object): the api never fetches a URL a tenant names, since it runs inside the deployment's
 // network and has no egress guard (the tools service has). `toolmesh tools import-openapi <url>`
-// fetches the document on the user's side and sends it here. Reading, validating and converting
-// the document run in a worker thread under a deadline and a heap limit (openapi/run.ts), after
-// checks of its size, depth, operations and expanded size that need no expansion (measure.ts):
-// no document holds the event loop that serves every other tenant.
+// fetches the document on the user's side and sends it here. The body stays raw bytes on the
+// event loop (a body past api.openapi_max_bytes is read to its end and answered 413); parsing it,
+// validating it, and reading, checking and converting the document run in a worker thread under
+// a deadline and a heap limit (openapi/run.ts, body.ts), with checks of the document's depth,
+// operations and expanded size before anything expands it (measure.ts): no document holds the
+// event loop that serves every other tenant.
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { OAuth2Auth } from '@toolmesh/protocol';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse } from '../errors.ts';
-import { Id, ProjectParams } from '../schemas.ts';
+import { ProjectParams } from '../schemas.ts';
+import { ImportBody } from '../openapi/body.ts';
 import { createImportRunner } from '../openapi/run.ts';
-import { assertRegistrable } from './tools-schema.ts';
 
-const Selector = z.string().min(1).max(200);
+/** Most skipped operations named in the message of a refusal (all are in its details). */
+const MAX_NAMED = 5;
 
-const ImportBody = z.strictObject({
-  prefix: Id.describe('the tools are named <prefix>.<operationId>; one import per prefix'),
-  document: z
-    .union([z.string().min(1), z.record(z.string(), z.unknown())])
-    .describe('the OpenAPI 3.0 or 3.1 document: JSON or YAML text, or a JSON object'),
-  base_url: z
-    .url({ protocol: /^https?$/ })
-    .max(2048)
-    .optional()
-    .describe("replaces the document's servers (needed when they are relative)"),
-  security: z
-    .record(z.string().min(1).max(200), z.union([Id, OAuth2Auth]))
-    .default({})
-    .describe(
-      "security scheme name -> the project secret sent for it, or for an oauth2 or openIdConnect scheme an OAuth 2.0 auth config (the tools service gets and refreshes the tokens; the scopes of the operation's requirement unless it names a scope)",
-    ),
-  include: z
-    .array(Selector)
-    .max(1000)
-    .optional()
-    .describe('operation ids or tags to import (default all)'),
-  exclude: z.array(Selector).max(1000).optional().describe('operation ids or tags to leave out'),
-  category: Id.default('openapi'),
-  tags: z.array(Id).max(16).default([]).describe('added to every tool besides its own tags'),
-});
+/**
+ * Reads the body as bytes, parsing nothing. Past `limit` bytes (or when Content-Length says so)
+ * the rest is read and dropped, and the answer is 413 once the client has sent it all: a client
+ * still writing when the server answers and closes sees a reset connection, not the 413.
+ */
+function readCapped(limit: number) {
+  return (
+    req: FastifyRequest,
+    payload: NodeJS.ReadableStream,
+    done: (err: Error | null, body?: Buffer) => void,
+  ) => {
+    const declared = Number(req.headers['content-length']);
+    let over = Number.isFinite(declared) && declared > limit;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    payload.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (!over && size > limit) {
+        over = true;
+        chunks.length = 0;
+      }
+      if (!over) chunks.push(chunk);
+    });
+    payload.on('error', (err: Error) => done(err));
+    payload.on('end', () => {
+      if (!over) return done(null, Buffer.concat(chunks, size));
+      done(
+        new ApiError(
+          'payload_too_large',
+          `the request is larger than api.openapi_max_bytes (${limit} bytes): import a part of the document, or raise the limit`,
+          { limit_bytes: limit, ...(Number.isFinite(declared) ? { bytes: declared } : {}) },
+        ),
+      );
+    });
+  };
+}
 
 const ImportOut = z
   .object({
@@ -62,6 +77,9 @@ const ImportOut = z
 export const openApiRoutes =
   ({ store, auth, registryEvents, config, logger }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
+    // The body stays bytes on this loop: the worker parses and validates it (openapi/body.ts).
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', readCapped(config.api.openapi_max_bytes));
     const runner = createImportRunner({
       limits: {
         maxDepth: config.api.max_json_depth,
@@ -78,11 +96,15 @@ export const openApiRoutes =
       '/projects/:project/openapi',
       {
         onRequest: auth.requireProject,
-        bodyLimit: config.api.openapi_max_bytes,
+        // The body schema documents the route; the worker validates the body (a Buffer here).
+        validatorCompiler: (route) =>
+          route.httpPart === 'body'
+            ? (data: unknown) => ({ value: data })
+            : validatorCompiler(route as unknown as Parameters<typeof validatorCompiler>[0]),
         schema: {
           tags: ['tools'],
           summary:
-            'Import an OpenAPI 3.0/3.1 document: each operation becomes an http tool <prefix>.<operationId>. Importing again updates them; dropped operations are disabled',
+            'Import an OpenAPI 3.0/3.1 (or Swagger 2.0) document: each operation becomes an http tool <prefix>.<operationId>. Importing again updates them; dropped operations are disabled',
           params: ProjectParams,
           body: ImportBody,
           response: {
@@ -91,6 +113,7 @@ export const openApiRoutes =
             401: ErrorResponse,
             409: ErrorResponse,
             413: ErrorResponse,
+            415: ErrorResponse,
             422: ErrorResponse,
             429: ErrorResponse,
           },
@@ -98,17 +121,12 @@ export const openApiRoutes =
       },
       async (req) => {
         const { project } = req.params;
-        const b = req.body;
-        assertRegistrable(`${b.prefix}.x`);
-        const { tools, skipped, filtered, warnings } = await runner.prepare(b.document, {
-          prefix: b.prefix,
-          baseUrl: b.base_url,
-          security: b.security,
-          include: b.include,
-          exclude: b.exclude,
-          category: b.category,
-          tags: b.tags,
-        });
+        const raw: unknown = req.body;
+        if (!(raw instanceof Uint8Array)) {
+          throw new ApiError('unsupported_media_type', 'send the import as application/json');
+        }
+        const { request: b, prepared } = await runner.prepare(raw);
+        const { tools, skipped, filtered, warnings } = prepared;
         const max = config.api.openapi_max_operations;
         if (tools.length > max) {
           throw new ApiError(
@@ -118,10 +136,18 @@ export const openApiRoutes =
           );
         }
         if (tools.length === 0) {
-          throw new ApiError('invalid_openapi', 'no operation of the document can be imported', {
-            skipped,
-            filtered,
-          });
+          const named = skipped
+            .slice(0, MAX_NAMED)
+            .map((s) => `${s.operation}: ${s.reason}`)
+            .join('; ');
+          const more = skipped.length > MAX_NAMED ? `; and ${skipped.length - MAX_NAMED} more` : '';
+          throw new ApiError(
+            'invalid_openapi',
+            skipped.length > 0
+              ? `no operation of the document can be imported (${named}${more})`
+              : `no operation of the document can be imported: ${filtered > 0 ? 'include/exclude left none' : 'it has none'}`,
+            { skipped, filtered },
+          );
         }
         const outcome = await store.openapiImports.apply(project, b.prefix, tools);
         if (outcome.conflicts.length > 0) {

@@ -1,7 +1,7 @@
 // What a registered tool is checked against before it enters the registry: its name (reserved
 // targets), the JSON Schema of its parameters (compiled with ajv, draft 2020-12, regexes on RE2), its options.
 import { z } from 'zod';
-import { checkSchema } from '@toolmesh/json-schema';
+import { checkSchema, type SchemaCheck } from '@toolmesh/json-schema';
 import {
   HttpSpec,
   ToolOptions as ToolOptionsShape,
@@ -87,6 +87,11 @@ export function checkHttpSpec(spec: HttpSpec, parameters: Record<string, unknown
       }
     }
   }
+  for (const name of Object.keys(spec.query_names ?? {})) {
+    if (!(spec.query ?? []).includes(name)) {
+      issues.push({ path: '/http/query_names', message: `${name} is not in query` });
+    }
+  }
   for (const h of Object.keys(spec.headers ?? {})) {
     const lower = h.toLowerCase();
     if (RESERVED_HEADERS.has(lower) || (lower === 'authorization' && spec.auth)) {
@@ -143,6 +148,8 @@ export function checkParametersSchema(
   /** tools.max_schema_depth: ajv and the expansion checks recurse over the schema. */
   maxDepth: number,
   field: 'parameters' | 'output_schema' = 'parameters',
+  /** One checker for many schemas (an OpenAPI import's); a fresh one by default. */
+  check: (schema: Record<string, unknown>) => SchemaCheck = checkSchema,
 ): void {
   if (jsonDepth(schema, maxDepth) > maxDepth) {
     throw new ApiError(
@@ -151,7 +158,7 @@ export function checkParametersSchema(
       { field, limit_depth: maxDepth },
     );
   }
-  const checked = checkSchema(schema);
+  const checked = check(schema);
   if (!checked.ok) {
     const what = {
       meta_schema: 'names an unsupported meta-schema',

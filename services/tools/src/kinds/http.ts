@@ -112,7 +112,7 @@ export function createHttpExecutor(o: HttpExecutorOptions): KindExecutor {
     attempt: async (tool, args, ctx: AttemptContext) => {
       const { spec, placeholders, query } = prepare(tool);
       const url = new URL(
-        spec.url.replace(/\{([A-Za-z0-9_-]{1,64})\}/g, (_, name: string) => {
+        spec.url.replace(/\{(\+?)([A-Za-z0-9_-]{1,64})\}/g, (_, plus: string, name: string) => {
           const v = args[name];
           if (v === undefined || v === null) {
             throw new ToolError(`argument ${name} fills the URL of ${tool.name} and is missing`, {
@@ -121,21 +121,29 @@ export function createHttpExecutor(o: HttpExecutorOptions): KindExecutor {
             });
           }
           const text = asParam(v);
+          // `{+name}` (RFC 6570 reserved expansion, Google's `v1/{+name}`) keeps the value's
+          // slashes: each segment is encoded on its own.
+          const segments = plus ? text.split('/') : [text];
           // `.` and `..` survive percent-encoding (and %2E%2E is a dot segment too): as a path
           // segment they would climb out of the template's path on the upstream's host.
-          if (text === '.' || text === '..') {
-            throw new ToolError(`argument ${name} may not be "${text}": it would change the path`, {
-              code: 'invalid_arguments',
-              details: { issues: [{ path: `/${name}`, message: 'a dot segment' }] },
-            });
+          const dot = segments.find((s) => s === '.' || s === '..');
+          if (dot !== undefined) {
+            throw new ToolError(
+              `argument ${name} may not hold "${dot}": it would change the path`,
+              {
+                code: 'invalid_arguments',
+                details: { issues: [{ path: `/${name}`, message: 'a dot segment' }] },
+              },
+            );
           }
-          return encodeURIComponent(text);
+          return segments.map(encodeURIComponent).join('/');
         }),
       );
       for (const name of query) {
         const v = args[name];
         if (v === undefined || v === null) continue;
-        for (const item of Array.isArray(v) ? v : [v]) url.searchParams.append(name, asParam(item));
+        const key = spec.query_names?.[name] ?? name;
+        for (const item of Array.isArray(v) ? v : [v]) url.searchParams.append(key, asParam(item));
       }
       // The current span's traceparent first: an upstream that traces continues the call's trace.
       const headers: Record<string, string> = { ...traceHeaders(), ...spec.headers };
