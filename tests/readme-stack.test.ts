@@ -50,8 +50,13 @@ it('the README set-up and stack commands bring the stack up and the demo draws a
   const commands = [...readme.matchAll(/```sh\n([^\n]+)\n```/g)].map((m) => m[1]);
   expect(commands.slice(0, 2)).toEqual(['bash scripts/setup.sh', 'pnpm stack']);
 
-  const setup = await run('bash', ['scripts/setup.sh']);
+  // Its toolmesh launcher goes into a folder of the test's: the machine's own stays as it is.
+  const bin = join(dir, 'bin');
+  const setup = await run('bash', ['scripts/setup.sh'], { TOOLMESH_BIN_DIR: bin });
   expect(setup.code, setup.out).toBe(0);
+  expect(await readFile(join(bin, 'toolmesh'), 'utf8')).toContain(
+    join(dir, 'toolmesh', 'packages/cli/src/main.ts'),
+  );
 
   // The stack's embedded defaults, as a user runs it: its own nats-server with the deployment's
   // JWT users and its own Postgres under the clone's .data; an api port nothing else holds.
