@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '@toolmesh/testing';
+import { linesWithRepeatedKeys } from './support/log-lines.ts';
 import { REPO_ROOT } from './support/mesh.ts';
 
 const exec = promisify(execFile);
@@ -72,6 +73,11 @@ it('the README set-up and stack commands bring the stack up and the demo draws a
   expect(stack.out).toContain('no LLM key set');
   // No service asked its nats-server for what its user may not have.
   expect(stack.out).not.toMatch(/Violation/);
+  // Where the console is, and a key to sign in with; no log line names a key twice.
+  expect(stack.out).toMatch(
+    /^\[stack\] console on http:\/\/127\.0\.0\.1:\d+\/console: sign in with the key tmk_\S+ \(project local\)$/m,
+  );
+  expect(linesWithRepeatedKeys(stack.out)).toEqual([]);
   expect(stack.out).toMatch(/\[demo\] task succeeded; final card:/);
   expect(stack.out).toContain('"kind": "final"');
   const path = /\[demo\] artifact path: (.+)$/m.exec(stack.out)?.[1];
