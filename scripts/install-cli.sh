@@ -3,7 +3,7 @@
 # (packages/cli/src/main.ts) with the Node found now (setup.sh's Node 24), whatever folder it is
 # run from and whichever node comes first on PATH later. Written into the folder given, else
 # /usr/local/bin as root, else ~/.local/bin (Debian's ~/.profile puts that on PATH when it
-# exists). Safe to run again: it rewrites the launcher only when it changed.
+# exists), or TOOLMESH_BIN_DIR. Safe to run again: it rewrites the launcher only when it changed.
 #   bash scripts/install-cli.sh [bin-folder]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd -P)
@@ -14,6 +14,8 @@ node_bin=${TOOLMESH_NODE:-$(command -v node)} || {
 node_bin=$(cd "$(dirname "$node_bin")" && pwd -P)/$(basename "$node_bin")
 if [ $# -ge 1 ]; then
   bin=$1
+elif [ -n "${TOOLMESH_BIN_DIR:-}" ]; then
+  bin=$TOOLMESH_BIN_DIR
 elif [ "$(id -u)" -eq 0 ]; then
   bin=/usr/local/bin
 else

@@ -171,12 +171,19 @@ pnpm install --frozen-lockfile
 pnpm build:console
 
 # --- The toolmesh command -------------------------------------------------------------------
-# A launcher of this checkout's CLI in /usr/local/bin (root) or ~/.local/bin (a user).
+# A launcher of this checkout's CLI in /usr/local/bin (root) or ~/.local/bin (a user), or in
+# TOOLMESH_BIN_DIR (a throwaway clone's tests keep the machine's own launcher as it is).
 bash scripts/install-cli.sh
 
 # --- Every promised tool answers from a new login shell's PATH ---------------------------------
 missing=()
-for tool in node pnpm npm nats-server initdb bwrap socat rg docker-compose python3 chromium toolmesh; do
+tools=(node pnpm npm nats-server initdb bwrap socat rg docker-compose python3 chromium)
+if [ -n "${TOOLMESH_BIN_DIR:-}" ]; then
+  "$TOOLMESH_BIN_DIR/toolmesh" --help >/dev/null || missing+=("toolmesh (in $TOOLMESH_BIN_DIR)")
+else
+  tools+=(toolmesh)
+fi
+for tool in "${tools[@]}"; do
   env -i HOME="$HOME" USER="$(id -un)" TERM=dumb bash -lc "command -v $tool" >/dev/null 2>&1 ||
     missing+=("$tool")
 done

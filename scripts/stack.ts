@@ -314,6 +314,8 @@ try {
     const root = loadConfig({ env: process.env }).nats.subject_root;
     const nats = await startLocalNats({
       dir: join(STATE, 'nats'),
+      // Ctrl-C stops the services first, then this server: none logs its going away.
+      ownProcessGroup: true,
       syncAlways: true,
       onOutput: reportViolations(),
       config: async ({ port, storeDir, syncAlways }) => {

@@ -22,7 +22,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,6 +30,7 @@ import { loadConfig } from '@toolmesh/config';
 import { CancelRequest, ToolCall, ToolResultEvent, Wakeup } from '@toolmesh/protocol';
 import { freePort } from '@toolmesh/testing';
 import { REPO_ROOT } from './support/mesh.ts';
+import { linesWithRepeatedKeys } from './support/log-lines.ts';
 
 const exec = promisify(execFile);
 
@@ -252,17 +253,12 @@ describe('blocks run against one stack', () => {
   let stack: ChildProcess | undefined;
   let stackOut = '';
   let port = 0;
-  // As root, set-up writes its launcher here (scripts/install-cli.sh).
-  const LAUNCHER =
-    process.getuid?.() === 0 ? '/usr/local/bin/toolmesh' : join(homedir(), '.local/bin/toolmesh');
-  let launcherBefore: string | undefined;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'toolmesh-docs-'));
     clone = join(dir, 'toolmesh');
     // The committed tree only, as a user's clone has it.
     await exec('git', ['clone', '--quiet', REPO_ROOT, clone]);
-    launcherBefore = await readFile(LAUNCHER, 'utf8').catch(() => undefined);
   }, 60_000);
 
   afterAll(async () => {
@@ -275,10 +271,6 @@ describe('blocks run against one stack', () => {
       else stack.kill('SIGKILL');
       await once(stack, 'exit');
     }
-    // Set-up put a `toolmesh` launcher of the clone on this machine's PATH: the one before it
-    // goes back.
-    if (launcherBefore !== undefined) await writeFile(LAUNCHER, launcherBefore, { mode: 0o755 });
-    else await rm(LAUNCHER, { force: true });
     if (dir) {
       // As root in a private folder the stack keeps its sandboxes under /var/lib/toolmesh.
       const id = createHash('sha256').update(clone).digest('hex').slice(0, 12);
@@ -287,7 +279,11 @@ describe('blocks run against one stack', () => {
     }
   }, 120_000);
 
-  /** A user's environment: no settings of toolmesh's, the clone's `toolmesh` on the PATH. */
+  /**
+   * A user's environment: no settings of toolmesh's, the clone's `toolmesh` on the PATH. Set-up
+   * writes its launcher into a folder of the test's (TOOLMESH_BIN_DIR, which `toolmesh` itself
+   * never reads), so the machine's own launcher stays as it is.
+   */
   const userEnv = () => {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) {
@@ -295,7 +291,9 @@ describe('blocks run against one stack', () => {
         continue;
       env[k] = v;
     }
-    env['PATH'] = `${join(clone, 'node_modules/.bin')}:${process.env['PATH'] ?? ''}`;
+    env['TOOLMESH_BIN_DIR'] = join(dir, 'bin');
+    env['PATH'] =
+      `${join(dir, 'bin')}:${join(clone, 'node_modules/.bin')}:${process.env['PATH'] ?? ''}`;
     return env;
   };
   const atPort = (code: string) =>
@@ -318,6 +316,9 @@ describe('blocks run against one stack', () => {
 
     const setup = await run('bash', ['scripts/setup.sh'], userEnv(), 600_000);
     expect(setup.code, setup.out.slice(-4_000)).toBe(0);
+    expect(await readFile(join(dir, 'bin', 'toolmesh'), 'utf8')).toContain(
+      join(clone, 'packages/cli/src/main.ts'),
+    );
 
     port = await freePort();
     stack = spawn('pnpm', ['stack'], {
@@ -343,6 +344,11 @@ describe('blocks run against one stack', () => {
     });
     expect(await done, stackOut.slice(-6_000)).toBe(true);
     expect(stackOut).not.toMatch(/Violation/);
+    // Where the console is, and a key to sign in with; no log line names a key twice.
+    expect(stackOut).toMatch(
+      /^\[stack\] console on http:\/\/127\.0\.0\.1:\d+\/console: sign in with the key tmk_\S+ \(project local\)$/m,
+    );
+    expect(linesWithRepeatedKeys(stackOut)).toEqual([]);
     const path = /\[demo\] artifact path: (.+)$/m.exec(stackOut)?.[1];
     expect(path, stackOut.slice(-3_000)).toBeDefined();
     expect(path!.startsWith(join(clone, '.data'))).toBe(true);

@@ -17,6 +17,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { pino, type Logger } from 'pino';
 import type { Sandbox } from '@toolmesh/sandbox';
+import { messageWithCause } from '@toolmesh/protocol';
 import { McpClientError, mapRequestError } from './errors.ts';
 import { orderedTransport } from './ordered.ts';
 import { createSandboxStdioTransport, type SandboxStdioTransport } from './sandbox-transport.ts';
@@ -224,7 +225,7 @@ async function open(
     const why = kind === 'stdio' ? stderrNote(transport) : '';
     throw new McpClientError(
       'connect_failed',
-      `could not connect to the MCP server over ${kind}: ${(err as Error).message}${why}`,
+      `could not connect to the MCP server over ${kind}: ${messageWithCause(err)}${why}`,
       { cause: err, details: { transport: kind } },
     );
   }
@@ -339,8 +340,38 @@ function describeEnd(kind: McpTransportKind, transport: Transport): string {
 }
 
 function stderrNote(transport: Transport): string {
-  const tail = (transport as Partial<SandboxStdioTransport>).stderrTail?.().trim();
-  return tail ? ` (stderr: ${tail.slice(-500)})` : '';
+  const t = transport as Partial<SandboxStdioTransport>;
+  const text = summarizeStderr(t.stderrHead?.() ?? '', t.stderrTail?.() ?? '');
+  return text ? ` (stderr: ${text})` : '';
+}
+
+/**
+ * What a failed server said: its first lines (where Node, Python and most runtimes say what
+ * went wrong, e.g. "Error: Cannot find module ..."), whole lines up to ~600 characters, then,
+ * when more came, its last line.
+ */
+export function summarizeStderr(head: string, tail: string, max = 600): string {
+  const lines = head
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l) => l.trim() !== '');
+  const shown: string[] = [];
+  let size = 0;
+  for (const line of lines) {
+    const cut = line.length > max ? `${line.slice(0, max)}…` : line;
+    if (shown.length > 0 && size + cut.length > max) break;
+    shown.push(cut);
+    size += cut.length + 3;
+  }
+  if (shown.length === 0) return '';
+  const last = tail
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .at(-1);
+  const more = shown.length < lines.length || tail !== head;
+  const end = more && last !== undefined && !shown.includes(last) ? ` … ${last.slice(0, 200)}` : '';
+  return shown.join(' | ') + end;
 }
 
 /** A lost stdio connection says how the process ended. */

@@ -4,7 +4,7 @@ import {
   McpError as SdkMcpError,
   ErrorCode as SdkErrorCode,
 } from '@modelcontextprotocol/sdk/types.js';
-import { MeshError, type ErrorCode, type ErrorOptions } from '@toolmesh/protocol';
+import { MeshError, messageWithCause, type ErrorCode, type ErrorOptions } from '@toolmesh/protocol';
 
 export const McpErrorReason = {
   /** The server could not be reached or refused the handshake. */
@@ -86,7 +86,7 @@ export function mapRequestError(
       details: { mcp_code: err.code, ...(err.data === undefined ? {} : { data: err.data }) },
     });
   }
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageWithCause(err);
   // Anything else (fetch failed, a stream reset, a write to a dead process) is the transport.
   return new McpClientError('connection_lost', `${what}: ${message}`, { cause: err });
 }

@@ -21,8 +21,10 @@ export interface SandboxStdioOptions {
 }
 
 export interface SandboxStdioTransport extends Transport {
-  /** The tail of the server's stderr: why it died, usually. */
+  /** The tail of the server's stderr. */
   stderrTail(): string;
+  /** The first bytes the server wrote to stderr: why it died, usually ("Cannot find module"). */
+  stderrHead(): string;
   /** How the process ended, once it has. */
   readonly exit: ExecResult | undefined;
 }
@@ -34,6 +36,7 @@ export function createSandboxStdioTransport(o: SandboxStdioOptions): SandboxStdi
   const buffer = new ReadBuffer();
   const keep = o.stderrBytes ?? 8 * 1024;
   let stderr = '';
+  let head = '';
   let proc: InteractiveProcess | undefined;
   let exit: ExecResult | undefined;
   let closed = false;
@@ -43,6 +46,7 @@ export function createSandboxStdioTransport(o: SandboxStdioOptions): SandboxStdi
       return exit;
     },
     stderrTail: () => stderr,
+    stderrHead: () => head,
     async start() {
       if (proc) throw new Error('the sandbox stdio transport is already started');
       proc = await o.sandbox.interact(
@@ -66,7 +70,9 @@ export function createSandboxStdioTransport(o: SandboxStdioOptions): SandboxStdi
             }
           },
           onStderr: (chunk) => {
-            stderr = (stderr + Buffer.from(chunk).toString('utf8')).slice(-keep);
+            const text = Buffer.from(chunk).toString('utf8');
+            if (head.length < keep) head = (head + text).slice(0, keep);
+            stderr = (stderr + text).slice(-keep);
           },
         },
       );

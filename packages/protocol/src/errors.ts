@@ -287,3 +287,23 @@ export function errorCodeOf(err: unknown): ErrorCode | undefined {
   }
   return undefined;
 }
+
+/**
+ * An error's message with the causes that say why: `fetch failed` alone hides whether the host
+ * is unknown (ENOTFOUND), refused the connection (ECONNREFUSED) or failed TLS; undici keeps that
+ * in `cause` (an AggregateError of each address when several were tried).
+ */
+export function messageWithCause(err: unknown): string {
+  const parts: string[] = [err instanceof Error ? err.message : String(err)];
+  let e = (err as { cause?: unknown } | null)?.cause;
+  for (let depth = 0; typeof e === 'object' && e !== null && depth < 4; depth++) {
+    const c = e as { message?: string; code?: string; errors?: unknown[] };
+    const first = c.errors?.[0] as { message?: string } | undefined;
+    const text = c.message || first?.message || c.code;
+    if (text && !parts.some((p) => p.includes(text))) {
+      parts.push(c.code && !text.includes(c.code) ? `${c.code}: ${text}` : text);
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return parts.join(': ');
+}

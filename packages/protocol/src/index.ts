@@ -18,6 +18,7 @@ export {
   ToolError,
   RetryableError,
   errorCodeOf,
+  messageWithCause,
 } from './errors.ts';
 export type { ErrorOptions } from './errors.ts';
 export {

@@ -36,6 +36,12 @@ export interface LocalNatsOptions {
   onOutput?: (text: string) => void;
   /** Joins a cluster: this node's name, its route port and the other nodes' route URLs. */
   cluster?: { name: string; serverName: string; port: number; routes: string[] };
+  /**
+   * Runs the server in a process group of its own: a Ctrl-C in the terminal (SIGINT to the
+   * whole foreground group) then reaches only the process that started it, which stops the
+   * services on it first (`pnpm stack`), instead of the server going away under them.
+   */
+  ownProcessGroup?: boolean;
 }
 
 export interface LocalNats {
@@ -116,7 +122,10 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
       await writeFile(file, 'jetstream { sync_interval: always }\n');
       args = ['-c', file, ...args];
     }
-    const proc = spawn(bin as string, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(bin as string, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.ownProcessGroup ? { detached: true } : {}),
+    });
     // Always drain the output: a full pipe would block the server's logging and then the
     // server itself. Unref so that a forgotten server never keeps this process alive.
     const seen = (c: Buffer) => {

@@ -3,7 +3,7 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configSchema } from '@toolmesh/config';
-import { startScriptedOpenAI, type ScriptedOpenAI } from '@toolmesh/testing';
+import { freePort, startScriptedOpenAI, type ScriptedOpenAI } from '@toolmesh/testing';
 import { ModelError, createLlm, type AskOptions } from './llm.ts';
 
 let server: ScriptedOpenAI | undefined;
@@ -90,5 +90,36 @@ describe('the model client', () => {
       status: 401,
     });
     expect(server.requests()).toHaveLength(1);
+  });
+
+  it('says which URL it asked: the status it answered, or why it could not be reached', async () => {
+    server = await startScriptedOpenAI({
+      fallback: { error: { status: 404, message: 'no route' } },
+    });
+    const answered = await llmOf(server, { max_retries: 0 })
+      .ask(ask(), log)
+      .catch((e: unknown) => e);
+    expect((answered as Error).message).toContain(
+      `model endpoint ${server.url}/chat/completions answered 404`,
+    );
+    // Nothing listens there: the cause, not just "Connection error.".
+    const port = await freePort();
+    const llmAt = (base: string) =>
+      createLlm(configSchema.parse({ llm: { base_url: base, api_key: 'k', max_retries: 0 } }).llm);
+    const unreachable = await llmAt(`http://127.0.0.1:${port}/v1`)
+      .ask(ask(), log)
+      .catch((e: unknown) => e);
+    expect(unreachable).toBeInstanceOf(ModelError);
+    const message = (unreachable as Error).message;
+    expect(message).toContain(
+      `cannot reach the model endpoint http://127.0.0.1:${port}/v1/chat/completions`,
+    );
+    expect(message).toContain('ECONNREFUSED');
+    // A password in the base URL is not repeated in the message (it ends up in a card).
+    const withPassword = await llmAt(`http://user:s3cret-pw@127.0.0.1:${port}/v1`)
+      .ask(ask(), log)
+      .catch((e: unknown) => e);
+    expect((withPassword as Error).message).toContain(`http://127.0.0.1:${port}/v1`);
+    expect((withPassword as Error).message).not.toContain('s3cret-pw');
   });
 });

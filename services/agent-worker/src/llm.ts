@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import type { Logger } from 'pino';
 import { backoffMs } from '@toolmesh/bus';
+import { messageWithCause } from '@toolmesh/protocol';
 import type { LlmConfig } from '@toolmesh/config';
 import { SpanKind, metrics, withSpan } from '@toolmesh/telemetry';
 
@@ -71,12 +72,41 @@ function retryAfterMs(err: unknown): number {
   return Number.isFinite(sec) && sec > 0 ? sec * 1000 : 0;
 }
 
-function describe(err: unknown): { message: string; status: number | undefined } {
+/** Where model requests go, without any user:password the base URL may carry. */
+function endpointOf(baseUrl: string): string {
+  try {
+    const u = new URL(baseUrl);
+    u.username = '';
+    u.password = '';
+    return `${u.toString().replace(/\/+$/, '')}/chat/completions`;
+  } catch {
+    return baseUrl;
+  }
+}
+
+/** A URL's user:password, wherever a cause quotes one (fetch refuses such a URL, quoting it). */
+const withoutUserinfo = (text: string) => text.replace(/\/\/[^/@\s]*@/g, '//');
+
+/** What went wrong, with the URL the request went to and the cause a connection failed with. */
+function describe(err: unknown, endpoint: string): { message: string; status: number | undefined } {
+  if (err instanceof OpenAI.APIConnectionError) {
+    // "Connection error." alone: the cause says ENOTFOUND, ECONNREFUSED or what TLS refused.
+    return {
+      message: `cannot reach the model endpoint ${endpoint}: ${withoutUserinfo(messageWithCause(err))}`,
+      status: undefined,
+    };
+  }
   if (err instanceof OpenAI.APIError) {
     const status = statusOf(err);
-    return { message: `model endpoint answered ${status ?? '?'}: ${err.message}`, status };
+    return {
+      message: `model endpoint ${endpoint} answered ${status ?? '?'}: ${err.message}`,
+      status,
+    };
   }
-  return { message: `model request failed: ${(err as Error).message}`, status: undefined };
+  return {
+    message: `model request to ${endpoint} failed: ${withoutUserinfo(messageWithCause(err))}`,
+    status: undefined,
+  };
 }
 
 function usageOf(
@@ -111,6 +141,7 @@ async function observed(model: string, fn: () => Promise<ModelAnswer>): Promise<
 }
 
 export function createLlm(config: LlmConfig): Llm {
+  const endpoint = endpointOf(config.base_url);
   const client = new OpenAI({
     baseURL: config.base_url,
     // Local servers (Ollama, vLLM) take any key; the SDK insists on one.
@@ -172,7 +203,7 @@ export function createLlm(config: LlmConfig): Llm {
           return await observed(o.model, () => once(o));
         } catch (err) {
           if (o.signal.aborted) throw err;
-          const { message, status } = describe(err);
+          const { message, status } = describe(err, endpoint);
           if (!isRetryable(err) || attempt > config.max_retries) {
             const tries = attempt > 1 ? ` (after ${attempt} attempts)` : '';
             throw new ModelError(`${message}${tries}`, status, err);
