@@ -76,6 +76,10 @@ export function toCallToolResult(
     };
   }
   const error = content.error ?? { code: content.status, message: `the call ${content.status}` };
+  // An MCP tool's own isError answer: its content blocks as the server sent them.
+  const upstream =
+    origin === 'mcp' && error.code === 'tool_error' ? mcpResultOf(error.details) : undefined;
+  if (upstream) return { isError: true, ...upstream, _meta: meta };
   return {
     isError: true,
     content: [{ type: 'text', text: `${error.code}: ${error.message}` }],

@@ -50,6 +50,32 @@ export interface FacadeScope {
   agent?: string | undefined;
   /** Who answers for this client when it decides an approval (`mcp:<key id>`). */
   caller?: string | undefined;
+  /**
+   * One MCP server of the project (its own endpoint): only its tools, under the names the
+   * server gives them.
+   */
+  server?: string | undefined;
+}
+
+/** The spec of an MCP tool, when the row is one (server, the upstream's name, `$schema`). */
+function mcpSpecOf(t: ToolRecord): { server: string; tool: string; schema?: string } | undefined {
+  if (t.origin !== 'mcp') return undefined;
+  const { server, tool, schema } = t.spec as { server?: unknown; tool?: unknown; schema?: unknown };
+  if (typeof server !== 'string' || typeof tool !== 'string') return undefined;
+  return { server, tool, ...(typeof schema === 'string' ? { schema } : {}) };
+}
+
+/** The tools of one MCP server under the server's own names (they are unique on the server). */
+function serverNameTable(tools: readonly ToolRecord[], server: string): NameTable<ToolRecord> {
+  const byName = new Map<string, ToolRecord>();
+  const entries: { mcpName: string; tool: ToolRecord }[] = [];
+  for (const tool of tools) {
+    const spec = mcpSpecOf(tool);
+    if (spec?.server !== server || byName.has(spec.tool)) continue;
+    byName.set(spec.tool, tool);
+    entries.push({ mcpName: spec.tool, tool });
+  }
+  return { entries, resolve: (n) => byName.get(n) };
 }
 
 /** A call that waits for an approval, its wait detached (handleCall's `park`). */
@@ -134,7 +160,9 @@ export function createFacade(deps: {
    */
   async function visibleTools(scope: FacadeScope): Promise<NameTable<ToolRecord>> {
     const all = (await store.tools.list(scope.project, {})).filter((t) => t.enabled);
-    if (scope.agent === undefined) return buildNameTable(all);
+    const table = (tools: ToolRecord[]) =>
+      scope.server === undefined ? buildNameTable(tools) : serverNameTable(tools, scope.server);
+    if (scope.agent === undefined) return table(all);
     const agent = await store.agents.get(scope.project, scope.agent);
     if (!agent) throw new UnknownAgentError(scope.agent);
     const profile = agent.profile
@@ -144,17 +172,21 @@ export function createFacade(deps: {
       ((await store.agents.listTools(scope.project, scope.agent)) ?? []).map((t) => t.name),
     );
     const allowed = profile?.allowed_tools ?? [];
-    return buildNameTable(
+    return table(
       all.filter((t) => allows(allowed, t.name) && (attached.size === 0 || attached.has(t.name))),
     );
   }
 
   function toMcpTool(mcpName: string, t: ToolRecord): Tool {
+    // The input schema as the server sent it: the registry keeps its `$schema` in the spec.
+    const dialect = mcpSpecOf(t)?.schema;
     return {
       name: mcpName,
       title: t.name,
       description: t.description,
-      inputSchema: t.parameters as Tool['inputSchema'],
+      inputSchema: (dialect
+        ? { $schema: dialect, ...t.parameters }
+        : t.parameters) as Tool['inputSchema'],
       ...(t.output_schema ? { outputSchema: t.output_schema as Tool['outputSchema'] } : {}),
       ...(Object.keys(t.annotations).length > 0 ? { annotations: t.annotations } : {}),
       execution: { taskSupport: TASK_SUPPORT },
@@ -254,8 +286,23 @@ export function createFacade(deps: {
       if (progressToken === undefined || !send) return undefined;
       let progress = 0;
       return (ev: ToolProgressEvent) => {
+        // An MCP server's own progress (the tool service passes on its numbers): as it sent it.
+        const own = ev.detail?.['progress'];
+        if (typeof own === 'number') {
+          const { total, message } = ev.detail ?? {};
+          send({
+            method: 'notifications/progress',
+            params: {
+              progressToken,
+              progress: own,
+              ...(typeof total === 'number' ? { total } : {}),
+              ...(typeof message === 'string' ? { message } : {}),
+            },
+          }).catch(() => undefined);
+          return;
+        }
         // Our own count keeps progress increasing whatever the tool reports; a message the tool
-        // gave (an MCP server's, a watch's) is passed on, else the detail.
+        // gave (a watch's) is passed on, else the detail.
         progress += 1;
         const said = ev.detail?.['message'];
         const detail =
@@ -411,7 +458,12 @@ export function createFacade(deps: {
     name: string,
     table?: NameTable<ToolRecord>,
   ): Promise<ToolRecord | undefined> {
-    if (!table && scope.agent === undefined) {
+    if (!table && scope.agent === undefined && scope.server !== undefined) {
+      // The registry name of a server's tool is `<server>.<name>` whenever its name is an id.
+      const t = await tools.get(scope.project, `${scope.server}.${name}`);
+      const spec = t && mcpSpecOf(t);
+      if (t?.enabled && spec?.server === scope.server && spec.tool === name) return t;
+    } else if (!table && scope.agent === undefined) {
       const sep = name.indexOf('__');
       if (sep > 0) {
         const t = await tools.get(scope.project, `${name.slice(0, sep)}.${name.slice(sep + 2)}`);
