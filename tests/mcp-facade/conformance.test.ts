@@ -29,19 +29,6 @@ const SUITE_VERSION = '0.1.16';
  * still fail through the mesh: remove it here when it passes.
  */
 const GAPS: Record<string, string> = {
-  'completion-complete': 'completion/complete is not passed through yet',
-  'logging-set-level': 'logging/setLevel is not passed through yet',
-  'tools-call-with-logging': "the upstream's log notifications are not passed through yet",
-  'prompts-list': 'prompts are not passed through yet',
-  'prompts-get-simple': 'prompts are not passed through yet',
-  'prompts-get-with-args': 'prompts are not passed through yet',
-  'prompts-get-embedded-resource': 'prompts are not passed through yet',
-  'prompts-get-with-image': 'prompts are not passed through yet',
-  'resources-read-text': 'resources are not passed through yet',
-  'resources-read-binary': 'resources are not passed through yet',
-  'resources-templates-read': 'resources are not passed through yet',
-  'resources-subscribe': 'resources/subscribe is not passed through yet',
-  'resources-unsubscribe': 'resources/unsubscribe is not passed through yet',
   'tools-call-sampling': "the mesh's MCP client does not declare sampling yet",
   'tools-call-elicitation': "the mesh's MCP client does not declare elicitation yet",
   'elicitation-sep1034-defaults': "the mesh's MCP client does not declare elicitation yet",

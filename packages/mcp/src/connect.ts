@@ -11,6 +11,9 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  ErrorCode,
+  McpError,
+  ResultSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
   type Tool,
@@ -56,6 +59,21 @@ export interface ConnectOptions {
   readonly clientName?: string;
   /** Called on each notifications/tools/list_changed the server sends. */
   readonly onToolsChanged?: () => void;
+  /** Called on every other notification the server sends (log messages, resource updates...). */
+  readonly onNotification?: (n: McpNotification) => void;
+}
+
+/** A notification of the server, as sent. */
+export interface McpNotification {
+  readonly method: string;
+  readonly params?: Record<string, unknown>;
+}
+
+/** A JSON-RPC error the server answered a passed-through request with. */
+export interface McpRpcError {
+  readonly code: number;
+  readonly message: string;
+  readonly data?: unknown;
 }
 
 /** A tool as the server lists it (name, description, input schema, annotations...). */
@@ -71,6 +89,12 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
   /** Each notifications/progress of this call. */
   readonly onProgress?: (p: McpProgress) => void;
+  /**
+   * Each log message (notifications/message) the server sends while this call runs: the SDK
+   * does not say which request a notification belongs to, so every call in flight on the
+   * connection hears it.
+   */
+  readonly onLog?: (params: Record<string, unknown>) => void;
   /** The SDK's own request timeout; the caller's deadline (via `signal`) usually ends it first. */
   readonly timeoutMs?: number;
 }
@@ -93,6 +117,15 @@ export interface McpConnection {
     args: Record<string, unknown>,
     options?: CallOptions,
   ): Promise<McpCallResult>;
+  /**
+   * One request passed through as is (resources, prompts, completion, logging): the server's
+   * result, or its JSON-RPC error as `{error}`; a failure of the connection throws.
+   */
+  request(
+    method: string,
+    params: Record<string, unknown>,
+    options?: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<{ result: Record<string, unknown> } | { error: McpRpcError }>;
   /** Runs `fn` once when the connection ends, however it ends. */
   onClose(fn: (why: string) => void): void;
   close(): Promise<void>;
@@ -199,6 +232,13 @@ async function open(
   if (onToolsChanged) {
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => onToolsChanged());
   }
+  const logListeners = new Set<(params: Record<string, unknown>) => void>();
+  client.fallbackNotificationHandler = (n) => {
+    const params = (n.params ?? {}) as Record<string, unknown>;
+    if (n.method === 'notifications/message') for (const fn of logListeners) fn(params);
+    options.onNotification?.({ method: n.method, params });
+    return Promise.resolve();
+  };
   // Notifications ahead of the responses after them (see ordered.ts).
   const wire = orderedTransport(transport);
   // The SDK keeps a request waiting forever when the HTTP stream that should carry its response
@@ -266,6 +306,8 @@ async function open(
     },
     async callTool(name, args, o = {}) {
       let res;
+      const onLog = o.onLog;
+      if (onLog) logListeners.add(onLog);
       try {
         res = await client.callTool({ name, arguments: args }, undefined, {
           ...(o.signal ? { signal: o.signal } : {}),
@@ -287,6 +329,8 @@ async function open(
           kind,
           transport,
         );
+      } finally {
+        if (onLog) logListeners.delete(onLog);
       }
       // A 2024-era server may answer with `toolResult` instead of `content`.
       const content = ('content' in res ? res.content : []) as CallToolResult['content'];
@@ -297,6 +341,32 @@ async function open(
         });
       }
       return { content, ...(structured ? { structuredContent: structured } : {}) };
+    },
+    async request(method, params, o = {}) {
+      try {
+        const result = await client.request({ method, params } as never, ResultSchema, {
+          ...(o.signal ? { signal: o.signal } : {}),
+          timeout: o.timeoutMs ?? timeoutMs,
+        });
+        return { result: result as Record<string, unknown> };
+      } catch (err) {
+        // The server's own answer: passed on as is, not a failure of the connection.
+        const local = [ErrorCode.ConnectionClosed, ErrorCode.RequestTimeout] as number[];
+        if (err instanceof McpError && !local.includes(err.code) && closedWhy === undefined) {
+          return {
+            error: {
+              code: err.code,
+              message: err.message.replace(/^MCP error -?\d+: /, ''),
+              ...(err.data === undefined ? {} : { data: err.data }),
+            },
+          };
+        }
+        throw withExit(
+          mapRequestError(err, method, o.signal, closedWhy !== undefined),
+          kind,
+          transport,
+        );
+      }
     },
     onClose(fn) {
       if (closedWhy !== undefined) fn(closedWhy);

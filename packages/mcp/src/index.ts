@@ -5,6 +5,8 @@ export type {
   McpCallResult,
   McpConnection,
   McpEndpoint,
+  McpNotification,
+  McpRpcError,
   McpProgress,
   McpTool,
 } from './connect.ts';

@@ -97,10 +97,17 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
         sub: [...toolService.sub, `${v}.*.*.ctl.task.*.cancel`, inbox, leases],
       };
     case ServiceUser.tools:
-      // MCP discovery answers refresh requests and announces what it found.
+      // MCP discovery answers refresh requests and announces what it found; passthrough
+      // requests (resources, prompts...) are answered over the pooled connections.
       return {
         pub: [...toolService.pub, registryChanged, inbox, ...jetStream],
-        sub: [...toolService.sub, `${v}.*.*.ctl.mcp.*.refresh`, inbox, leases],
+        sub: [
+          ...toolService.sub,
+          `${v}.*.*.ctl.mcp.*.refresh`,
+          `${v}.*.*.ctl.mcp.*.rpc`,
+          inbox,
+          leases,
+        ],
       };
     case ServiceUser.admin:
       // Scripts and tests: the whole root and every stream of the account (reset, cleanup).

@@ -205,6 +205,41 @@ export const McpRefreshReply = z.strictObject({
 });
 export type McpRefreshReply = z.infer<typeof McpRefreshReply>;
 
+/**
+ * The MCP methods the api passes through to a project's MCP server (its own endpoint, and the
+ * project's facade for prefixed prompts and resources) on `ctl.mcp.<server>.rpc`.
+ */
+export const McpPassthroughMethod = {
+  'resources/list': 'resources/list',
+  'resources/read': 'resources/read',
+  'resources/templates/list': 'resources/templates/list',
+  'resources/subscribe': 'resources/subscribe',
+  'resources/unsubscribe': 'resources/unsubscribe',
+  'prompts/list': 'prompts/list',
+  'prompts/get': 'prompts/get',
+  'completion/complete': 'completion/complete',
+  'logging/setLevel': 'logging/setLevel',
+} as const;
+export type McpPassthroughMethod = (typeof McpPassthroughMethod)[keyof typeof McpPassthroughMethod];
+
+/** Sent on `ctl.mcp.<server>.rpc` (core NATS request): one request to the server, as is. */
+export const McpRpcRequest = z.strictObject({
+  v: version,
+  method: z.enum(McpPassthroughMethod),
+  params: z.record(z.string(), z.unknown()),
+});
+export type McpRpcRequest = z.infer<typeof McpRpcRequest>;
+
+/** The server's answer: its result as sent, or its JSON-RPC error (or the mesh's, code -32603). */
+export const McpRpcReply = z.strictObject({
+  v: version,
+  result: z.record(z.string(), z.unknown()).optional(),
+  error: z
+    .strictObject({ code: z.int(), message: z.string(), data: z.unknown().optional() })
+    .optional(),
+});
+export type McpRpcReply = z.infer<typeof McpRpcReply>;
+
 export const RegistryChange = {
   created: 'created',
   updated: 'updated',
@@ -254,6 +289,8 @@ export const Catalog = {
   agent_chunk: AgentChunk,
   mcp_refresh: McpRefreshRequest,
   mcp_refresh_reply: McpRefreshReply,
+  mcp_rpc: McpRpcRequest,
+  mcp_rpc_reply: McpRpcReply,
   registry_changed: RegistryChangedEvent,
   key_revoked: KeyRevokedEvent,
 } as const;

@@ -34,6 +34,8 @@ import type { ToolCache } from './tool-cache.ts';
 import { CALL_TOOL, SEARCH_TOOLS, search, searchTools } from './search.ts';
 import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
 import type { ApprovalDecider } from '../approvals.ts';
+import { PASSTHROUGH_CAPABILITIES, registerPassthrough } from './passthrough.ts';
+import type { Upstream } from './upstream.ts';
 import {
   applyAnswer,
   approvalElicitation,
@@ -131,6 +133,8 @@ export function createFacade(deps: {
   decider: ApprovalDecider;
   /** tools.max_arguments_depth. */
   maxArgumentsDepth: number;
+  /** An MCP server's other methods (a server's own endpoint). */
+  upstream: Upstream;
 }) {
   const { store, client, artifacts, calls, tools, searchThreshold, decider } = deps;
 
@@ -281,11 +285,22 @@ export function createFacade(deps: {
     const traceparent = meta?.['traceparent'];
     const progressToken = meta?.progressToken;
     const task = params.task;
+    // A server's own endpoint passes the server's log messages during the call on.
+    const logs = scope.server !== undefined;
     /** The call's progress events as notifications/progress on `send`, counted up. */
     const progressTo = (send: ((n: ProgressNotification) => Promise<void>) | undefined) => {
-      if (progressToken === undefined || !send) return undefined;
+      if ((progressToken === undefined && !logs) || !send) return undefined;
       let progress = 0;
       return (ev: ToolProgressEvent) => {
+        const log = ev.detail?.['mcp_log'];
+        if (typeof log === 'object' && log !== null) {
+          if (logs) {
+            const n = { method: 'notifications/message', params: log };
+            send(n as unknown as ProgressNotification).catch(() => undefined);
+          }
+          return;
+        }
+        if (progressToken === undefined) return;
         // An MCP server's own progress (the tool service passes on its numbers): as it sent it.
         const own = ev.detail?.['progress'];
         if (typeof own === 'number') {
@@ -403,6 +418,7 @@ export function createFacade(deps: {
           // Artifacts are reached through the resource links of results, not listed.
           resources: {},
           tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+          ...(scope.server === undefined ? {} : PASSTHROUGH_CAPABILITIES),
         },
         taskStore: createProjectTaskStore({ store, client, calls, project: scope.project }),
         instructions:
@@ -413,10 +429,19 @@ export function createFacade(deps: {
 
     server.setRequestHandler(ListToolsRequestSchema, () => handleList(scope));
 
-    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [] }));
-    server.setRequestHandler(ReadResourceRequestSchema, (req) =>
-      readArtifact({ store, artifacts }, scope.project, req.params.uri),
-    );
+    if (scope.server === undefined) {
+      server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [] }));
+      server.setRequestHandler(ReadResourceRequestSchema, (req) =>
+        readArtifact({ store, artifacts }, scope.project, req.params.uri),
+      );
+    } else {
+      registerPassthrough(
+        server,
+        { project: scope.project, server: scope.server },
+        deps.upstream,
+        (uri) => readArtifact({ store, artifacts }, scope.project, uri),
+      );
+    }
 
     // No `park` on a 2025 session: its client is asked by elicitation while the call waits.
     server.setRequestHandler(CallToolRequestSchema, (req, extra) =>

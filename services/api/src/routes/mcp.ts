@@ -30,6 +30,7 @@ import { createFacade } from '../mcp/facade.ts';
 import { createMcpAuth } from '../mcp/oauth.ts';
 import { createToolCache } from '../mcp/tool-cache.ts';
 import { createModernHandlers } from '../mcp/modern.ts';
+import { createUpstream } from '../mcp/upstream.ts';
 import { readArtifact } from '../mcp/resources.ts';
 import { createSessionEventStore, type SessionEventStore } from '../mcp/event-store.ts';
 import { createHostGuard } from '../mcp/host-guard.ts';
@@ -123,7 +124,13 @@ export const mcpRoutes =
       logger: log,
     });
     app.addHook('onClose', () => tools.close());
+    const upstream = createUpstream({
+      nc,
+      subjects,
+      timeoutMs: config.api.mcp_refresh_wait_ms,
+    });
     const facade = createFacade({
+      upstream,
       store,
       client: deps.client,
       artifacts: deps.artifacts,
@@ -144,6 +151,7 @@ export const mcpRoutes =
       taskTtlMs: config.api.mcp_task_ttl_ms,
       readResource: (project, uri) => readArtifact(deps, project, uri),
       decider,
+      upstream,
     });
     app.addHook('onClose', () => modern.close());
     const sessions = new Map<string, Session>();

@@ -50,6 +50,8 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
         const res = await pooled.conn.callTool(spec.tool, args, {
           signal: ctx.signal,
           onProgress: (p) => ctx.progress({ ...p }),
+          // The server's log messages during the call reach its caller as progress events.
+          onLog: (params) => ctx.progress({ mcp_log: params }),
         });
         redactSecrets();
         return resultOf(res);
