@@ -344,11 +344,11 @@ async function open(
     },
     async request(method, params, o = {}) {
       try {
-        const result = await client.request({ method, params } as never, ResultSchema, {
+        const result = await client.request({ method, params }, ResultSchema, {
           ...(o.signal ? { signal: o.signal } : {}),
           timeout: o.timeoutMs ?? timeoutMs,
         });
-        return { result: result as Record<string, unknown> };
+        return { result: result };
       } catch (err) {
         // The server's own answer: passed on as is, not a failure of the connection.
         const local = [ErrorCode.ConnectionClosed, ErrorCode.RequestTimeout] as number[];

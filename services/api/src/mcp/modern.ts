@@ -143,7 +143,7 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
       );
     } else {
       registerModernPassthrough(
-        server as unknown as Parameters<typeof registerModernPassthrough>[0],
+        server,
         { project: scope.project, server: scope.server },
         deps.upstream,
         (uri) => deps.readResource(scope.project, uri),
