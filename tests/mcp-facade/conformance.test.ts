@@ -28,12 +28,7 @@ const SUITE_VERSION = '0.1.16';
  * Scenarios the fixture passes directly that the mesh does not pass yet, and why. Each must
  * still fail through the mesh: remove it here when it passes.
  */
-const GAPS: Record<string, string> = {
-  'tools-call-sampling': "the mesh's MCP client does not declare sampling yet",
-  'tools-call-elicitation': "the mesh's MCP client does not declare elicitation yet",
-  'elicitation-sep1034-defaults': "the mesh's MCP client does not declare elicitation yet",
-  'elicitation-sep1330-enums': "the mesh's MCP client does not declare elicitation yet",
-};
+const GAPS: Record<string, string> = {};
 
 type Outcome = { passed: boolean; checks: { id: string; status: string; error?: string }[] };
 

@@ -11,6 +11,8 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
   ErrorCode,
   McpError,
   ResultSchema,
@@ -69,6 +71,13 @@ export interface McpNotification {
   readonly params?: Record<string, unknown>;
 }
 
+/** What answers a server's request to the client during a call. */
+export type McpAsker = (
+  method: 'sampling/createMessage' | 'elicitation/create',
+  params: Record<string, unknown>,
+  signal: AbortSignal,
+) => Promise<Record<string, unknown>>;
+
 /** A JSON-RPC error the server answered a passed-through request with. */
 export interface McpRpcError {
   readonly code: number;
@@ -95,6 +104,12 @@ export interface CallOptions {
    * connection hears it.
    */
   readonly onLog?: (params: Record<string, unknown>) => void;
+  /**
+   * Answers what the server asks the client while this call runs (sampling/createMessage,
+   * elicitation/create): the result to send back, or a thrown error with `code`. Asked only
+   * when this is the one call in flight on the connection that can answer.
+   */
+  readonly onAsk?: McpAsker;
   /** The SDK's own request timeout; the caller's deadline (via `signal`) usually ends it first. */
   readonly timeoutMs?: number;
 }
@@ -213,10 +228,31 @@ async function open(
   timeoutMs: number,
   log: Logger,
 ): Promise<McpConnection> {
+  // Sampling and elicitation are declared: what a server asks during a call goes to that
+  // call's caller (onAsk), who may be an MCP client of the facade.
   const client = new Client(
     { name: options.clientName ?? 'toolmesh', version: '1.0.0' },
-    { capabilities: {} },
+    { capabilities: { sampling: {}, elicitation: { form: {} } } },
   );
+  const askers = new Set<McpAsker>();
+  const ask =
+    (method: Parameters<McpAsker>[0]) =>
+    async (req: { params: Record<string, unknown> }, extra: { signal: AbortSignal }) => {
+      // The SDK does not say which request a server's request belongs to: with one call in
+      // flight that can answer it is that call's; with several, nobody can tell.
+      if (askers.size !== 1) {
+        throw new McpError(
+          ErrorCode.InternalError,
+          askers.size === 0
+            ? `${method}: no caller of this server's calls can answer it`
+            : `${method}: several calls of this server are in flight; the mesh cannot tell which one asks`,
+        );
+      }
+      const [only] = askers;
+      return (await only!(method, req.params, extra.signal)) as never;
+    };
+  client.setRequestHandler(CreateMessageRequestSchema, ask('sampling/createMessage'));
+  client.setRequestHandler(ElicitRequestSchema, ask('elicitation/create'));
   let closedWhy: string | undefined;
   let brokenBy: string | undefined;
   const closeListeners: ((why: string) => void)[] = [];
@@ -308,6 +344,8 @@ async function open(
       let res;
       const onLog = o.onLog;
       if (onLog) logListeners.add(onLog);
+      const onAsk = o.onAsk;
+      if (onAsk) askers.add(onAsk);
       try {
         res = await client.callTool({ name, arguments: args }, undefined, {
           ...(o.signal ? { signal: o.signal } : {}),
@@ -331,6 +369,7 @@ async function open(
         );
       } finally {
         if (onLog) logListeners.delete(onLog);
+        if (onAsk) askers.delete(onAsk);
       }
       // A 2024-era server may answer with `toolResult` instead of `content`.
       const content = ('content' in res ? res.content : []) as CallToolResult['content'];

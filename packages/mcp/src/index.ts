@@ -4,6 +4,7 @@ export type {
   ConnectOptions,
   McpCallResult,
   McpConnection,
+  McpAsker,
   McpEndpoint,
   McpNotification,
   McpRpcError,

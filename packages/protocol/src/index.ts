@@ -61,6 +61,8 @@ export {
   McpPassthroughMethod,
   McpRpcRequest,
   McpRpcReply,
+  McpAskMethod,
+  McpAskRequest,
   RegistryChange,
   RegistryChangedEvent,
   KeyRevokedEvent,

@@ -240,6 +240,25 @@ export const McpRpcReply = z.strictObject({
 });
 export type McpRpcReply = z.infer<typeof McpRpcReply>;
 
+/** What an MCP server may ask the client during a tool call. */
+export const McpAskMethod = {
+  'sampling/createMessage': 'sampling/createMessage',
+  'elicitation/create': 'elicitation/create',
+} as const;
+export type McpAskMethod = (typeof McpAskMethod)[keyof typeof McpAskMethod];
+
+/**
+ * Sent on `ctl.ask.<tool_call_id>.request` (core NATS request) by the tools service: the MCP
+ * server running the call asks its client something. The api instance waiting for the call
+ * asks the MCP client that made it, and answers with `mcp_rpc_reply`.
+ */
+export const McpAskRequest = z.strictObject({
+  v: version,
+  method: z.enum(McpAskMethod),
+  params: z.record(z.string(), z.unknown()),
+});
+export type McpAskRequest = z.infer<typeof McpAskRequest>;
+
 export const RegistryChange = {
   created: 'created',
   updated: 'updated',
@@ -291,6 +310,7 @@ export const Catalog = {
   mcp_refresh_reply: McpRefreshReply,
   mcp_rpc: McpRpcRequest,
   mcp_rpc_reply: McpRpcReply,
+  mcp_ask: McpAskRequest,
   registry_changed: RegistryChangedEvent,
   key_revoked: KeyRevokedEvent,
 } as const;

@@ -70,6 +70,11 @@ export interface Subjects {
   mcpRpc(s: Scope & { server: string }): string;
   /** Every MCP passthrough request across projects and channels. */
   mcpRpcFilter(): string;
+  /**
+   * `<root>.v1.<project>.<channel>.ctl.ask.<tool_call_id>.request`: the MCP server running a
+   * call asks its client (sampling, elicitation); the api instance waiting for the call answers.
+   */
+  mcpAsk(s: Scope & { toolCallId: string }): string;
   /** Every tool call of every target (a registry tool service's consumer filter). */
   allToolCallsFilter(): string;
   /** `<root>.v1.<project>.sys.evt.sys.registry.changed`: tools of the project changed. */
@@ -144,6 +149,8 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     mcpRefreshFilter: () => `${prefix}*.*.ctl.mcp.*.refresh`,
     mcpRpc: (s) => scoped(root, s, 'ctl', 'mcp', assertId(IdKind.target, s.server), 'rpc'),
     mcpRpcFilter: () => `${prefix}*.*.ctl.mcp.*.rpc`,
+    mcpAsk: (s) =>
+      scoped(root, s, 'ctl', 'ask', assertId(IdKind.toolCall, s.toolCallId), 'request'),
     allToolCallsFilter: () => `${prefix}*.*.cmd.tool.>`,
     registryChanged: (project) =>
       scoped(root, { project, channel: SYSTEM_CHANNEL }, 'evt', 'sys', 'registry', 'changed'),

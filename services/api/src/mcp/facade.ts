@@ -7,6 +7,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  CreateMessageResultSchema,
   ElicitResultSchema,
   ErrorCode,
   ListResourcesRequestSchema,
@@ -23,11 +24,17 @@ import {
 import type { ArtifactStore } from '@toolmesh/artifacts';
 import { LONG_RUNNING_TOOLS } from '@toolmesh/skills';
 import type { Client } from '@toolmesh/client';
-import type { ToolProgressEvent } from '@toolmesh/protocol';
+import type { McpAskMethod, ToolProgressEvent } from '@toolmesh/protocol';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import { ApiError } from '../errors.ts';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
-import { DETACHED, IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
+import {
+  DETACHED,
+  IDEMPOTENCY_META_KEY,
+  errorResult,
+  type CallerAsk,
+  type MeshCalls,
+} from './calls.ts';
 import { buildNameTable, mcpToolName, type NameTable } from './names.ts';
 import { readArtifact } from './resources.ts';
 import type { ToolCache } from './tool-cache.ts';
@@ -35,7 +42,7 @@ import { CALL_TOOL, SEARCH_TOOLS, search, searchTools } from './search.ts';
 import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
 import type { ApprovalDecider } from '../approvals.ts';
 import { PASSTHROUGH_CAPABILITIES, registerPassthrough } from './passthrough.ts';
-import type { Upstream } from './upstream.ts';
+import { UpstreamError, type Upstream } from './upstream.ts';
 import {
   applyAnswer,
   approvalElicitation,
@@ -223,6 +230,8 @@ export function createFacade(deps: {
        * call goes on; a 2026-07-28 request asks its client with an input_required result).
        */
       park?: boolean | undefined;
+      /** Asks this client what the call's MCP server asks (a 2025 session's stream). */
+      ask?: CallerAsk | undefined;
     },
   ): Promise<CallToolResult | CreateTaskResult | Parked> {
     let name = params.name;
@@ -397,6 +406,7 @@ export function createFacade(deps: {
       signal: extra.signal,
       detach: detach?.signal,
       onProgress,
+      ask: extra.ask,
     });
     return result === DETACHED && parked ? { parked } : result;
   }
@@ -452,6 +462,9 @@ export function createFacade(deps: {
           ...extra,
           // Outside the request: the session's standalone stream (GET), which the client keeps.
           notifyLater: (n) => server.notification(n),
+          // What the call's MCP server asks goes to this client, on this request's stream.
+          ask: (method, params, signal) =>
+            askClient(server, extra.sendRequest, method, params, signal),
           // Only a client that declared elicitation is asked to approve (on this request's stream).
           elicit: server.getClientCapabilities()?.elicitation
             ? (params, timeoutMs) =>
@@ -469,6 +482,36 @@ export function createFacade(deps: {
       ),
     );
     return server;
+  }
+
+  /**
+   * Sends what an MCP server asks to this session's client, if it declared that capability;
+   * else refuses, as the server would be refused by a client without it.
+   */
+  function askClient(
+    server: Server,
+    sendRequest: (
+      r: { method: string; params: Record<string, unknown> },
+      schema: typeof CreateMessageResultSchema | typeof ElicitResultSchema,
+      o: { signal: AbortSignal },
+    ) => Promise<unknown>,
+    method: McpAskMethod,
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>> {
+    const caps = server.getClientCapabilities();
+    const sampling = method === 'sampling/createMessage';
+    if (sampling ? !caps?.sampling : !caps?.elicitation) {
+      throw new UpstreamError(
+        ErrorCode.InvalidRequest,
+        `the MCP client did not declare ${sampling ? 'sampling' : 'elicitation'}`,
+      );
+    }
+    return sendRequest(
+      { method, params },
+      sampling ? CreateMessageResultSchema : ElicitResultSchema,
+      { signal },
+    ) as Promise<Record<string, unknown>>;
   }
 
   /**

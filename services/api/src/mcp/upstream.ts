@@ -56,12 +56,11 @@ export function createUpstream(o: {
         );
         reply = decodeMessage('mcp_rpc_reply', msg.data);
       } catch (err) {
-        const code = (err as { code?: unknown }).code;
         throw new UpstreamError(
           ErrorCode.InternalError,
-          code === '503' || (err as Error).name === 'NoRespondersError'
-            ? 'no tools service is running to reach the MCP server'
-            : `the MCP server did not answer ${method}: ${(err as Error).message}`,
+          (err as Error).name === 'TimeoutError'
+            ? `the MCP server did not answer ${method} within ${o.timeoutMs} ms`
+            : `no tools service answered ${method} (is services/tools running?)`,
         );
       }
       if (reply.error) {
