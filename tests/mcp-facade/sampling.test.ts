@@ -64,8 +64,8 @@ async function connect(capabilities: ClientCapabilities): Promise<Client> {
   return client;
 }
 
-const textOf = (r: { content?: unknown }) =>
-  ((r.content ?? []) as { type: string; text?: string }[]).map((c) => c.text ?? '').join('');
+const textOf = (r: Record<string, unknown>) =>
+  ((r['content'] ?? []) as { type: string; text?: string }[]).map((c) => c.text ?? '').join('');
 
 describe("an MCP server's questions during a call", () => {
   it('sampling reaches the client that made the call; its answer goes back', async () => {
@@ -73,11 +73,11 @@ describe("an MCP server's questions during a call", () => {
     const asked: unknown[] = [];
     client.setRequestHandler(CreateMessageRequestSchema, (req) => {
       asked.push(req.params.messages);
-      const said = req.params.messages[0]?.content;
+      const said = req.params.messages[0]?.content as { text?: string } | undefined;
       return {
         model: 'test-model',
         role: 'assistant',
-        content: { type: 'text', text: `echo ${said?.type === 'text' ? said.text : '?'}` },
+        content: { type: 'text', text: `echo ${said?.text ?? '?'}` },
       };
     });
     const res = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'hello' } });
@@ -136,7 +136,9 @@ describe("an MCP server's questions during a call", () => {
     const heard: string[] = [];
     for (const p of [mesh.project.id, other.id]) {
       nc.subscribe(`${root}.v1.${p}.*.ctl.ask.>`, {
-        callback: (e, m) => !e && heard.push(m.subject),
+        callback: (e, m) => {
+          if (!e) heard.push(m.subject);
+        },
       });
     }
     nc.publish(
