@@ -21,23 +21,40 @@ import { startToolsService, type ToolsService } from '../../services/tools/src/a
 import { startFacadeMesh, type FacadeMesh } from './support.ts';
 
 const run = promisify(execFile);
-const CLI = join(import.meta.dirname, '../../node_modules/.bin/conformance');
-const SUITE_VERSION = '0.1.16';
+// Both lines install a `conformance` bin: each is run by its own entry point.
+const MODULES = join(import.meta.dirname, '../../node_modules');
+const SUITES = {
+  '2025-11-25': {
+    version: '0.1.16',
+    cli: join(MODULES, '@modelcontextprotocol/conformance/dist/index.js'),
+    args: ['--suite', 'all'],
+    results: 'conformance-results',
+  },
+  // The 0.2.0 alpha line, as the npm alias conformance-next.
+  '2026-07-28': {
+    version: '0.2.0-alpha.12',
+    cli: join(MODULES, 'conformance-next/dist/index.js'),
+    args: ['--requirements', '2026-07-28'],
+    results: 'conformance-results-2026-07-28',
+  },
+} as const;
+type Wire = keyof typeof SUITES;
 
 /**
  * Scenarios the fixture passes directly that the mesh does not pass yet, and why. Each must
  * still fail through the mesh: remove it here when it passes.
  */
-const GAPS: Record<string, string> = {};
+const GAPS: Record<Wire, Record<string, string>> = { '2025-11-25': {}, '2026-07-28': {} };
 
 type Outcome = { passed: boolean; checks: { id: string; status: string; error?: string }[] };
 
 /** Runs the suite against a URL; the outcome of each scenario from its checks.json. */
-async function runSuite(url: string): Promise<Record<string, Outcome>> {
+async function runSuite(wire: Wire, url: string): Promise<Record<string, Outcome>> {
   const dir = await mkdtemp(join(tmpdir(), 'conformance-'));
+  const suite = SUITES[wire];
   try {
     // Exit 1 when a scenario fails: the checks say which.
-    await run(CLI, ['server', '--url', url, '--suite', 'all', '-o', dir], {
+    await run(process.execPath, [suite.cli, 'server', '--url', url, ...suite.args, '-o', dir], {
       cwd: dir,
       timeout: 300_000,
     }).catch((err: unknown) => {
@@ -46,7 +63,10 @@ async function runSuite(url: string): Promise<Record<string, Outcome>> {
     const out: Record<string, Outcome> = {};
     for (const entry of await readdir(dir)) {
       const scenario = entry.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT.*$/, '');
-      const checks = JSON.parse(await readFile(join(dir, entry, 'checks.json'), 'utf8')) as {
+      // A scenario the suite skipped (not applicable on this wire) leaves no checks.
+      const file = await readFile(join(dir, entry, 'checks.json'), 'utf8').catch(() => undefined);
+      if (file === undefined) continue;
+      const checks = JSON.parse(file) as {
         id: string;
         status: string;
         errorMessage?: string;
@@ -129,48 +149,67 @@ afterAll(async () => {
   await mesh?.close();
 });
 
-describe(`conformance suite ${SUITE_VERSION} (--suite all)`, () => {
-  it('every scenario the fixture passes directly passes through the mesh', async () => {
-    const direct = await runSuite(fixture.url);
-    const through = await runSuite(`http://127.0.0.1:${proxyPort}/mcp`);
-    const scenarios = Object.keys(direct).sort();
-    const rows = scenarios.map((s) => ({
-      scenario: s,
-      direct: direct[s]!.passed,
-      mesh: through[s]?.passed ?? false,
-      gap: GAPS[s],
-      failures: (through[s]?.checks ?? []).filter((c) => c.status === 'FAILURE'),
-    }));
-    await writeFile(
-      join(import.meta.dirname, 'conformance-results.json'),
-      `${JSON.stringify({ suite: SUITE_VERSION, wire: '2025-11-25', scenarios: rows }, null, 2)}\n`,
-    );
-    await writeFile(
-      join(import.meta.dirname, 'conformance-results.md'),
-      [
-        `# MCP conformance ${SUITE_VERSION} (--suite all, 2025-11-25): the everything fixture`,
-        '',
-        'Written by conformance.test.ts. "mesh" is the fixture registered in a project and',
-        'reached at /v1/projects/:p/mcp-servers/everything/mcp.',
-        '',
-        '| scenario | direct | through the mesh | note |',
-        '| --- | --- | --- | --- |',
-        ...rows.map(
-          (r) =>
-            `| ${r.scenario} | ${r.direct ? 'pass' : 'fail'} | ${r.mesh ? 'pass' : 'fail'} | ${
-              r.gap ??
-              r.failures
-                .map((f) => f.error ?? f.id)
-                .join('; ')
-                .replaceAll('|', '\\|')
-            } |`,
-        ),
-        '',
-      ].join('\n'),
-    );
-    expect(scenarios.length).toBeGreaterThanOrEqual(30);
+async function compare(wire: Wire) {
+  const suite = SUITES[wire];
+  const gaps = GAPS[wire];
+  const direct = await runSuite(wire, fixture.url);
+  const through = await runSuite(wire, `http://127.0.0.1:${proxyPort}/mcp`);
+  const scenarios = [...new Set([...Object.keys(direct), ...Object.keys(through)])].sort();
+  const rows = scenarios.map((s) => ({
+    scenario: s,
+    direct: direct[s]?.passed ?? false,
+    mesh: through[s]?.passed ?? false,
+    gap: gaps[s],
+    failures: (through[s]?.checks ?? []).filter((c) => c.status === 'FAILURE'),
+    directFailures: (direct[s]?.checks ?? []).filter((c) => c.status === 'FAILURE'),
+  }));
+  const note = (fs: { id: string; error?: string }[]) =>
+    fs
+      .map((f) => f.error ?? f.id)
+      .join('; ')
+      .replaceAll('|', '\\|')
+      .replaceAll('\n', ' ')
+      .slice(0, 200);
+  await writeFile(
+    join(import.meta.dirname, `${suite.results}.json`),
+    `${JSON.stringify({ suite: suite.version, wire, scenarios: rows }, null, 2)}\n`,
+  );
+  await writeFile(
+    join(import.meta.dirname, `${suite.results}.md`),
+    [
+      `# MCP conformance ${suite.version} (${suite.args.join(' ')}, ${wire}): the everything fixture`,
+      '',
+      'Written by conformance.test.ts. "mesh" is the fixture registered in a project and',
+      'reached at /v1/projects/:p/mcp-servers/everything/mcp.',
+      '',
+      '| scenario | direct | through the mesh | note |',
+      '| --- | --- | --- | --- |',
+      ...rows.map(
+        (r) =>
+          `| ${r.scenario} | ${r.direct ? 'pass' : 'fail'} | ${r.mesh ? 'pass' : 'fail'} | ${
+            r.gap ?? note(r.mesh ? r.directFailures : r.failures)
+          } |`,
+      ),
+      '',
+    ].join('\n'),
+  );
+  return { rows, direct };
+}
+
+describe('the official conformance suite, directly and through the mesh', () => {
+  it('2025-11-25 (0.1.16, --suite all): every scenario passes directly and through the mesh', async () => {
+    const { rows, direct } = await compare('2025-11-25');
+    expect(rows.length).toBeGreaterThanOrEqual(30);
     // The fixture passes every scenario on its own: a failure here is the fixture's.
-    expect(scenarios.filter((s) => !direct[s]!.passed)).toEqual([]);
+    expect(Object.keys(direct).filter((s) => !direct[s]!.passed)).toEqual([]);
+    const regressions = rows.filter((r) => r.direct && !r.mesh && !r.gap).map((r) => r.scenario);
+    const stale = rows.filter((r) => r.mesh && r.gap).map((r) => r.scenario);
+    expect({ regressions, stale }).toEqual({ regressions: [], stale: [] });
+  }, 600_000);
+
+  it('2026-07-28 (0.2.0 alpha, --requirements 2026-07-28): what passes directly passes through the mesh', async () => {
+    const { rows } = await compare('2026-07-28');
+    expect(rows.length).toBeGreaterThan(0);
     const regressions = rows.filter((r) => r.direct && !r.mesh && !r.gap).map((r) => r.scenario);
     const stale = rows.filter((r) => r.mesh && r.gap).map((r) => r.scenario);
     expect({ regressions, stale }).toEqual({ regressions: [], stale: [] });
