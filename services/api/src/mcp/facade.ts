@@ -10,6 +10,9 @@ import {
   CreateMessageResultSchema,
   ElicitResultSchema,
   ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
@@ -43,6 +46,7 @@ import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.t
 import type { ApprovalDecider } from '../approvals.ts';
 import { PASSTHROUGH_CAPABILITIES, registerPassthrough } from './passthrough.ts';
 import { UpstreamError, type Upstream } from './upstream.ts';
+import { createFederation } from './federated.ts';
 import {
   applyAnswer,
   approvalElicitation,
@@ -144,6 +148,7 @@ export function createFacade(deps: {
   upstream: Upstream;
 }) {
   const { store, client, artifacts, calls, tools, searchThreshold, decider } = deps;
+  const federation = createFederation({ store, upstream: deps.upstream });
 
   /**
    * Asks the client to decide a call that waits for approval (elicitation). A failure to ask, or
@@ -428,7 +433,7 @@ export function createFacade(deps: {
           // Artifacts are reached through the resource links of results, not listed.
           resources: {},
           tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
-          ...(scope.server === undefined ? {} : PASSTHROUGH_CAPABILITIES),
+          ...(scope.server === undefined ? { prompts: {} } : PASSTHROUGH_CAPABILITIES),
         },
         taskStore: createProjectTaskStore({ store, client, calls, project: scope.project }),
         instructions:
@@ -440,9 +445,21 @@ export function createFacade(deps: {
     server.setRequestHandler(ListToolsRequestSchema, () => handleList(scope));
 
     if (scope.server === undefined) {
-      server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [] }));
+      // The project's MCP servers' prompts and resources, under prefixed names (federated.ts).
+      const fed = federation;
+      server.setRequestHandler(ListResourcesRequestSchema, () => fed.listResources(scope.project));
+      server.setRequestHandler(ListResourceTemplatesRequestSchema, () =>
+        fed.listTemplates(scope.project),
+      );
       server.setRequestHandler(ReadResourceRequestSchema, (req) =>
-        readArtifact({ store, artifacts }, scope.project, req.params.uri),
+        fed.isFederatedUri(req.params.uri)
+          ? (fed.readResource(scope.project, req.params.uri) as Promise<never>)
+          : readArtifact({ store, artifacts }, scope.project, req.params.uri),
+      );
+      server.setRequestHandler(ListPromptsRequestSchema, () => fed.listPrompts(scope.project));
+      server.setRequestHandler(
+        GetPromptRequestSchema,
+        (req) => fed.getPrompt(scope.project, req.params) as Promise<never>,
       );
     } else {
       registerPassthrough(
@@ -552,6 +569,6 @@ export function createFacade(deps: {
     }
   }
 
-  return { newServer, visibleTools, handleList, handleCall };
+  return { newServer, visibleTools, handleList, handleCall, federation };
 }
 export type Facade = ReturnType<typeof createFacade>;

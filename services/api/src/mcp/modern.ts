@@ -77,7 +77,7 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
           tools: { listChanged: true },
           resources: {},
           extensions: { [TASKS_EXTENSION]: {} },
-          ...(scope.server === undefined ? {} : PASSTHROUGH_CAPABILITIES),
+          ...(scope.server === undefined ? { prompts: {} } : PASSTHROUGH_CAPABILITIES),
         },
         cacheHints: { 'tools/list': { ttlMs: LIST_TTL_MS, cacheScope: 'private' } },
         instructions:
@@ -136,10 +136,28 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
     });
     registerModernTasks(server, { ...deps, project, caller: scope.caller ?? 'mcp' });
     if (scope.server === undefined) {
-      server.setRequestHandler('resources/list', () => ({ resources: [] }));
+      // The project's MCP servers' prompts and resources, under prefixed names (federated.ts).
+      const fed = facade.federation;
       server.setRequestHandler(
-        'resources/read',
-        async (req) => (await deps.readResource(scope.project, req.params.uri)) as never,
+        'resources/list',
+        async () => (await fed.listResources(project)) as never,
+      );
+      server.setRequestHandler(
+        'resources/templates/list',
+        async () => (await fed.listTemplates(project)) as never,
+      );
+      server.setRequestHandler('resources/read', async (req) =>
+        fed.isFederatedUri(req.params.uri)
+          ? ((await fed.readResource(project, req.params.uri)) as never)
+          : ((await deps.readResource(scope.project, req.params.uri)) as never),
+      );
+      server.setRequestHandler(
+        'prompts/list',
+        async () => (await fed.listPrompts(project)) as never,
+      );
+      server.setRequestHandler(
+        'prompts/get',
+        async (req) => (await fed.getPrompt(project, req.params as never)) as never,
       );
     } else {
       registerModernPassthrough(
