@@ -1,21 +1,25 @@
 // `toolmesh mcp serve` on stdio, driven by the SDK's stdio client the way an MCP client starts
 // it: the CLI as a child process with its key in the environment, relaying to the api. Covered:
 // initialize and list, builtin.echo answered from its card, an idempotent re-send, the agent
-// flag, a 2.x client negotiating 2026-07-28 through the relay, and another project's key refused.
+// flag, a 2.x client negotiating 2026-07-28 through the relay, `--server` (one MCP server under
+// its own names), and another project's key refused.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as ModernClient } from '@modelcontextprotocol/client';
 import { StdioClientTransport as ModernStdio } from '@modelcontextprotocol/client/stdio';
-import { startFacadeMesh, type FacadeMesh } from './support.ts';
+import { addMcpFixture, startFacadeMesh, type FacadeMesh } from './support.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'packages/cli/src/main.ts');
 
 let mesh: FacadeMesh;
 const clients: Client[] = [];
 beforeAll(async () => {
-  mesh = await startFacadeMesh();
+  mesh = await startFacadeMesh({
+    CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]',
+    CG__TOOLS__HEALTH_PORT: '0',
+  });
 });
 afterAll(async () => {
   for (const c of clients) await c.close().catch(() => undefined);
@@ -98,6 +102,21 @@ describe('toolmesh mcp serve', () => {
       expect(res.structuredContent).toEqual({ via: 'modern' });
     } finally {
       await client.close();
+    }
+  });
+
+  it("--server serves one MCP server under its own names; another's server is not found", async () => {
+    const web = await addMcpFixture(mesh);
+    try {
+      const client = await serve(mesh.project.key, '--server', 'web');
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      expect(names).toContain('echo');
+      expect(names).not.toContain('builtin__echo');
+      const res = await client.callTool({ name: 'echo', arguments: { text: 'stdio' } });
+      expect(res.content).toEqual([{ type: 'text', text: 'echo: stdio' }]);
+      await expect(serve(mesh.project.key, '--server', 'nosuch')).rejects.toThrow(/not found/i);
+    } finally {
+      await web.stop();
     }
   });
 

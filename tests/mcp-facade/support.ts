@@ -16,8 +16,10 @@ export interface FacadeMesh extends SkillsMesh {
   baseUrl: string;
   /** The facade URL of a project. */
   mcpUrl(project: string, query?: string): URL;
-  /** An SDK client connected (initialized) with a key. */
-  connect(o?: { key?: string; project?: string; query?: string }): Promise<Client>;
+  /** The endpoint of one MCP server of a project. */
+  serverUrl(project: string, server: string): URL;
+  /** An SDK client connected (initialized) with a key; to `url` when given. */
+  connect(o?: { key?: string; project?: string; query?: string; url?: URL }): Promise<Client>;
 }
 
 export async function startFacadeMesh(
@@ -34,10 +36,12 @@ export async function startFacadeMesh(
     ...mesh,
     baseUrl: address,
     mcpUrl,
+    serverUrl: (project, server) =>
+      new URL(`${address}/v1/projects/${project}/mcp-servers/${server}/mcp`),
     connect: async (c = {}) => {
       const client = new Client({ name: 'facade-test', version: '1.0.0' });
       const transport = new StreamableHTTPClientTransport(
-        mcpUrl(c.project ?? mesh.project.id, c.query),
+        c.url ?? mcpUrl(c.project ?? mesh.project.id, c.query),
         { requestInit: { headers: { authorization: `Bearer ${c.key ?? mesh.project.key}` } } },
       );
       await client.connect(transport);

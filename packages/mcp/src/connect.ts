@@ -11,6 +11,11 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  McpError,
+  ResultSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
   type Tool,
@@ -57,6 +62,28 @@ export interface ConnectOptions {
   readonly clientName?: string;
   /** Called on each notifications/tools/list_changed the server sends. */
   readonly onToolsChanged?: () => void;
+  /** Called on every other notification the server sends (log messages, resource updates...). */
+  readonly onNotification?: (n: McpNotification) => void;
+}
+
+/** A notification of the server, as sent. */
+export interface McpNotification {
+  readonly method: string;
+  readonly params?: Record<string, unknown>;
+}
+
+/** What answers a server's request to the client during a call. */
+export type McpAsker = (
+  method: 'sampling/createMessage' | 'elicitation/create',
+  params: Record<string, unknown>,
+  signal: AbortSignal,
+) => Promise<Record<string, unknown>>;
+
+/** A JSON-RPC error the server answered a passed-through request with. */
+export interface McpRpcError {
+  readonly code: number;
+  readonly message: string;
+  readonly data?: unknown;
 }
 
 /** A tool as the server lists it (name, description, input schema, annotations...). */
@@ -72,6 +99,18 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
   /** Each notifications/progress of this call. */
   readonly onProgress?: (p: McpProgress) => void;
+  /**
+   * Each log message (notifications/message) the server sends while this call runs: the SDK
+   * does not say which request a notification belongs to, so every call in flight on the
+   * connection hears it.
+   */
+  readonly onLog?: (params: Record<string, unknown>) => void;
+  /**
+   * Answers what the server asks the client while this call runs (sampling/createMessage,
+   * elicitation/create): the result to send back, or a thrown error with `code`. Asked only
+   * when this is the one call in flight on the connection that can answer.
+   */
+  readonly onAsk?: McpAsker;
   /** The SDK's own request timeout; the caller's deadline (via `signal`) usually ends it first. */
   readonly timeoutMs?: number;
 }
@@ -94,6 +133,15 @@ export interface McpConnection {
     args: Record<string, unknown>,
     options?: CallOptions,
   ): Promise<McpCallResult>;
+  /**
+   * One request passed through as is (resources, prompts, completion, logging): the server's
+   * result, or its JSON-RPC error as `{error}`; a failure of the connection throws.
+   */
+  request(
+    method: string,
+    params: Record<string, unknown>,
+    options?: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<{ result: Record<string, unknown> } | { error: McpRpcError }>;
   /** Runs `fn` once when the connection ends, however it ends. */
   onClose(fn: (why: string) => void): void;
   close(): Promise<void>;
@@ -181,10 +229,31 @@ async function open(
   timeoutMs: number,
   log: Logger,
 ): Promise<McpConnection> {
+  // Sampling and elicitation are declared: what a server asks during a call goes to that
+  // call's caller (onAsk), who may be an MCP client of the facade.
   const client = new Client(
     { name: options.clientName ?? 'toolmesh', version: '1.0.0' },
-    { capabilities: {} },
+    { capabilities: { sampling: {}, elicitation: { form: {} } } },
   );
+  const askers = new Set<McpAsker>();
+  const ask =
+    (method: Parameters<McpAsker>[0]) =>
+    async (req: { params: Record<string, unknown> }, extra: { signal: AbortSignal }) => {
+      // The SDK does not say which request a server's request belongs to: with one call in
+      // flight that can answer it is that call's; with several, nobody can tell.
+      if (askers.size !== 1) {
+        throw new McpError(
+          ErrorCode.InternalError,
+          askers.size === 0
+            ? `${method}: no caller of this server's calls can answer it`
+            : `${method}: several calls of this server are in flight; the mesh cannot tell which one asks`,
+        );
+      }
+      const [only] = askers;
+      return (await only!(method, req.params, extra.signal)) as never;
+    };
+  client.setRequestHandler(CreateMessageRequestSchema, ask('sampling/createMessage'));
+  client.setRequestHandler(ElicitRequestSchema, ask('elicitation/create'));
   let closedWhy: string | undefined;
   let brokenBy: string | undefined;
   const closeListeners: ((why: string) => void)[] = [];
@@ -200,6 +269,13 @@ async function open(
   if (onToolsChanged) {
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => onToolsChanged());
   }
+  const logListeners = new Set<(params: Record<string, unknown>) => void>();
+  client.fallbackNotificationHandler = (n) => {
+    const params = (n.params ?? {}) as Record<string, unknown>;
+    if (n.method === 'notifications/message') for (const fn of logListeners) fn(params);
+    options.onNotification?.({ method: n.method, params });
+    return Promise.resolve();
+  };
   // Notifications ahead of the responses after them (see ordered.ts).
   const wire = orderedTransport(transport);
   // The SDK keeps a request waiting forever when the HTTP stream that should carry its response
@@ -267,6 +343,10 @@ async function open(
     },
     async callTool(name, args, o = {}) {
       let res;
+      const onLog = o.onLog;
+      if (onLog) logListeners.add(onLog);
+      const onAsk = o.onAsk;
+      if (onAsk) askers.add(onAsk);
       try {
         res = await client.callTool({ name, arguments: args }, undefined, {
           ...(o.signal ? { signal: o.signal } : {}),
@@ -288,6 +368,9 @@ async function open(
           kind,
           transport,
         );
+      } finally {
+        if (onLog) logListeners.delete(onLog);
+        if (onAsk) askers.delete(onAsk);
       }
       // A 2024-era server may answer with `toolResult` instead of `content`.
       const content = ('content' in res ? res.content : []) as CallToolResult['content'];
@@ -298,6 +381,32 @@ async function open(
         });
       }
       return { content, ...(structured ? { structuredContent: structured } : {}) };
+    },
+    async request(method, params, o = {}) {
+      try {
+        const result = await client.request({ method, params }, ResultSchema, {
+          ...(o.signal ? { signal: o.signal } : {}),
+          timeout: o.timeoutMs ?? timeoutMs,
+        });
+        return { result: result };
+      } catch (err) {
+        // The server's own answer: passed on as is, not a failure of the connection.
+        const local = [ErrorCode.ConnectionClosed, ErrorCode.RequestTimeout] as number[];
+        if (err instanceof McpError && !local.includes(err.code) && closedWhy === undefined) {
+          return {
+            error: {
+              code: err.code,
+              message: err.message.replace(/^MCP error -?\d+: /, ''),
+              ...(err.data === undefined ? {} : { data: err.data }),
+            },
+          };
+        }
+        throw withExit(
+          mapRequestError(err, method, o.signal, closedWhy !== undefined),
+          kind,
+          transport,
+        );
+      }
     },
     onClose(fn) {
       if (closedWhy !== undefined) fn(closedWhy);

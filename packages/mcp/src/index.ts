@@ -4,7 +4,10 @@ export type {
   ConnectOptions,
   McpCallResult,
   McpConnection,
+  McpAsker,
   McpEndpoint,
+  McpNotification,
+  McpRpcError,
   McpProgress,
   McpTool,
 } from './connect.ts';

@@ -76,7 +76,8 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
           inbox,
           ...jetStream,
         ],
-        sub: [`${v}.*.*.evt.>`, `${v}.*.*.str.>`, inbox, leases],
+        // And what MCP servers ask the clients of the calls it waits for (sampling, elicitation).
+        sub: [`${v}.*.*.evt.>`, `${v}.*.*.str.>`, `${v}.*.*.ctl.ask.*.request`, inbox, leases],
       };
     case ServiceUser.agentWorker:
       return {
@@ -97,10 +98,23 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
         sub: [...toolService.sub, `${v}.*.*.ctl.task.*.cancel`, inbox, leases],
       };
     case ServiceUser.tools:
-      // MCP discovery answers refresh requests and announces what it found.
+      // MCP discovery answers refresh requests and announces what it found; passthrough
+      // requests (resources, prompts...) are answered over the pooled connections.
       return {
-        pub: [...toolService.pub, registryChanged, inbox, ...jetStream],
-        sub: [...toolService.sub, `${v}.*.*.ctl.mcp.*.refresh`, inbox, leases],
+        pub: [
+          ...toolService.pub,
+          registryChanged,
+          `${v}.*.*.ctl.ask.*.request`,
+          inbox,
+          ...jetStream,
+        ],
+        sub: [
+          ...toolService.sub,
+          `${v}.*.*.ctl.mcp.*.refresh`,
+          `${v}.*.*.ctl.mcp.*.rpc`,
+          inbox,
+          leases,
+        ],
       };
     case ServiceUser.admin:
       // Scripts and tests: the whole root and every stream of the account (reset, cleanup).

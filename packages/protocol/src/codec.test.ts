@@ -86,6 +86,9 @@ const examples: { [T in MessageType]: Message<T> } = {
   },
   registry_changed: { v: 1, change: 'updated', tools: ['web.search'] },
   key_revoked: { v: 1, key_id: '0190a5c2-7b1e-7c3d-9f00-1234567890ab' },
+  mcp_rpc: { v: 1, method: 'resources/read', params: { uri: 'test://static-text' } },
+  mcp_rpc_reply: { v: 1, error: { code: -32602, message: 'Resource not found' } },
+  mcp_ask: { v: 1, method: 'elicitation/create', params: { message: 'Your name?' } },
 };
 const types = Object.keys(Catalog) as MessageType[];
 

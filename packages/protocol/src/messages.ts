@@ -205,6 +205,60 @@ export const McpRefreshReply = z.strictObject({
 });
 export type McpRefreshReply = z.infer<typeof McpRefreshReply>;
 
+/**
+ * The MCP methods the api passes through to a project's MCP server (its own endpoint, and the
+ * project's facade for prefixed prompts and resources) on `ctl.mcp.<server>.rpc`.
+ */
+export const McpPassthroughMethod = {
+  'resources/list': 'resources/list',
+  'resources/read': 'resources/read',
+  'resources/templates/list': 'resources/templates/list',
+  'resources/subscribe': 'resources/subscribe',
+  'resources/unsubscribe': 'resources/unsubscribe',
+  'prompts/list': 'prompts/list',
+  'prompts/get': 'prompts/get',
+  'completion/complete': 'completion/complete',
+  'logging/setLevel': 'logging/setLevel',
+} as const;
+export type McpPassthroughMethod = (typeof McpPassthroughMethod)[keyof typeof McpPassthroughMethod];
+
+/** Sent on `ctl.mcp.<server>.rpc` (core NATS request): one request to the server, as is. */
+export const McpRpcRequest = z.strictObject({
+  v: version,
+  method: z.enum(McpPassthroughMethod),
+  params: z.record(z.string(), z.unknown()),
+});
+export type McpRpcRequest = z.infer<typeof McpRpcRequest>;
+
+/** The server's answer: its result as sent, or its JSON-RPC error (or the mesh's, code -32603). */
+export const McpRpcReply = z.strictObject({
+  v: version,
+  result: z.record(z.string(), z.unknown()).optional(),
+  error: z
+    .strictObject({ code: z.int(), message: z.string(), data: z.unknown().optional() })
+    .optional(),
+});
+export type McpRpcReply = z.infer<typeof McpRpcReply>;
+
+/** What an MCP server may ask the client during a tool call. */
+export const McpAskMethod = {
+  'sampling/createMessage': 'sampling/createMessage',
+  'elicitation/create': 'elicitation/create',
+} as const;
+export type McpAskMethod = (typeof McpAskMethod)[keyof typeof McpAskMethod];
+
+/**
+ * Sent on `ctl.ask.<tool_call_id>.request` (core NATS request) by the tools service: the MCP
+ * server running the call asks its client something. The api instance waiting for the call
+ * asks the MCP client that made it, and answers with `mcp_rpc_reply`.
+ */
+export const McpAskRequest = z.strictObject({
+  v: version,
+  method: z.enum(McpAskMethod),
+  params: z.record(z.string(), z.unknown()),
+});
+export type McpAskRequest = z.infer<typeof McpAskRequest>;
+
 export const RegistryChange = {
   created: 'created',
   updated: 'updated',
@@ -254,6 +308,9 @@ export const Catalog = {
   agent_chunk: AgentChunk,
   mcp_refresh: McpRefreshRequest,
   mcp_refresh_reply: McpRefreshReply,
+  mcp_rpc: McpRpcRequest,
+  mcp_rpc_reply: McpRpcReply,
+  mcp_ask: McpAskRequest,
   registry_changed: RegistryChangedEvent,
   key_revoked: KeyRevokedEvent,
 } as const;

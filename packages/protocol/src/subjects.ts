@@ -30,7 +30,7 @@ export type ParsedSubject =
   | ({ kind: 'evt'; component: 'tool'; target: string; event: 'result' } & Scope)
   | ({ kind: 'evt'; component: 'tool'; target: string; event: 'progress' } & Scope)
   | ({ kind: 'ctl'; component: 'task'; target: string; action: 'cancel' } & Scope)
-  | ({ kind: 'ctl'; component: 'mcp'; server: string; action: 'refresh' } & Scope)
+  | ({ kind: 'ctl'; component: 'mcp'; server: string; action: 'refresh' | 'rpc' } & Scope)
   | ({ kind: 'evt'; component: 'agent'; agent: string; event: AgentEvent } & Scope)
   | ({ kind: 'str'; component: 'agent'; agent: string; stream: 'chunk' } & Scope)
   | ({ kind: 'evt'; component: 'sys'; event: 'registry_changed' } & Scope)
@@ -62,6 +62,19 @@ export interface Subjects {
   mcpRefresh(s: Scope & { server: string }): string;
   /** Every MCP refresh request across projects and channels (the tools service's queue group). */
   mcpRefreshFilter(): string;
+  /**
+   * `<root>.v1.<project>.<channel>.ctl.mcp.<server>.rpc`: one passed-through request to an MCP
+   * server (resources, prompts, completion, logging); a core NATS request one tools-service
+   * instance (queue group) answers over its pooled connection.
+   */
+  mcpRpc(s: Scope & { server: string }): string;
+  /** Every MCP passthrough request across projects and channels. */
+  mcpRpcFilter(): string;
+  /**
+   * `<root>.v1.<project>.<channel>.ctl.ask.<tool_call_id>.request`: the MCP server running a
+   * call asks its client (sampling, elicitation); the api instance waiting for the call answers.
+   */
+  mcpAsk(s: Scope & { toolCallId: string }): string;
   /** Every tool call of every target (a registry tool service's consumer filter). */
   allToolCallsFilter(): string;
   /** `<root>.v1.<project>.sys.evt.sys.registry.changed`: tools of the project changed. */
@@ -134,6 +147,10 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     toolCallFilter: (target) => `${prefix}*.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
     mcpRefresh: (s) => scoped(root, s, 'ctl', 'mcp', assertId(IdKind.target, s.server), 'refresh'),
     mcpRefreshFilter: () => `${prefix}*.*.ctl.mcp.*.refresh`,
+    mcpRpc: (s) => scoped(root, s, 'ctl', 'mcp', assertId(IdKind.target, s.server), 'rpc'),
+    mcpRpcFilter: () => `${prefix}*.*.ctl.mcp.*.rpc`,
+    mcpAsk: (s) =>
+      scoped(root, s, 'ctl', 'ask', assertId(IdKind.toolCall, s.toolCallId), 'request'),
     allToolCallsFilter: () => `${prefix}*.*.cmd.tool.>`,
     registryChanged: (project) =>
       scoped(root, { project, channel: SYSTEM_CHANNEL }, 'evt', 'sys', 'registry', 'changed'),
@@ -206,7 +223,7 @@ function parseSubject(root: string, subject: string): ParsedSubject {
   if (kind === 'ctl' && component === 'task' && one === 'cancel') {
     return { kind, component, ...scope, target: assertId(IdKind.target, target), action: one };
   }
-  if (kind === 'ctl' && component === 'mcp' && one === 'refresh') {
+  if (kind === 'ctl' && component === 'mcp' && (one === 'refresh' || one === 'rpc')) {
     return { kind, component, ...scope, server: assertId(IdKind.target, target), action: one };
   }
   if (

@@ -43,6 +43,9 @@ export { bundleMcpStdioServer, MCP_ENV_SERVER_PATH } from './mcp-stdio-bundle.ts
 export type { McpStdioBundle } from './mcp-stdio-bundle.ts';
 export type { McpHttpFixture } from './mcp-http-server.ts';
 export { FIXTURE_TOOLS } from './mcp-fixture-tools.ts';
+export { startMcpEverythingServer } from './mcp-everything-server.ts';
+export type { McpEverythingFixture } from './mcp-everything-server.ts';
+export type { EverythingState } from './mcp-everything-features.ts';
 export type { FixtureState, FixtureTool } from './mcp-fixture-tools.ts';
 export { normalizePackageName, startPackageIndex } from './package-index.ts';
 export type { PackageIndex, PackageIndexOptions } from './package-index.ts';

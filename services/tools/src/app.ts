@@ -20,6 +20,7 @@ import { createRegistry, createToolService, limitsFromConfig } from '@toolmesh/t
 import { createEgress } from './egress.ts';
 import { createKindExecutors } from './kinds/index.ts';
 import { createAutoRefresh, serveDiscovery } from './mcp/discovery.ts';
+import { serveMcpRpc } from './mcp/rpc.ts';
 import { createMcpPool } from './mcp/pool.ts';
 import { createResolver } from './resolver.ts';
 import { createSecretReader } from './secrets.ts';
@@ -107,6 +108,12 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     mcpPool,
   });
   const discovery = serveDiscovery(discoveryDeps());
+  const passthrough = serveMcpRpc({
+    bus,
+    pool: mcpPool,
+    timeoutMs: config.tools.mcp_discovery_timeout_ms,
+    logger: log,
+  });
   const mcpWatch = mcpPool.watchRegistry(bus);
   const registry = createRegistry({
     store,
@@ -150,6 +157,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     stop: async (graceMs) => {
       stopping = true;
       discovery.unsubscribe();
+      passthrough.unsubscribe();
       mcpWatch.unsubscribe();
       await service.stop(graceMs);
       registry.close();

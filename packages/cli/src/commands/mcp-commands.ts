@@ -43,6 +43,10 @@ export function addMcpCommands(program: Command, run: Run): void {
       "serve the project's tools as an MCP server on stdio (for MCP clients that start a command); relays to the api's /v1/projects/<p>/mcp with the api key",
     )
     .option('--agent <id>', "only this agent's tool set")
+    .option(
+      '--server <name>',
+      "only this MCP server's tools, under its own names (/v1/projects/<p>/mcp-servers/<name>/mcp)",
+    )
     .action(run((ctx, f: McpServeFlags) => mcpServe(ctx, f)));
   mcp
     .command('add')

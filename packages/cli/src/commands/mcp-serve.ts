@@ -1,5 +1,6 @@
-// `toolmesh mcp serve --project p [--agent a]`: the project as an MCP server on stdio, for MCP
-// clients that start a command. It relays each JSON-RPC message between stdio and the api's
+// `toolmesh mcp serve --project p [--agent a] [--server s]`: the project (or, with --server, one
+// of its MCP servers under that server's own names) as an MCP server on stdio, for MCP clients
+// that start a command. It relays each JSON-RPC message between stdio and the api's
 // streamable HTTP endpoint (/v1/projects/:p/mcp) with the CLI's key, so both transports are
 // answered by the one translation module in the api, with the same auth, idempotency and
 // tool sets; the CLI holds no database or NATS connection of its own. stdout carries only
@@ -20,6 +21,8 @@ import { projectOf } from '../settings.ts';
 
 export interface McpServeFlags {
   agent?: string;
+  /** One MCP server of the project: /v1/projects/:p/mcp-servers/:name/mcp. */
+  server?: string;
 }
 
 export async function mcpServe(ctx: Context, f: McpServeFlags): Promise<number> {
@@ -27,7 +30,10 @@ export async function mcpServe(ctx: Context, f: McpServeFlags): Promise<number> 
   const project = projectOf(settings);
   if (!settings.apiKey) throw usageError('no api key: pass --api-key or set TOOLMESH_API_KEY');
   if (!io.stdin) throw usageError('mcp serve needs a standard input');
-  const url = new URL(`${settings.apiUrl}/v1/projects/${encodeURIComponent(project)}/mcp`);
+  const base = `${settings.apiUrl}/v1/projects/${encodeURIComponent(project)}`;
+  const url = new URL(
+    f.server ? `${base}/mcp-servers/${encodeURIComponent(f.server)}/mcp` : `${base}/mcp`,
+  );
   if (f.agent) url.searchParams.set('agent', f.agent);
 
   const upstream = new StreamableHTTPClientTransport(url, {

@@ -19,7 +19,9 @@ import {
 import type { Config } from '@toolmesh/config';
 import {
   decodeMessage,
+  encodeMessage,
   splitToolName,
+  type McpAskMethod,
   type ToolProgressEvent,
   type ToolResultContent,
 } from '@toolmesh/protocol';
@@ -76,6 +78,10 @@ export function toCallToolResult(
     };
   }
   const error = content.error ?? { code: content.status, message: `the call ${content.status}` };
+  // An MCP tool's own isError answer: its content blocks as the server sent them.
+  const upstream =
+    origin === 'mcp' && error.code === 'tool_error' ? mcpResultOf(error.details) : undefined;
+  if (upstream) return { isError: true, ...upstream, _meta: meta };
   return {
     isError: true,
     content: [{ type: 'text', text: `${error.code}: ${error.message}` }],
@@ -129,7 +135,20 @@ export interface MeshCall {
   detach?: AbortSignal | undefined;
   /** Called once per progress event of the call. */
   onProgress?: ((ev: ToolProgressEvent) => void) | undefined;
+  /**
+   * Asks the MCP client that made the call what the call's MCP server asks it (sampling,
+   * elicitation), while the call is awaited; without it nobody answers and the server is
+   * refused.
+   */
+  ask?: CallerAsk | undefined;
 }
+
+/** Asks a facade client on behalf of an MCP server; throws an error with a JSON-RPC `code`. */
+export type CallerAsk = (
+  method: McpAskMethod,
+  params: Record<string, unknown>,
+  signal: AbortSignal,
+) => Promise<Record<string, unknown>>;
 
 type ProgressOf = Pick<MeshCall, 'project' | 'tool' | 'onProgress'>;
 
@@ -215,6 +234,39 @@ export function createMeshCalls(deps: CallDeps) {
         } catch {
           // Another sender's malformed event: not this call's to judge.
         }
+      },
+    });
+  }
+
+  /** Answers what the call's MCP server asks its client, while the call is awaited here. */
+  function answerAsks(call: MeshCall, id: string): Subscription | undefined {
+    const ask = call.ask;
+    if (!ask) return undefined;
+    const subject = client.subjects.mcpAsk({
+      project: call.project,
+      channel: MCP_CHANNEL,
+      toolCallId: id,
+    });
+    const asklog = log.child({ project: call.project, tool_call_id: id });
+    return subscribeGuarded(nc, subject, {
+      log: asklog,
+      onMessage: (msg) => {
+        void (async () => {
+          let reply;
+          try {
+            const req = decodeMessage('mcp_ask', msg.data);
+            reply = { v: 1 as const, result: await ask(req.method, req.params, call.signal) };
+          } catch (err) {
+            const code = (err as { code?: unknown }).code;
+            const message = (err as Error).message.replace(/^MCP error -?\d+: /, '');
+            asklog.debug({ err }, 'the MCP client did not answer what the server asked');
+            reply = {
+              v: 1 as const,
+              error: { code: Number.isSafeInteger(code) ? (code as number) : -32603, message },
+            };
+          }
+          msg.respond(encodeMessage('mcp_rpc_reply', reply));
+        })();
       },
     });
   }
@@ -384,6 +436,7 @@ export function createMeshCalls(deps: CallDeps) {
     if (answer) return answer;
     const seen = new Set<string>();
     const progress = listenProgress(call, id, seen);
+    const asking = answerAsks(call, id);
     const stopWatching = watchApproval(store, call, id, seen);
     const onAbort = () => {
       client
@@ -392,7 +445,7 @@ export function createMeshCalls(deps: CallDeps) {
     };
     call.signal.addEventListener('abort', onAbort, { once: true });
     try {
-      if (progress) await nc.flush();
+      if (progress || asking) await nc.flush();
       const waitSignal = call.detach ? AbortSignal.any([call.signal, call.detach]) : call.signal;
       const result = await awaitResult({ ...req, toolCallId: id }, waitSignal);
       return toCallToolResult(result.content, id, call.tool.origin);
@@ -421,6 +474,7 @@ export function createMeshCalls(deps: CallDeps) {
     } finally {
       call.signal.removeEventListener('abort', onAbort);
       progress?.unsubscribe();
+      asking?.unsubscribe();
       stopWatching();
       // The answer follows any row write under way: a client that reads its executions next
       // finds this call's row (the tool service wrote it with the card, or this one queued it).

@@ -7,8 +7,12 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  CreateMessageResultSchema,
   ElicitResultSchema,
   ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
@@ -23,17 +27,26 @@ import {
 import type { ArtifactStore } from '@toolmesh/artifacts';
 import { LONG_RUNNING_TOOLS } from '@toolmesh/skills';
 import type { Client } from '@toolmesh/client';
-import type { ToolProgressEvent } from '@toolmesh/protocol';
+import type { McpAskMethod, ToolProgressEvent } from '@toolmesh/protocol';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import { ApiError } from '../errors.ts';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
-import { DETACHED, IDEMPOTENCY_META_KEY, errorResult, type MeshCalls } from './calls.ts';
+import {
+  DETACHED,
+  IDEMPOTENCY_META_KEY,
+  errorResult,
+  type CallerAsk,
+  type MeshCalls,
+} from './calls.ts';
 import { buildNameTable, mcpToolName, type NameTable } from './names.ts';
 import { readArtifact } from './resources.ts';
 import type { ToolCache } from './tool-cache.ts';
 import { CALL_TOOL, SEARCH_TOOLS, search, searchTools } from './search.ts';
 import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
 import type { ApprovalDecider } from '../approvals.ts';
+import { PASSTHROUGH_CAPABILITIES, registerPassthrough } from './passthrough.ts';
+import { UpstreamError, type Upstream } from './upstream.ts';
+import { createFederation } from './federated.ts';
 import {
   applyAnswer,
   approvalElicitation,
@@ -50,6 +63,32 @@ export interface FacadeScope {
   agent?: string | undefined;
   /** Who answers for this client when it decides an approval (`mcp:<key id>`). */
   caller?: string | undefined;
+  /**
+   * One MCP server of the project (its own endpoint): only its tools, under the names the
+   * server gives them.
+   */
+  server?: string | undefined;
+}
+
+/** The spec of an MCP tool, when the row is one (server, the upstream's name, `$schema`). */
+function mcpSpecOf(t: ToolRecord): { server: string; tool: string; schema?: string } | undefined {
+  if (t.origin !== 'mcp') return undefined;
+  const { server, tool, schema } = t.spec as { server?: unknown; tool?: unknown; schema?: unknown };
+  if (typeof server !== 'string' || typeof tool !== 'string') return undefined;
+  return { server, tool, ...(typeof schema === 'string' ? { schema } : {}) };
+}
+
+/** The tools of one MCP server under the server's own names (they are unique on the server). */
+function serverNameTable(tools: readonly ToolRecord[], server: string): NameTable<ToolRecord> {
+  const byName = new Map<string, ToolRecord>();
+  const entries: { mcpName: string; tool: ToolRecord }[] = [];
+  for (const tool of tools) {
+    const spec = mcpSpecOf(tool);
+    if (spec?.server !== server || byName.has(spec.tool)) continue;
+    byName.set(spec.tool, tool);
+    entries.push({ mcpName: spec.tool, tool });
+  }
+  return { entries, resolve: (n) => byName.get(n) };
 }
 
 /** A call that waits for an approval, its wait detached (handleCall's `park`). */
@@ -105,8 +144,11 @@ export function createFacade(deps: {
   decider: ApprovalDecider;
   /** tools.max_arguments_depth. */
   maxArgumentsDepth: number;
+  /** An MCP server's other methods (a server's own endpoint). */
+  upstream: Upstream;
 }) {
   const { store, client, artifacts, calls, tools, searchThreshold, decider } = deps;
+  const federation = createFederation({ store, upstream: deps.upstream });
 
   /**
    * Asks the client to decide a call that waits for approval (elicitation). A failure to ask, or
@@ -134,7 +176,9 @@ export function createFacade(deps: {
    */
   async function visibleTools(scope: FacadeScope): Promise<NameTable<ToolRecord>> {
     const all = (await store.tools.list(scope.project, {})).filter((t) => t.enabled);
-    if (scope.agent === undefined) return buildNameTable(all);
+    const table = (tools: ToolRecord[]) =>
+      scope.server === undefined ? buildNameTable(tools) : serverNameTable(tools, scope.server);
+    if (scope.agent === undefined) return table(all);
     const agent = await store.agents.get(scope.project, scope.agent);
     if (!agent) throw new UnknownAgentError(scope.agent);
     const profile = agent.profile
@@ -144,17 +188,21 @@ export function createFacade(deps: {
       ((await store.agents.listTools(scope.project, scope.agent)) ?? []).map((t) => t.name),
     );
     const allowed = profile?.allowed_tools ?? [];
-    return buildNameTable(
+    return table(
       all.filter((t) => allows(allowed, t.name) && (attached.size === 0 || attached.has(t.name))),
     );
   }
 
   function toMcpTool(mcpName: string, t: ToolRecord): Tool {
+    // The input schema as the server sent it: the registry keeps its `$schema` in the spec.
+    const dialect = mcpSpecOf(t)?.schema;
     return {
       name: mcpName,
       title: t.name,
       description: t.description,
-      inputSchema: t.parameters as Tool['inputSchema'],
+      inputSchema: (dialect
+        ? { $schema: dialect, ...t.parameters }
+        : t.parameters) as Tool['inputSchema'],
       ...(t.output_schema ? { outputSchema: t.output_schema as Tool['outputSchema'] } : {}),
       ...(Object.keys(t.annotations).length > 0 ? { annotations: t.annotations } : {}),
       execution: { taskSupport: TASK_SUPPORT },
@@ -187,6 +235,8 @@ export function createFacade(deps: {
        * call goes on; a 2026-07-28 request asks its client with an input_required result).
        */
       park?: boolean | undefined;
+      /** Asks this client what the call's MCP server asks (a 2025 session's stream). */
+      ask?: CallerAsk | undefined;
     },
   ): Promise<CallToolResult | CreateTaskResult | Parked> {
     let name = params.name;
@@ -249,13 +299,39 @@ export function createFacade(deps: {
     const traceparent = meta?.['traceparent'];
     const progressToken = meta?.progressToken;
     const task = params.task;
+    // A server's own endpoint passes the server's log messages during the call on.
+    const logs = scope.server !== undefined;
     /** The call's progress events as notifications/progress on `send`, counted up. */
     const progressTo = (send: ((n: ProgressNotification) => Promise<void>) | undefined) => {
-      if (progressToken === undefined || !send) return undefined;
+      if ((progressToken === undefined && !logs) || !send) return undefined;
       let progress = 0;
       return (ev: ToolProgressEvent) => {
+        const log = ev.detail?.['mcp_log'];
+        if (typeof log === 'object' && log !== null) {
+          if (logs) {
+            const n = { method: 'notifications/message', params: log };
+            send(n as unknown as ProgressNotification).catch(() => undefined);
+          }
+          return;
+        }
+        if (progressToken === undefined) return;
+        // An MCP server's own progress (the tool service passes on its numbers): as it sent it.
+        const own = ev.detail?.['progress'];
+        if (typeof own === 'number') {
+          const { total, message } = ev.detail ?? {};
+          send({
+            method: 'notifications/progress',
+            params: {
+              progressToken,
+              progress: own,
+              ...(typeof total === 'number' ? { total } : {}),
+              ...(typeof message === 'string' ? { message } : {}),
+            },
+          }).catch(() => undefined);
+          return;
+        }
         // Our own count keeps progress increasing whatever the tool reports; a message the tool
-        // gave (an MCP server's, a watch's) is passed on, else the detail.
+        // gave (a watch's) is passed on, else the detail.
         progress += 1;
         const said = ev.detail?.['message'];
         const detail =
@@ -335,6 +411,7 @@ export function createFacade(deps: {
       signal: extra.signal,
       detach: detach?.signal,
       onProgress,
+      ask: extra.ask,
     });
     return result === DETACHED && parked ? { parked } : result;
   }
@@ -356,6 +433,7 @@ export function createFacade(deps: {
           // Artifacts are reached through the resource links of results, not listed.
           resources: {},
           tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+          ...(scope.server === undefined ? { prompts: {} } : PASSTHROUGH_CAPABILITIES),
         },
         taskStore: createProjectTaskStore({ store, client, calls, project: scope.project }),
         instructions:
@@ -366,10 +444,31 @@ export function createFacade(deps: {
 
     server.setRequestHandler(ListToolsRequestSchema, () => handleList(scope));
 
-    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: [] }));
-    server.setRequestHandler(ReadResourceRequestSchema, (req) =>
-      readArtifact({ store, artifacts }, scope.project, req.params.uri),
-    );
+    if (scope.server === undefined) {
+      // The project's MCP servers' prompts and resources, under prefixed names (federated.ts).
+      const fed = federation;
+      server.setRequestHandler(ListResourcesRequestSchema, () => fed.listResources(scope.project));
+      server.setRequestHandler(ListResourceTemplatesRequestSchema, () =>
+        fed.listTemplates(scope.project),
+      );
+      server.setRequestHandler(ReadResourceRequestSchema, (req) =>
+        fed.isFederatedUri(req.params.uri)
+          ? (fed.readResource(scope.project, req.params.uri) as Promise<never>)
+          : readArtifact({ store, artifacts }, scope.project, req.params.uri),
+      );
+      server.setRequestHandler(ListPromptsRequestSchema, () => fed.listPrompts(scope.project));
+      server.setRequestHandler(
+        GetPromptRequestSchema,
+        (req) => fed.getPrompt(scope.project, req.params) as Promise<never>,
+      );
+    } else {
+      registerPassthrough(
+        server,
+        { project: scope.project, server: scope.server },
+        deps.upstream,
+        (uri) => readArtifact({ store, artifacts }, scope.project, uri),
+      );
+    }
 
     // No `park` on a 2025 session: its client is asked by elicitation while the call waits.
     server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
@@ -380,6 +479,9 @@ export function createFacade(deps: {
           ...extra,
           // Outside the request: the session's standalone stream (GET), which the client keeps.
           notifyLater: (n) => server.notification(n),
+          // What the call's MCP server asks goes to this client, on this request's stream.
+          ask: (method, params, signal) =>
+            askClient(server, extra.sendRequest, method, params, signal),
           // Only a client that declared elicitation is asked to approve (on this request's stream).
           elicit: server.getClientCapabilities()?.elicitation
             ? (params, timeoutMs) =>
@@ -400,6 +502,36 @@ export function createFacade(deps: {
   }
 
   /**
+   * Sends what an MCP server asks to this session's client, if it declared that capability;
+   * else refuses, as the server would be refused by a client without it.
+   */
+  function askClient(
+    server: Server,
+    sendRequest: (
+      r: { method: string; params: Record<string, unknown> },
+      schema: typeof CreateMessageResultSchema | typeof ElicitResultSchema,
+      o: { signal: AbortSignal },
+    ) => Promise<unknown>,
+    method: McpAskMethod,
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>> {
+    const caps = server.getClientCapabilities();
+    const sampling = method === 'sampling/createMessage';
+    if (sampling ? !caps?.sampling : !caps?.elicitation) {
+      throw new UpstreamError(
+        ErrorCode.InvalidRequest,
+        `the MCP client did not declare ${sampling ? 'sampling' : 'elicitation'}`,
+      );
+    }
+    return sendRequest(
+      { method, params },
+      sampling ? CreateMessageResultSchema : ElicitResultSchema,
+      { signal },
+    ) as Promise<Record<string, unknown>>;
+  }
+
+  /**
    * The tool an MCP name stands for, if the scope may see it. Without an agent, a plain name
    * (`target__tool`) is looked up directly, one row instead of the project's list, and accepted
    * only if the tool's own MCP name is that name (plain names map one to one); every other name
@@ -411,7 +543,12 @@ export function createFacade(deps: {
     name: string,
     table?: NameTable<ToolRecord>,
   ): Promise<ToolRecord | undefined> {
-    if (!table && scope.agent === undefined) {
+    if (!table && scope.agent === undefined && scope.server !== undefined) {
+      // The registry name of a server's tool is `<server>.<name>` whenever its name is an id.
+      const t = await tools.get(scope.project, `${scope.server}.${name}`);
+      const spec = t && mcpSpecOf(t);
+      if (t?.enabled && spec?.server === scope.server && spec.tool === name) return t;
+    } else if (!table && scope.agent === undefined) {
       const sep = name.indexOf('__');
       if (sep > 0) {
         const t = await tools.get(scope.project, `${name.slice(0, sep)}.${name.slice(sep + 2)}`);
@@ -432,6 +569,6 @@ export function createFacade(deps: {
     }
   }
 
-  return { newServer, visibleTools, handleList, handleCall };
+  return { newServer, visibleTools, handleList, handleCall, federation };
 }
 export type Facade = ReturnType<typeof createFacade>;

@@ -35,6 +35,8 @@ import {
 import { declaresElicitation, parkedAnswer, resumeParked } from './modern-approval.ts';
 import type { readArtifact } from './resources.ts';
 import type { ApprovalDecider } from '../approvals.ts';
+import { PASSTHROUGH_CAPABILITIES, registerModernPassthrough } from './passthrough.ts';
+import type { Upstream } from './upstream.ts';
 
 /** A modern request's scope travels in the SDK's authInfo (the route authenticated it). */
 export interface ModernScope extends FacadeScope {
@@ -57,6 +59,8 @@ export interface ModernDeps {
   taskTtlMs: number;
   readResource: (project: string, uri: string) => ReturnType<typeof readArtifact>;
   decider: ApprovalDecider;
+  /** An MCP server's other methods (a server's own endpoint). */
+  upstream: Upstream;
 }
 
 function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler {
@@ -73,6 +77,7 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
           tools: { listChanged: true },
           resources: {},
           extensions: { [TASKS_EXTENSION]: {} },
+          ...(scope.server === undefined ? { prompts: {} } : PASSTHROUGH_CAPABILITIES),
         },
         cacheHints: { 'tools/list': { ttlMs: LIST_TTL_MS, cacheScope: 'private' } },
         instructions:
@@ -130,11 +135,38 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
       return result as never;
     });
     registerModernTasks(server, { ...deps, project, caller: scope.caller ?? 'mcp' });
-    server.setRequestHandler('resources/list', () => ({ resources: [] }));
-    server.setRequestHandler(
-      'resources/read',
-      async (req) => (await deps.readResource(scope.project, req.params.uri)) as never,
-    );
+    if (scope.server === undefined) {
+      // The project's MCP servers' prompts and resources, under prefixed names (federated.ts).
+      const fed = facade.federation;
+      server.setRequestHandler(
+        'resources/list',
+        async () => (await fed.listResources(project)) as never,
+      );
+      server.setRequestHandler(
+        'resources/templates/list',
+        async () => (await fed.listTemplates(project)) as never,
+      );
+      server.setRequestHandler('resources/read', async (req) =>
+        fed.isFederatedUri(req.params.uri)
+          ? ((await fed.readResource(project, req.params.uri)) as never)
+          : ((await deps.readResource(scope.project, req.params.uri)) as never),
+      );
+      server.setRequestHandler(
+        'prompts/list',
+        async () => (await fed.listPrompts(project)) as never,
+      );
+      server.setRequestHandler(
+        'prompts/get',
+        async (req) => (await fed.getPrompt(project, req.params as never)) as never,
+      );
+    } else {
+      registerModernPassthrough(
+        server,
+        { project: scope.project, server: scope.server },
+        deps.upstream,
+        (uri) => deps.readResource(scope.project, uri),
+      );
+    }
     return server;
   };
   return createMcpHandler(factory, { legacy: 'reject' });

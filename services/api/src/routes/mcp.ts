@@ -30,18 +30,21 @@ import { createFacade } from '../mcp/facade.ts';
 import { createMcpAuth } from '../mcp/oauth.ts';
 import { createToolCache } from '../mcp/tool-cache.ts';
 import { createModernHandlers } from '../mcp/modern.ts';
+import { createUpstream } from '../mcp/upstream.ts';
 import { readArtifact } from '../mcp/resources.ts';
 import { createSessionEventStore, type SessionEventStore } from '../mcp/event-store.ts';
 import { createHostGuard } from '../mcp/host-guard.ts';
 import { isEventStream, sendWebResponse, toWebRequest, withPrimingEvent } from '../mcp/web-http.ts';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { createSlots, holdStream } from '../slots.ts';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 interface Session {
   id: string;
   project: string;
-  server: Server;
+  /** The MCP server whose own endpoint opened the session; undefined on the project's. */
+  server: string | undefined;
+  mcp: Server;
   transport: WebStandardStreamableHTTPServerTransport;
   /** What the session's SSE streams sent, for a client that resumes one (event-store.ts). */
   events: SessionEventStore;
@@ -121,7 +124,13 @@ export const mcpRoutes =
       logger: log,
     });
     app.addHook('onClose', () => tools.close());
+    const upstream = createUpstream({
+      nc,
+      subjects,
+      timeoutMs: config.api.mcp_refresh_wait_ms,
+    });
     const facade = createFacade({
+      upstream,
       store,
       client: deps.client,
       artifacts: deps.artifacts,
@@ -142,6 +151,7 @@ export const mcpRoutes =
       taskTtlMs: config.api.mcp_task_ttl_ms,
       readResource: (project, uri) => readArtifact(deps, project, uri),
       decider,
+      upstream,
     });
     app.addHook('onClose', () => modern.close());
     const sessions = new Map<string, Session>();
@@ -175,7 +185,7 @@ export const mcpRoutes =
       s.release();
       s.registry.unsubscribe();
       log.debug({ session: s.id, project: s.project, why }, 'MCP session closed');
-      await s.server.close().catch(() => undefined);
+      await s.mcp.close().catch(() => undefined);
     }
 
     const sweep = setInterval(() => {
@@ -190,13 +200,18 @@ export const mcpRoutes =
     });
 
     /** A transport and server for an initialize request; the session exists once it succeeded. */
-    async function open(project: string, agent: string | undefined, caller: string) {
+    async function open(
+      project: string,
+      mcpServer: string | undefined,
+      agent: string | undefined,
+      caller: string,
+    ) {
       if (agent !== undefined && !(await store.agents.get(project, agent))) {
         throw notFound('agent', agent);
       }
       // Held from here: an initialize in flight counts, or many at once could pass the cap.
       const release = sessionSlots.take(project);
-      const server = facade.newServer({ project, agent, caller });
+      const server = facade.newServer({ project, agent, caller, server: mcpServer });
       let session: Session | undefined;
       const events = createSessionEventStore();
       const transport = new WebStandardStreamableHTTPServerTransport({
@@ -217,7 +232,8 @@ export const mcpRoutes =
           session = {
             id,
             project,
-            server,
+            server: mcpServer,
+            mcp: server,
             transport,
             events,
             registry,
@@ -240,6 +256,78 @@ export const mcpRoutes =
       return { transport, server, release, opened: () => session !== undefined };
     }
 
+    /** One request to the project's facade, or (mcpServer) to one MCP server's own endpoint. */
+    async function serve(
+      req: FastifyRequest<{ Body: unknown }>,
+      reply: FastifyReply,
+      project: string,
+      mcpServer: string | undefined,
+      agent: string | undefined,
+    ) {
+      const web = toWebRequest(req);
+      if (req.method === 'POST' && req.headers['mcp-session-id'] === undefined) {
+        if (!(await isLegacyRequest(web, req.body))) {
+          // 2026-07-28: stateless, one server per request (modern.ts). A listen is the one
+          // request that stays open: counted as an event stream.
+          if ((req.body as { method?: unknown } | undefined)?.method === 'subscriptions/listen') {
+            holdStream(streams, project, reply);
+          }
+          const res = await modern.for(project).fetch(web, {
+            parsedBody: req.body,
+            authInfo: {
+              token: '',
+              clientId: project,
+              scopes: [],
+              extra: { project, agent, caller: mcpCallerOf(req), server: mcpServer },
+            },
+          });
+          return sendWebResponse(reply, res);
+        }
+      }
+      const header = req.headers['mcp-session-id'];
+      const sessionId = Array.isArray(header) ? header[0] : header;
+      let transport: WebStandardStreamableHTTPServerTransport;
+      let fresh: Awaited<ReturnType<typeof open>> | undefined;
+      let priming: string | undefined;
+      if (sessionId) {
+        const s = sessions.get(sessionId);
+        if (!s || s.project !== project || s.server !== mcpServer) {
+          return reply.status(404).send(rpcError(-32001, 'Session not found'));
+        }
+        s.lastSeen = Date.now();
+        transport = s.transport;
+        // A GET is the session's notification stream: counted as an event stream.
+        if (req.method === 'GET') holdStream(streams, project, reply);
+        // The GET stream's priming event, placed before the SDK opens the stream so that
+        // nothing it sends there can come before it in the store.
+        if (req.method === 'GET' && !req.headers['last-event-id'] && primes(req)) {
+          priming = s.events.prime(GET_STREAM);
+        }
+      } else if (req.method === 'POST' && isInitializeRequest(req.body)) {
+        fresh = await open(project, mcpServer, agent, mcpCallerOf(req));
+        transport = fresh.transport;
+      } else {
+        return reply
+          .status(400)
+          .send(rpcError(-32000, 'Bad Request: no valid Mcp-Session-Id; send initialize first'));
+      }
+      let res: Response;
+      try {
+        res = await transport.handleRequest(web, { parsedBody: req.body });
+      } finally {
+        // An initialize the SDK refused opened no session: nothing else will close its
+        // server or give its place back.
+        if (fresh && !fresh.opened()) {
+          fresh.release();
+          await fresh.server.close().catch(() => undefined);
+        }
+      }
+      await sendWebResponse(
+        reply,
+        priming !== undefined && isEventStream(res) ? withPrimingEvent(res, priming, retryMs) : res,
+      );
+    }
+
     app.route({
       method: ['GET', 'POST', 'DELETE'],
       url: '/projects/:project/mcp',
@@ -257,72 +345,29 @@ export const mcpRoutes =
           ...errors,
         },
       },
+      handler: (req, reply) => serve(req, reply, req.params.project, undefined, req.query.agent),
+    });
+
+    app.route({
+      method: ['GET', 'POST', 'DELETE'],
+      url: '/projects/:project/mcp-servers/:name/mcp',
+      onRequest: [hostGuard, mcpAuth.authenticate],
+      schema: {
+        tags: ['mcp'],
+        summary: 'One MCP server of the project, served through the mesh under its own names',
+        description:
+          'The same protocol, revisions, auth, sessions and Tasks as /projects/:project/mcp, for one registered MCP server: its tools under the names the server gives them (`echo`, not `server__echo`), their input schemas as the server sent them. Each call still travels over the bus and leaves one card. 404 for a server the project has not registered. See docs/protocol.md, section 21.',
+        params: ProjectParams.extend({ name: Id }),
+        querystring: z.object({ agent: Id.optional() }),
+        response: {
+          200: z.unknown().describe('a JSON-RPC response, or a text/event-stream of messages'),
+          ...errors,
+        },
+      },
       handler: async (req, reply) => {
-        const { project } = req.params;
-        const web = toWebRequest(req);
-        if (req.method === 'POST' && req.headers['mcp-session-id'] === undefined) {
-          if (!(await isLegacyRequest(web, req.body))) {
-            // 2026-07-28: stateless, one server per request (modern.ts). A listen is the one
-            // request that stays open: counted as an event stream.
-            if ((req.body as { method?: unknown } | undefined)?.method === 'subscriptions/listen') {
-              holdStream(streams, project, reply);
-            }
-            const res = await modern.for(project).fetch(web, {
-              parsedBody: req.body,
-              authInfo: {
-                token: '',
-                clientId: project,
-                scopes: [],
-                extra: { project, agent: req.query.agent, caller: mcpCallerOf(req) },
-              },
-            });
-            return sendWebResponse(reply, res);
-          }
-        }
-        const header = req.headers['mcp-session-id'];
-        const sessionId = Array.isArray(header) ? header[0] : header;
-        let transport: WebStandardStreamableHTTPServerTransport;
-        let fresh: Awaited<ReturnType<typeof open>> | undefined;
-        let priming: string | undefined;
-        if (sessionId) {
-          const s = sessions.get(sessionId);
-          if (!s || s.project !== project) {
-            return reply.status(404).send(rpcError(-32001, 'Session not found'));
-          }
-          s.lastSeen = Date.now();
-          transport = s.transport;
-          // A GET is the session's notification stream: counted as an event stream.
-          if (req.method === 'GET') holdStream(streams, project, reply);
-          // The GET stream's priming event, placed before the SDK opens the stream so that
-          // nothing it sends there can come before it in the store.
-          if (req.method === 'GET' && !req.headers['last-event-id'] && primes(req)) {
-            priming = s.events.prime(GET_STREAM);
-          }
-        } else if (req.method === 'POST' && isInitializeRequest(req.body)) {
-          fresh = await open(project, req.query.agent, mcpCallerOf(req));
-          transport = fresh.transport;
-        } else {
-          return reply
-            .status(400)
-            .send(rpcError(-32000, 'Bad Request: no valid Mcp-Session-Id; send initialize first'));
-        }
-        let res: Response;
-        try {
-          res = await transport.handleRequest(web, { parsedBody: req.body });
-        } finally {
-          // An initialize the SDK refused opened no session: nothing else will close its
-          // server or give its place back.
-          if (fresh && !fresh.opened()) {
-            fresh.release();
-            await fresh.server.close().catch(() => undefined);
-          }
-        }
-        await sendWebResponse(
-          reply,
-          priming !== undefined && isEventStream(res)
-            ? withPrimingEvent(res, priming, retryMs)
-            : res,
-        );
+        const { project, name } = req.params;
+        if (!(await store.mcpServers.get(project, name))) throw notFound('MCP server', name);
+        return serve(req, reply, project, name, req.query.agent);
       },
     });
   };

@@ -28,7 +28,7 @@ export interface KindDeps {
 export function createKindExecutors(deps: KindDeps): KindExecutors {
   return {
     http: createHttpExecutor({ egress: deps.egress, maxResultBytes: deps.maxResultBytes }),
-    mcp: createMcpExecutor({ pool: deps.mcpPool }),
+    mcp: createMcpExecutor({ pool: deps.mcpPool, bus: deps.bus }),
   };
 }
 

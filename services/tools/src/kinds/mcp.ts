@@ -6,7 +6,8 @@
 // mcp_unavailable (retryable under the tool's retries policy) and is dropped from the pool, so
 // the next attempt or call reconnects; isError is a final tool_error with the content in details.
 import { isMcpClientError, type McpCallResult } from '@toolmesh/mcp';
-import { ToolError } from '@toolmesh/protocol';
+import type { Bus } from '@toolmesh/bus';
+import { decodeMessage, encodeMessage, ToolError, type McpAskMethod } from '@toolmesh/protocol';
 import type { McpToolSpec } from '@toolmesh/store';
 import { egressDeniedIn } from '../egress.ts';
 import { toolErrorIn } from '../oauth.ts';
@@ -16,6 +17,57 @@ import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.
 
 export interface McpExecutorOptions {
   pool: McpPool;
+  /** Where a server's question to the client goes: the api waiting for the call. */
+  bus: Bus;
+}
+
+/** A JSON-RPC error for the server: the SDK answers a thrown error with its code and data. */
+class AskRefused extends Error {
+  readonly code: number;
+  readonly data: unknown;
+  constructor(code: number, message: string, data?: unknown) {
+    super(message);
+    this.name = 'AskRefused';
+    this.code = code;
+    this.data = data;
+  }
+}
+const INTERNAL_ERROR = -32603;
+
+/**
+ * What the server asks the client during a call (sampling, elicitation) goes to the api
+ * instance waiting for the call (`ctl.ask.<tool_call_id>.request`), which asks the MCP client
+ * that made it. Nobody waiting (a call over the bus, a client that has gone) is a refusal the
+ * server sees as a JSON-RPC error: the mesh answers neither itself.
+ */
+async function askCaller(
+  bus: Bus,
+  ctx: AttemptContext,
+  method: McpAskMethod,
+  params: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  const subject = bus.subjects.mcpAsk({
+    project: ctx.project,
+    channel: ctx.channel,
+    toolCallId: ctx.toolCallId,
+  });
+  let reply;
+  try {
+    const msg = await bus.nc.request(subject, encodeMessage('mcp_ask', { v: 1, method, params }), {
+      timeout: Math.max(1_000, ctx.deadline - Date.now()),
+    });
+    reply = decodeMessage('mcp_rpc_reply', msg.data);
+  } catch (err) {
+    const what = method === 'sampling/createMessage' ? 'sampling' : 'elicitation';
+    throw new AskRefused(
+      INTERNAL_ERROR,
+      (err as Error).name === 'TimeoutError'
+        ? `${method}: the caller did not answer before the call's deadline`
+        : `${method}: no MCP client is waiting for this call to answer it (a call over the bus, or its client has gone); the mesh does not answer ${what} itself`,
+    );
+  }
+  if (reply.error) throw new AskRefused(reply.error.code, reply.error.message, reply.error.data);
+  return reply.result ?? {};
 }
 
 function specOf(tool: RegistryTool): McpToolSpec {
@@ -50,6 +102,9 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
         const res = await pooled.conn.callTool(spec.tool, args, {
           signal: ctx.signal,
           onProgress: (p) => ctx.progress({ ...p }),
+          // The server's log messages during the call reach its caller as progress events.
+          onLog: (params) => ctx.progress({ mcp_log: params }),
+          onAsk: (method, params) => askCaller(o.bus, ctx, method, params),
         });
         redactSecrets();
         return resultOf(res);

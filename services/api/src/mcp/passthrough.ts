@@ -1,0 +1,101 @@
+// An MCP server's own endpoint passes its resources, resource templates, subscriptions,
+// prompts, completions and log level through to the server (upstream.ts), on both SDK lines;
+// `toolmesh://artifacts/...` URIs stay the mesh's. The capabilities declared are the ones a
+// gateway can carry; a server without one of them answers with its own error (-32601).
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CompleteRequestSchema,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListResourcesRequestSchema,
+  ReadResourceRequestSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type ServerCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { McpPassthroughMethod } from '@toolmesh/protocol';
+import type { Upstream } from './upstream.ts';
+
+/** What a server's own endpoint declares beyond tools. */
+export const PASSTHROUGH_CAPABILITIES = {
+  resources: { subscribe: true, listChanged: true },
+  prompts: { listChanged: true },
+  completions: {},
+  logging: {},
+} satisfies ServerCapabilities;
+
+const ARTIFACT_URI = 'toolmesh://artifacts/';
+
+export interface PassthroughScope {
+  project: string;
+  server: string;
+}
+
+/** The mesh's own resource read (artifacts). */
+type ReadArtifact = (uri: string) => Promise<unknown>;
+
+/** The passed-through methods on a 1.x (2025-era) server. */
+export function registerPassthrough(
+  server: Server,
+  scope: PassthroughScope,
+  upstream: Upstream,
+  readArtifact: ReadArtifact,
+): void {
+  const forward =
+    (method: McpPassthroughMethod) => (req: { params?: Record<string, unknown> | undefined }) =>
+      upstream.request(scope.project, scope.server, method, req.params) as Promise<never>;
+  server.setRequestHandler(ListResourcesRequestSchema, forward('resources/list'));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, forward('resources/templates/list'));
+  server.setRequestHandler(ReadResourceRequestSchema, (req) =>
+    req.params.uri.startsWith(ARTIFACT_URI)
+      ? (readArtifact(req.params.uri) as Promise<never>)
+      : forward('resources/read')(req),
+  );
+  server.setRequestHandler(SubscribeRequestSchema, forward('resources/subscribe'));
+  server.setRequestHandler(UnsubscribeRequestSchema, forward('resources/unsubscribe'));
+  server.setRequestHandler(ListPromptsRequestSchema, forward('prompts/list'));
+  server.setRequestHandler(GetPromptRequestSchema, forward('prompts/get'));
+  server.setRequestHandler(CompleteRequestSchema, forward('completion/complete'));
+  server.setRequestHandler(SetLevelRequestSchema, forward('logging/setLevel'));
+}
+
+/** The same on a 2.x (2026-07-28) server, whose handlers are keyed by method name. */
+export function registerModernPassthrough(
+  server: {
+    setRequestHandler(
+      method: McpPassthroughMethod,
+      handler: (req: { params?: unknown }) => Promise<never>,
+    ): void;
+  },
+  scope: PassthroughScope,
+  upstream: Upstream,
+  readArtifact: ReadArtifact,
+): void {
+  const forward = (method: McpPassthroughMethod) => (req: { params?: unknown }) =>
+    upstream.request(
+      scope.project,
+      scope.server,
+      method,
+      req.params as Record<string, unknown> | undefined,
+    ) as Promise<never>;
+  for (const method of [
+    'resources/list',
+    'resources/templates/list',
+    'resources/subscribe',
+    'resources/unsubscribe',
+    'prompts/list',
+    'prompts/get',
+    'completion/complete',
+    'logging/setLevel',
+  ] as const) {
+    server.setRequestHandler(method, forward(method));
+  }
+  server.setRequestHandler('resources/read', (req) => {
+    const uri = (req.params as { uri?: unknown } | undefined)?.uri;
+    return typeof uri === 'string' && uri.startsWith(ARTIFACT_URI)
+      ? (readArtifact(uri) as Promise<never>)
+      : forward('resources/read')(req);
+  });
+}
