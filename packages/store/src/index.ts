@@ -36,6 +36,7 @@ export type {
   Project,
   ApiKey,
   ProjectsRepo,
+  ProjectQuotas,
   ProjectSettings,
   ProjectSettingsPatch,
 } from './projects.ts';
