@@ -21,7 +21,7 @@ import {
   type Names,
   type Subjects,
 } from '@toolmesh/protocol';
-import { streamPublisher } from '@toolmesh/stream-publish';
+import { streamPublisher, streamQuotaError } from '@toolmesh/stream-publish';
 import { SpanKind, traceHeaders, tracingEnabled, withSpan } from '@toolmesh/telemetry';
 import { closeNats } from './connection.ts';
 import { consume, operationOf, type ConsumeOptions, type Consumption } from './consume.ts';
@@ -161,6 +161,9 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
           });
           return { seq: ack.seq, duplicate: ack.duplicate };
         } catch (cause) {
+          // A project's stream at its quota refused it: terminal, never retried.
+          const quota = streamQuotaError(cause, subject.split('.')[2] ?? '');
+          if (quota) throw quota;
           throw new RetryableError(`publish to ${subject} failed: ${(cause as Error).message}`, {
             cause,
           });

@@ -24,12 +24,7 @@ import {
   type Subjects,
   type ToolResultEvent,
 } from '@toolmesh/protocol';
-import {
-  StreamPublishError,
-  streamLimitOf,
-  streamPublisher,
-  type StreamLimit,
-} from '@toolmesh/stream-publish';
+import { StreamPublishError, streamPublisher, streamQuotaError } from '@toolmesh/stream-publish';
 import { SpanKind, contextFromTraceparent, traceHeaders, withSpan } from '@toolmesh/telemetry';
 
 export interface ToolCallRequest {
@@ -243,8 +238,8 @@ export function createClient(opts: ClientOptions): Client {
         } catch (cause) {
           if (cause instanceof StreamPublishError && cause.outcomeUnknown)
             throw new PublishOutcomeUnknownError(toolCallId, cause);
-          const limit = streamLimitOf(cause);
-          if (limit !== undefined) throw busQuotaError(req.project, limit, cause);
+          const quota = streamQuotaError(cause, req.project);
+          if (quota) throw quota;
           throw new RetryableError(`publishing ${req.tool} failed: ${(cause as Error).message}`, {
             cause,
           });
@@ -307,22 +302,3 @@ export function createClient(opts: ClientOptions): Client {
   };
 }
 
-const QUOTA_OF_LIMIT = {
-  messages: 'bus_max_messages',
-  bytes: 'bus_max_bytes',
-  message_size: 'bus_max_message_bytes',
-} as const satisfies Record<StreamLimit, string>;
-
-/**
- * The project's command stream refused the call at one of its limits ([quotas] bus_*, or the
- * project's own): nothing was stored, so nothing will run; sending it again helps only once
- * older commands have aged out (nats.cmd_max_age_sec) or the quota was raised.
- */
-export function busQuotaError(project: string, limit: StreamLimit, cause: unknown): MeshError {
-  const quota = QUOTA_OF_LIMIT[limit];
-  return new MeshError(
-    'quota_exceeded',
-    `the project's command stream is at its ${quota} quota: the call was not stored and will not run`,
-    { cause, details: { quota, project } },
-  );
-}

@@ -19,7 +19,7 @@ import {
   type NatsConnection,
   type Payload,
 } from '@nats-io/transport-node';
-import { randomMsgIdKey, sealMsgId, type MsgIdKey } from '@toolmesh/protocol';
+import { MeshError, randomMsgIdKey, sealMsgId, type MsgIdKey } from '@toolmesh/protocol';
 
 export interface StreamAck {
   stream: string;
@@ -49,6 +49,29 @@ export function streamLimitOf(err: unknown): StreamLimit | undefined {
   if (/maximum bytes exceeded/i.test(err.message)) return 'bytes';
   if (/message size exceeds maximum/i.test(err.message)) return 'message_size';
   return undefined;
+}
+
+const QUOTA_OF_LIMIT = {
+  messages: 'bus_max_messages',
+  bytes: 'bus_max_bytes',
+  message_size: 'bus_max_message_bytes',
+} as const satisfies Record<StreamLimit, string>;
+
+/**
+ * A refusal by a project's command stream at one of its limits as the mesh's `quota_exceeded`
+ * (terminal: nothing was stored, so nothing will run; sending again helps only once older
+ * commands aged out, nats.cmd_max_age_sec, or the quota was raised). Undefined for any other
+ * failure.
+ */
+export function streamQuotaError(err: unknown, project: string): MeshError | undefined {
+  const limit = streamLimitOf(err);
+  if (limit === undefined) return undefined;
+  const quota = QUOTA_OF_LIMIT[limit];
+  return new MeshError(
+    'quota_exceeded',
+    `the project's command stream is at its ${quota} quota: the message was not stored`,
+    { cause: err, details: { quota, project } },
+  );
 }
 
 export class StreamPublishError extends Error {
