@@ -29,7 +29,11 @@ import {
 import { createNames } from '@toolmesh/protocol';
 import { startLocalNats, type LocalNats } from './local-nats.ts';
 import { startNatsCluster } from './nats-cluster.ts';
-import { projectStreamMaker, provisionOnPublish } from './project-streams.ts';
+import {
+  projectStreamMaker,
+  provisionOnPublish,
+  type ProjectStreamMaker,
+} from './project-streams.ts';
 import { sharedPerProcess } from './processes.ts';
 import { nameUsers, recordServerLog } from './violations.ts';
 
@@ -89,7 +93,7 @@ export interface TestNats {
    * Makes the project's command stream as the api does (project-streams.ts). A publish to a
    * project without one over a connection of `connect` makes it too, as the api's does.
    */
-  provisionProject(project: string): Promise<void>;
+  provisionProject: ProjectStreamMaker;
   /** Closes the connections made here and deletes the root's streams and KV buckets. */
   cleanup(): Promise<void>;
 }

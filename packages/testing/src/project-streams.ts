@@ -6,19 +6,27 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { projectStreamLimitsOf, provisionProjectStream } from '@toolmesh/bus';
-import { loadConfig } from '@toolmesh/config';
+import { loadConfig, type Config } from '@toolmesh/config';
 import { createNames, createSubjects, isValidId } from '@toolmesh/protocol';
 import { useStreamProvisioner } from '@toolmesh/stream-publish';
 
-export type ProjectStreamMaker = (project: string) => Promise<void>;
+/**
+ * Makes a project's command stream, with the configuration's [nats] and [quotas] (config.toml's
+ * defaults unless a test's services run with another configuration, such as a cluster's
+ * replicas, which it passes here as the api would have it).
+ */
+export type ProjectStreamMaker = (
+  project: string,
+  config?: Pick<Config, 'nats' | 'quotas'>,
+) => Promise<void>;
 
 /** Makes (once per project) each project's command stream through `nc`, a user with $JS.API. */
 export function projectStreamMaker(nc: NatsConnection, root: string): ProjectStreamMaker {
-  const config = loadConfig({ source: '', env: {} });
+  const defaults = loadConfig({ source: '', env: {} });
   const names = createNames(root);
   const subjects = createSubjects(root);
   const made = new Map<string, Promise<void>>();
-  return (project) => {
+  return (project, config = defaults) => {
     let p = made.get(project);
     if (p === undefined) {
       p = (async () =>
