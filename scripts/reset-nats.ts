@@ -97,7 +97,7 @@ async function main(): Promise<number> {
     const jsm = await jetstreamManager(nc);
     // The event stream, every project's command stream, and the one command stream of releases
     // before streams were per project (`<root>_CMD`).
-    const streams = [names.eventStream, `${root}_CMD`];
+    const streams = [names.eventStream, names.legacyCommandStream];
     for await (const s of jsm.streams.names()) {
       if (names.projectOfCommandStream(s) !== undefined) streams.push(s);
     }

@@ -11,6 +11,11 @@ export interface Names {
    * backlog is never in front of another's.
    */
   projectCommandStream(project: string): string;
+  /**
+   * The one command stream of every project of releases before per-project streams; its
+   * subjects overlap every project stream's, so it must go before they can be made.
+   */
+  readonly legacyCommandStream: string;
   /** What every project command stream's name starts with (discovery lists streams by it). */
   readonly commandStreamPrefix: string;
   /** The project of a project command stream's name; undefined for any other stream. */
@@ -49,6 +54,7 @@ export function createNames(root: string = DEFAULT_ROOT): Names {
   return {
     projectCommandStream: (project) => `${root}_CMD_${assertId(IdKind.project, project)}`,
     commandStreamPrefix: `${root}_CMD_`,
+    legacyCommandStream: `${root}_CMD`,
     projectOfCommandStream: (stream) => {
       const prefix = `${root}_CMD_`;
       if (!stream.startsWith(prefix)) return undefined;

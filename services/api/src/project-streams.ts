@@ -59,6 +59,31 @@ export function createProjectStreams(deps: {
     log.debug({ project, limits }, 'project command stream provisioned');
   };
 
+  // An upgrade: the one command stream of earlier releases holds every project's subjects, so no
+  // project stream can be made beside it. It goes once every consumer of it has handled all it
+  // holds (the services were upgraded and drained it); until then it stays, and says so.
+  const retireLegacy = async (): Promise<void> => {
+    jsm ??= jetstreamManager(deps.nc);
+    const m = await jsm;
+    const legacy = names.legacyCommandStream;
+    try {
+      await m.streams.info(legacy);
+    } catch {
+      return;
+    }
+    let unhandled = 0;
+    for await (const c of m.consumers.list(legacy)) unhandled += c.num_pending + c.num_ack_pending;
+    if (unhandled > 0) {
+      log.error(
+        { stream: legacy, unhandled },
+        'the command stream of an earlier release still holds unhandled commands: project streams cannot be made until it is drained by the earlier services (or removed with pnpm reset-nats)',
+      );
+      return;
+    }
+    await m.streams.delete(legacy);
+    log.warn({ stream: legacy }, 'removed the drained command stream of an earlier release');
+  };
+
   const streams: ProjectStreams = {
     apply: (project) => {
       const p = apply(project);
@@ -68,6 +93,7 @@ export function createProjectStreams(deps: {
     },
     ensure: (project) => made.get(project) ?? streams.apply(project),
     reconcile: async () => {
+      await retireLegacy();
       let n = 0;
       for (let after: string | undefined; ; ) {
         const page = await store.projects.list(PAGE, after);
