@@ -301,4 +301,3 @@ export function createClient(opts: ClientOptions): Client {
     },
   };
 }
-

@@ -187,7 +187,7 @@ interface AckBody {
 function createStreamPublisher(nc: NatsConnection): StreamPublisher {
   const once = createOnce(nc);
   return {
-    inFlight: once.inFlight,
+    inFlight: () => once.inFlight(),
     publish: async (subject, data, opts) => {
       try {
         return await once.publish(subject, data, opts);

@@ -95,7 +95,7 @@ export function createProjectStreams(deps: {
     reconcile: async () => {
       await retireLegacy();
       let n = 0;
-      for (let after: string | undefined; ; ) {
+      for (let after: string | undefined; ;) {
         const page = await store.projects.list(PAGE, after);
         for (const p of page) {
           await streams.apply(p.project_id);
