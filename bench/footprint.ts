@@ -49,7 +49,8 @@ try {
   const names = createNames(nats.root);
   const streamBytes = async () => {
     const out = new Map<string, number>();
-    for (const s of [names.commandStream, names.eventStream, `KV_${names.leaseBucket}`]) {
+    const cmd = names.projectCommandStream('bench');
+    for (const s of [cmd, names.eventStream, `KV_${names.leaseBucket}`]) {
       out.set(s, (await jsm.streams.info(s)).state.bytes);
     }
     return out;

@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { createPool, migrate } from '@toolmesh/store';
 import { randomBytes } from 'node:crypto';
-import { credsAuthenticator, type ConnectionOptions } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, type ConnectionOptions } from '@nats-io/transport-node';
 import type { ServiceUser } from '@toolmesh/nats-auth';
 import {
+  projectStreamMaker,
   startLocalNats,
   startTestNatsServer,
   useNats,
@@ -32,6 +33,8 @@ export interface BenchAuth {
 export interface BenchNats {
   url: string;
   root: string;
+  /** Makes a project's command stream as the api does (the `bench` project's is made already). */
+  provisionProject(project: string): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -65,7 +68,11 @@ async function authNats(): Promise<{ nats: BenchNats; auth: BenchAuth; sync: str
     await nats.cleanup();
     await server.close();
   };
-  return { nats: { url: nats.url, root: nats.root, cleanup }, auth, sync: jetStreamSync(server) };
+  return {
+    nats: { url: nats.url, root: nats.root, provisionProject: nats.provisionProject, cleanup },
+    auth,
+    sync: jetStreamSync(server),
+  };
 }
 
 /**
@@ -75,9 +82,18 @@ async function authNats(): Promise<{ nats: BenchNats; auth: BenchAuth; sync: str
 async function unauthenticatedNats(): Promise<BenchNats> {
   const root = `t${randomBytes(5).toString('hex')}`;
   const given = process.env['NATS_URL'];
-  if (given) return { url: given, root, cleanup: () => Promise.resolve() };
-  const server = await startLocalNats();
-  return { url: server.url, root, cleanup: () => server.close() };
+  const server = given ? undefined : await startLocalNats();
+  const url = given ?? server!.url;
+  const nc = await connect({ servers: url });
+  return {
+    url,
+    root,
+    provisionProject: projectStreamMaker(nc, root),
+    cleanup: async () => {
+      await nc.close();
+      await server?.close();
+    },
+  };
 }
 
 /**
@@ -94,6 +110,8 @@ export async function benchServers(opts: { auth?: boolean } = {}): Promise<{
 }> {
   const authed = opts.auth === true ? await authNats() : undefined;
   const nats = authed?.nats ?? (await unauthenticatedNats());
+  // The project the benches call for has its command stream, as the api makes it.
+  await nats.provisionProject('bench');
   const db = await usePostgres();
   const logger = pino({ level: 'warn' });
   const pool = createPool({

@@ -20,6 +20,7 @@ const BENCHES: Record<string, string> = {
   scale: 'bench/scale.ts',
   footprint: 'bench/footprint.ts',
   console: 'bench/console.ts',
+  neighbours: 'bench/neighbours.ts',
 };
 
 const wanted = process.argv.slice(2);

@@ -95,7 +95,12 @@ async function main(): Promise<number> {
   }
   try {
     const jsm = await jetstreamManager(nc);
-    const streams = [names.commandStream, names.eventStream];
+    // The event stream, every project's command stream, and the one command stream of releases
+    // before streams were per project (`<root>_CMD`).
+    const streams = [names.eventStream, names.legacyCommandStream];
+    for await (const s of jsm.streams.names()) {
+      if (names.projectOfCommandStream(s) !== undefined) streams.push(s);
+    }
     const found = new Map<string, string[]>();
     for (const s of streams) {
       const consumers = await consumersOf(jsm, s);

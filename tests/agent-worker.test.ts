@@ -368,7 +368,10 @@ describe('agent worker', () => {
     const jsm = await jetstreamManager(mesh.nc);
     const names = createNames(mesh.api.config.nats.subject_root);
     await until(async () => {
-      const info = await jsm.consumers.info(names.commandStream, names.agentConsumer('worker'));
+      const info = await jsm.consumers.info(
+        names.projectCommandStream(mesh.project.id),
+        names.agentConsumer('worker'),
+      );
       return info.num_pending === 0 && info.num_ack_pending === 0 ? true : undefined;
     });
     expect(mesh.requestsOf(agent)).toHaveLength(2);

@@ -292,9 +292,14 @@ describe('an acknowledgement that never comes', () => {
 
 describe('a publish known not stored', () => {
   it('stays a plain 503 and leaves no execution behind', async () => {
-    // No stream captures the call any more: the server says so at once.
+    // The project's stream refuses every message (sealed): the server says so at once. (A
+    // stream deleted outright the api makes again at the publish that finds none.)
     const names = createNames(api.config.nats.subject_root);
-    await (await jetstreamManager(admin)).streams.delete(names.commandStream);
+    const jsm = await jetstreamManager(admin);
+    const stream = names.projectCommandStream(a.id);
+    const info = await jsm.streams.info(stream);
+    // Sealing is a stream setting nats.js's update type leaves out; the server takes it.
+    await jsm.streams.update(stream, { ...info.config, sealed: true } as typeof info.config);
     const id = uniq('nostream');
     const res = await run(charge(uniq('nostream'), { tool_call_id: id }));
     expectError(res, 503, 'unavailable');

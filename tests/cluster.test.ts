@@ -120,7 +120,14 @@ it(
       await mesh.startService();
       const jsm = await jetstreamManager(mesh.nc);
       const names = createNames(mesh.config.nats.subject_root);
-      for (const name of [names.commandStream, names.eventStream, `KV_${names.leaseBucket}`]) {
+      // The project's command stream as the api makes it with this configuration (replicas 3).
+      await mesh.nats.provisionProject(scope.project, mesh.config);
+      const streams = [
+        names.projectCommandStream(scope.project),
+        names.eventStream,
+        `KV_${names.leaseBucket}`,
+      ];
+      for (const name of streams) {
         const info = await jsm.streams.info(name);
         expect(info.config.num_replicas, name).toBe(3);
         expect(1 + (info.cluster?.replicas?.length ?? 0), name).toBe(3);
@@ -143,7 +150,7 @@ it(
       // stream elects its leader again its info request may go unanswered (a timeout): that is
       // "not yet", like a replica still behind.
       const deadline = Date.now() + 60_000;
-      for (const name of [names.commandStream, names.eventStream, `KV_${names.leaseBucket}`]) {
+      for (const name of streams) {
         for (;;) {
           let seen: unknown;
           try {

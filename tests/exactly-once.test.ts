@@ -29,6 +29,8 @@ it(
   { timeout: 180_000 },
   async () => {
     const first = await mesh.spawnService();
+    // The project's command stream exists before its calls, as the api makes it at creation.
+    await mesh.nats.provisionProject(scope.project);
     const js = jetstream(mesh.nc);
     const subject = mesh.client.subjects.toolCall({ ...scope, target: 'builtin', tool: 'echo' });
     const ids = Array.from({ length: CALLS }, (_, i) => `eo-${i}`);

@@ -18,6 +18,8 @@ beforeAll(async () => {
     CG__TOOLS__MAX_TIMEOUT_MS: '600000',
   });
   await mesh.startService();
+  // The project's command stream, as the api makes it when the project is created.
+  await mesh.nats.provisionProject(scope.project);
   results = await collectResults(mesh.nc, mesh.client.subjects, scope);
 });
 afterAll(async () => {
@@ -211,8 +213,12 @@ describe('bad input gets a failed result with its own code', () => {
     expect((err as Error).message).toContain('project');
   });
 
-  it('keeps serving after all of that, including a raw call on an invalid project subject', async () => {
-    await publishRaw({ project: 'pro$ject', body: call('edge-1') });
+  it('keeps serving after all of that; a raw call on an invalid project subject is stored nowhere', async () => {
+    // No project has that name, so no command stream takes it: refused at the publish.
+    // (nats.js words the server's "no responders" to a JetStream publish this way)
+    await expect(publishRaw({ project: 'pro$ject', body: call('edge-1') })).rejects.toThrow(
+      /no responders|jetstream is not enabled/,
+    );
     const ok = await mesh.client.callTool({
       ...scope,
       tool: 'builtin.echo',

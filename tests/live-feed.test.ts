@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subscribeGuarded } from '@toolmesh/bus';
 import { mintUser, servicePermissions } from '@toolmesh/nats-auth';
 import { createClient, credentialIdOf, type Client } from '@toolmesh/client';
-import { createSubjects, encodeMessage } from '@toolmesh/protocol';
+import { createNames, createSubjects, encodeMessage } from '@toolmesh/protocol';
 import { allowViolations } from '@toolmesh/testing';
 import { openLiveFeed } from '../services/api/src/live-feed.ts';
 import { expectError, startTestApi } from '../services/api/src/test/support.ts';
@@ -187,7 +187,8 @@ describe('the live feed on the authenticated mesh', () => {
     const jsm = await jetstreamManager(bus.admin);
     const feeds = await until(async () => {
       const names: string[] = [];
-      for await (const c of jsm.consumers.list(`${bus.root}_CMD`)) names.push(c.name);
+      const stream = createNames(bus.root).projectCommandStream(bus.a.id);
+      for await (const c of jsm.consumers.list(stream)) names.push(c.name);
       const left = names.filter((n) => n.startsWith(`${bus.root}_feed_`));
       return left.length === 0 ? left : undefined;
     }, 10_000);

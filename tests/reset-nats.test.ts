@@ -25,11 +25,17 @@ let bystander: TestNats;
 let nc: NatsConnection;
 let jsm: JetStreamManager;
 
+/** A service's start (the event stream, the lease bucket) and a project's stream, as the api makes it. */
 async function provision(root: string): Promise<void> {
   const bus = await createBus({ nc, root, logger: pino({ level: 'silent' }) });
   await bus.provision(settings);
+  await bus.provisionProject('p1', {
+    maxBytes: 1_048_576,
+    maxMessages: 1_000,
+    maxMessageBytes: 1_024,
+  });
   const names = createNames(root);
-  await jsm.consumers.add(names.commandStream, {
+  await jsm.consumers.add(names.projectCommandStream('p1'), {
     durable_name: names.toolConsumer('skills'),
     ack_policy: AckPolicy.Explicit,
   });
@@ -42,7 +48,7 @@ async function present(root: string) {
   const buckets: string[] = [];
   for await (const b of new Kvm(nc).list()) buckets.push(b.bucket);
   return {
-    cmd: streams.includes(names.commandStream),
+    cmd: streams.includes(names.projectCommandStream('p1')),
     evt: streams.includes(names.eventStream),
     leases: buckets.includes(names.leaseBucket),
   };
@@ -87,7 +93,7 @@ it('lists what it would delete and deletes nothing without --yes', async () => {
   expect(r.code).toBe(2);
   const names = createNames(target.root);
   expect(r.out).toContain(
-    `stream ${names.commandStream} with consumers: ${names.toolConsumer('skills')}`,
+    `stream ${names.projectCommandStream('p1')} with consumers: ${names.toolConsumer('skills')}`,
   );
   expect(r.out).toContain(`lease bucket ${names.leaseBucket}`);
   expect(r.out).toContain('run again with --yes');

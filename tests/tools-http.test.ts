@@ -540,7 +540,7 @@ describe('the registry on the bus path', () => {
     const jsm = await jetstreamManager(mesh.api.nc);
     const names = createNames(mesh.api.config.nats.subject_root);
     const consumer = names.toolServiceConsumer('tools');
-    const stream = names.commandStream;
+    const stream = names.projectCommandStream(a.id);
     await untilAsync(async () => {
       const info = await jsm.consumers.info(stream, consumer);
       return info.num_pending === 0 && info.num_ack_pending === 0;

@@ -180,9 +180,11 @@ describe('the bus', () => {
     // The tenant's own call after it was served, so the other would have been seen by now.
     await stillServing();
     const jsm = await jetstreamManager(admin);
-    expect(await jsm.streams.getMessage(names.commandStream, { last_by_subj: subject })).toBeNull();
     expect(
-      await jsm.streams.getMessage(names.commandStream, {
+      await jsm.streams.getMessage(names.projectCommandStream(b.id), { last_by_subj: subject }),
+    ).toBeNull();
+    expect(
+      await jsm.streams.getMessage(names.projectCommandStream(a.id), {
         last_by_subj: subjects.agentWakeup({ project: a.id, channel: 'main', agent: 'x' }),
       }),
     ).toBeNull();
@@ -255,18 +257,18 @@ describe('the bus', () => {
       /Permissions Violation|timeout/i,
     );
     const jsm = await jetstreamManager(tenant.nc, { checkAPI: false, timeout: 3_000 });
-    await expect(jsm.streams.delete(names.commandStream)).rejects.toThrow(
+    await expect(jsm.streams.delete(names.projectCommandStream(b.id))).rejects.toThrow(
       /Permissions Violation|timeout/i,
     );
     await expect(
       jsm.consumers.add(names.eventStream, { durable_name: 'spy', filter_subject: '>' }),
     ).rejects.toThrow(/Permissions Violation|timeout/i);
-    await expect(jsm.streams.purge(names.commandStream)).rejects.toThrow(
+    await expect(jsm.streams.purge(names.projectCommandStream(b.id))).rejects.toThrow(
       /Permissions Violation|timeout/i,
     );
     const adminJsm = await jetstreamManager(admin);
-    expect((await adminJsm.streams.info(names.commandStream)).config.name).toBe(
-      names.commandStream,
+    expect((await adminJsm.streams.info(names.projectCommandStream(b.id))).config.name).toBe(
+      names.projectCommandStream(b.id),
     );
     const consumers: string[] = [];
     for await (const c of adminJsm.consumers.list(names.eventStream)) consumers.push(c.name);
@@ -424,7 +426,10 @@ describe('a forged result', () => {
     // The builtin consumer has dealt with it (the skills service serves builtin).
     const jsm = await jetstreamManager(admin);
     await until(async () => {
-      const info = await jsm.consumers.info(names.commandStream, names.toolConsumer('builtin'));
+      const info = await jsm.consumers.info(
+        names.projectCommandStream(a.id),
+        names.toolConsumer('builtin'),
+      );
       return info.ack_floor.stream_seq >= ack.seq ? true : undefined;
     }, 30_000);
     expect(await mesh.api.store.cards.toolResult(a.id, pending)).toBeUndefined();

@@ -21,17 +21,20 @@ import {
   type Names,
   type Subjects,
 } from '@toolmesh/protocol';
-import { streamPublisher } from '@toolmesh/stream-publish';
+import { streamPublisher, streamQuotaError } from '@toolmesh/stream-publish';
 import { SpanKind, traceHeaders, tracingEnabled, withSpan } from '@toolmesh/telemetry';
 import { closeNats } from './connection.ts';
 import { consume, operationOf, type ConsumeOptions, type Consumption } from './consume.ts';
 import { createLeaseStore, type LeaseStore } from './lease.ts';
 import { subscribeGuarded } from './subscribe.ts';
+import { consumeProjects, type ProjectConsumerSpec, type ProjectsConsumeOptions } from './fair.ts';
 import {
   provisionConsumer,
   provisionLeaseBucket,
+  provisionProjectStream,
   provisionStreams,
   type ConsumerSpec,
+  type ProjectStreamLimits,
   type StreamSettings,
 } from './provision.ts';
 
@@ -54,14 +57,18 @@ export interface Bus {
   readonly js: JetStreamClient;
   readonly subjects: Subjects;
   readonly names: Names;
-  /** Streams and the lease bucket; idempotent, every process may call it at start. */
+  /** The event stream and the lease bucket; idempotent, every process may call it at start. */
   provision(settings: StreamSettings): Promise<void>;
+  /** Creates or updates one project's command stream with its limits (after provision). */
+  provisionProject(project: string, limits: ProjectStreamLimits): Promise<void>;
   leases(): LeaseStore;
   /** JetStream publish: resolves once the stream stored (or deduplicated) the message. */
   publish(subject: string, data: Uint8Array, opts?: PublishOptions): Promise<PublishAck>;
   /** Core NATS publish: fire and forget (lossy streams, notifications). */
   publishCore(subject: string, data: Uint8Array, hdrs?: Record<string, string | undefined>): void;
   consume(spec: ConsumerSpec, opts: Omit<ConsumeOptions, 'logger'>): Promise<Consumption>;
+  /** One durable on every project's command stream, the slots shared between projects (fair.ts). */
+  consumeProjects(spec: ProjectConsumerSpec, opts: ProjectsConsumeOptions): Promise<Consumption>;
   /** Core subscription; a refusal is logged and a handler that throws loses only that message. */
   subscribe(subject: string, onMessage: (subject: string, data: Uint8Array) => void): Subscription;
   /** Drains subscriptions and closes the connection, closing it outright past drainTimeoutMs. */
@@ -94,6 +101,7 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
   const subjects = createSubjects(opts.root);
   const names = createNames(opts.root);
   let leaseStore: LeaseStore | undefined;
+  let settingsNow: StreamSettings | undefined;
 
   return {
     nc,
@@ -108,6 +116,7 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
       for (let attempt = 1; ; attempt++) {
         try {
           await provisionStreams(jsm, subjects, names, settings);
+          settingsNow = settings;
           leaseStore = createLeaseStore(
             await provisionLeaseBucket(
               nc,
@@ -129,9 +138,13 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
         }
       }
       log.info(
-        { streams: [names.commandStream, names.eventStream], bucket: names.leaseBucket },
+        { streams: [names.eventStream], bucket: names.leaseBucket },
         'JetStream provisioned',
       );
+    },
+    provisionProject: async (project, limits) => {
+      if (!settingsNow) throw new Error('bus.provision() must run before project streams are made');
+      await provisionProjectStream(jsm, subjects, names, project, settingsNow, limits);
     },
     leases: () => {
       if (!leaseStore) throw new Error('bus.provision() must run before leases are used');
@@ -148,6 +161,9 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
           });
           return { seq: ack.seq, duplicate: ack.duplicate };
         } catch (cause) {
+          // A project's stream at its quota refused it: terminal, never retried.
+          const quota = streamQuotaError(cause, subject.split('.')[2] ?? '');
+          if (quota) throw quota;
           throw new RetryableError(`publish to ${subject} failed: ${(cause as Error).message}`, {
             cause,
           });
@@ -175,6 +191,7 @@ export async function createBus(opts: BusOptions): Promise<Bus> {
         logger: log.child({ consumer: spec.durable }),
       });
     },
+    consumeProjects: (spec, o) => consumeProjects({ nc, js, jsm, names, log }, spec, o),
     subscribe: (subject, onMessage) =>
       subscribeGuarded(nc, subject, {
         log,

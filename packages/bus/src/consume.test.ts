@@ -38,6 +38,7 @@ beforeAll(async () => {
     dedupeWindowSec: 60,
     leaseBucketMaxAgeSec: 600,
   });
+  await nats.provisionProject(scope.project);
 });
 
 afterEach(async () => {
@@ -66,8 +67,8 @@ function freshTarget() {
       const c = await bus.consume(
         {
           durable,
-          stream: bus.names.commandStream,
-          filter: bus.subjects.toolCallFilter(target),
+          stream: bus.names.projectCommandStream(scope.project),
+          filter: bus.subjects.toolCallFilter(target, scope.project),
           ackWaitMs,
           maxDeliver: 10,
           maxAckPending: 100,
@@ -77,7 +78,8 @@ function freshTarget() {
       running.push(c);
       return c;
     },
-    info: (): Promise<ConsumerInfo> => jsm.consumers.info(bus.names.commandStream, durable),
+    info: (): Promise<ConsumerInfo> =>
+      jsm.consumers.info(bus.names.projectCommandStream(scope.project), durable),
   };
 }
 

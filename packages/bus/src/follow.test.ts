@@ -38,6 +38,7 @@ beforeAll(async () => {
     dedupeWindowSec: 60,
     leaseBucketMaxAgeSec: 3_600,
   });
+  for (const p of ['p1', 'p2']) await nats.provisionProject(p);
   names = createNames(nats.root);
   subjects = createSubjects(nats.root);
 });
@@ -73,7 +74,7 @@ describe('followStream', () => {
     const got: Msg[] = [];
     const name = names.liveFeedConsumer('p1', 'one');
     const follow = await followStream(nc, {
-      stream: names.commandStream,
+      stream: names.projectCommandStream('p1'),
       filter: subjects.projectToolCallsFilter('p1'),
       name,
       log: logger,
@@ -82,7 +83,7 @@ describe('followStream', () => {
         throw err;
       },
     });
-    expect(await consumersOf(names.commandStream)).toContain(name);
+    expect(await consumersOf(names.projectCommandStream('p1'))).toContain(name);
     await call('p2', 'other project');
     await call('p1', 'after');
     await eventually(() => got.length > 0);
@@ -93,14 +94,14 @@ describe('followStream', () => {
     );
     await follow.stop();
     await follow.stop();
-    expect(await consumersOf(names.commandStream)).not.toContain(name);
+    expect(await consumersOf(names.projectCommandStream('p1'))).not.toContain(name);
   });
 
   it('ends on its own, once, when the server lost its consumer', async () => {
     const ended: Error[] = [];
     const name = names.liveFeedConsumer('p1', 'two');
     await followStream(nc, {
-      stream: names.commandStream,
+      stream: names.projectCommandStream('p1'),
       filter: subjects.projectToolCallsFilter('p1'),
       name,
       log: logger,
@@ -108,7 +109,7 @@ describe('followStream', () => {
       onMessage: () => undefined,
       onEnd: (err) => ended.push(err),
     });
-    await jsm.consumers.delete(names.commandStream, name);
+    await jsm.consumers.delete(names.projectCommandStream('p1'), name);
     await eventually(() => ended.length > 0);
     expect(ended[0]).toMatchObject({ code: 'unavailable' });
     await new Promise((r) => setTimeout(r, 500));

@@ -16,4 +16,7 @@ export { subscribeGuarded } from './subscribe.ts';
 export type { GuardedSubscribeOptions } from './subscribe.ts';
 export { createLeaseStore } from './lease.ts';
 export type { Lease, LeaseRecord, LeaseStore, AcquireResult, CancelMark } from './lease.ts';
-export type { ConsumerSpec, StreamSettings } from './provision.ts';
+export { projectStreamLimitsOf, provisionProjectStream } from './provision.ts';
+export type { ConsumerSpec, ProjectStreamLimits, StreamSettings } from './provision.ts';
+export { createFairSlots, STREAM_CREATED_ADVISORY } from './fair.ts';
+export type { FairSlots, ProjectConsumerSpec, ProjectsConsumeOptions } from './fair.ts';

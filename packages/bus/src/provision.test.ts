@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBus, type Bus } from './bus.ts';
 import { connectNats } from './connection.ts';
-import type { StreamSettings } from './provision.ts';
+import type { ProjectStreamLimits, StreamSettings } from './provision.ts';
 
 const logger = pino({ level: 'silent' });
 const NS_PER_SEC = 1_000_000_000;
@@ -16,6 +16,11 @@ const settings: StreamSettings = {
   leaseBucketMaxAgeSec: 3_600,
 };
 const scope = { project: 'proj', channel: 'chan' };
+const limits: ProjectStreamLimits = {
+  maxBytes: 1_048_576,
+  maxMessages: 10_000,
+  maxMessageBytes: 65_536,
+};
 
 let nats: TestNats;
 let nc: NatsConnection;
@@ -49,12 +54,27 @@ describe('provision', () => {
     expect(() => bus.leases()).toThrow(/provision/);
   });
 
-  it('creates the streams with their subjects, max age and duplicate window', async () => {
+  it('refuses project streams before it ran', async () => {
+    await expect(bus.provisionProject(scope.project, limits)).rejects.toThrow(/provision/);
+  });
+
+  it("creates a project's command stream with its subjects, max age, window and limits", async () => {
     await bus.provision(settings);
-    const cmd = await jsm.streams.info(bus.names.commandStream);
-    expect(cmd.config.subjects).toEqual([`${nats.root}.v1.*.*.cmd.>`]);
+    await bus.provisionProject(scope.project, limits);
+    const cmd = await jsm.streams.info(bus.names.projectCommandStream(scope.project));
+    expect(cmd.config.subjects).toEqual([`${nats.root}.v1.proj.*.cmd.>`]);
     expect(cmd.config.max_age).toBe(86_400 * NS_PER_SEC);
     expect(cmd.config.duplicate_window).toBe(120 * NS_PER_SEC);
+    expect(cmd.config).toMatchObject({
+      max_bytes: 1_048_576,
+      max_msgs: 10_000,
+      max_msg_size: 65_536,
+      discard: 'new',
+    });
+  });
+
+  it('creates the event stream with its subjects, max age and duplicate window', async () => {
+    await bus.provision(settings);
     const evt = await jsm.streams.info(bus.names.eventStream);
     expect(evt.config.subjects).toEqual([`${nats.root}.v1.*.*.evt.>`]);
     expect(evt.config.max_age).toBe(7 * 86_400 * NS_PER_SEC);
@@ -71,11 +91,13 @@ describe('provision', () => {
 
   it('is idempotent: running it again keeps the streams and their messages', async () => {
     await bus.provision(settings);
-    const before = await jsm.streams.info(bus.names.commandStream);
+    await bus.provisionProject(scope.project, limits);
+    const cmd = bus.names.projectCommandStream(scope.project);
+    const before = await jsm.streams.info(cmd);
     await bus.publish(bus.subjects.cancel(scope), new Uint8Array([1]));
     await bus.provision(settings);
-    await bus.provision(settings);
-    const after = await jsm.streams.info(bus.names.commandStream);
+    await bus.provisionProject(scope.project, limits);
+    const after = await jsm.streams.info(cmd);
     expect(after.created).toBe(before.created);
     expect(after.config).toEqual(before.config);
     expect(after.state.messages).toBe(before.state.messages + 1);
@@ -89,7 +111,8 @@ describe('provision', () => {
       );
       await Promise.all(buses.map((b) => b.provision(settings)));
       const names = buses[0]!.names;
-      expect((await jsm.streams.info(names.commandStream)).config.max_age).toBe(
+      await Promise.all(buses.map((b) => b.provisionProject('p1', limits)));
+      expect((await jsm.streams.info(names.projectCommandStream('p1'))).config.max_age).toBe(
         86_400 * NS_PER_SEC,
       );
       expect((await jsm.streams.info(names.eventStream)).config.max_age).toBe(
@@ -105,7 +128,9 @@ describe('provision', () => {
 
   it('updates changed settings in place', async () => {
     await bus.provision(settings);
-    const before = await jsm.streams.info(bus.names.commandStream);
+    await bus.provisionProject(scope.project, limits);
+    const stream = bus.names.projectCommandStream(scope.project);
+    const before = await jsm.streams.info(stream);
     const changed = {
       cmdMaxAgeSec: 7_200,
       evtMaxAgeSec: 14_400,
@@ -113,12 +138,14 @@ describe('provision', () => {
       leaseBucketMaxAgeSec: 900,
     };
     await bus.provision(changed);
-    const cmd = await jsm.streams.info(bus.names.commandStream);
+    await bus.provisionProject(scope.project, { ...limits, maxMessages: 20_000 });
+    const cmd = await jsm.streams.info(stream);
     expect(cmd.created).toBe(before.created);
     expect(cmd.state.messages).toBe(before.state.messages);
-    expect([cmd.config.max_age, cmd.config.duplicate_window]).toEqual([
+    expect([cmd.config.max_age, cmd.config.duplicate_window, cmd.config.max_msgs]).toEqual([
       7_200 * NS_PER_SEC,
       30 * NS_PER_SEC,
+      20_000,
     ]);
     expect((await jsm.streams.info(bus.names.eventStream)).config.max_age).toBe(
       14_400 * NS_PER_SEC,
@@ -127,10 +154,49 @@ describe('provision', () => {
       900 * NS_PER_SEC,
     );
     await bus.provision(settings);
+    await bus.provisionProject(scope.project, limits);
+  });
+
+  it('a project stream at a limit refuses the publish as quota_exceeded, storing nothing', async () => {
+    await bus.provision(settings);
+    const project = 'full';
+    await bus.provisionProject(project, { maxBytes: 4_096, maxMessages: 3, maxMessageBytes: 512 });
+    const stream = bus.names.projectCommandStream(project);
+    const subject = bus.subjects.cancel({ project, channel: 'c' });
+    const big = await bus.publish(subject, new Uint8Array(600)).catch((e: unknown) => e);
+    expect(big).toMatchObject({
+      code: 'quota_exceeded',
+      retryable: false,
+      details: { quota: 'bus_max_message_bytes', project },
+    });
+    for (let i = 0; i < 3; i++) await bus.publish(subject, new Uint8Array([i]));
+    const fourth = await bus.publish(subject, new Uint8Array([4])).catch((e: unknown) => e);
+    expect(fourth).toMatchObject({
+      code: 'quota_exceeded',
+      details: { quota: 'bus_max_messages' },
+    });
+    // Discard new: what was accepted stays; the refused message is nowhere.
+    const info = await jsm.streams.info(stream);
+    expect([info.state.messages, info.state.first_seq, info.state.last_seq]).toEqual([3, 1, 3]);
+    await bus.provisionProject(project, { maxBytes: 500, maxMessages: 100, maxMessageBytes: 512 });
+    const bytes = await bus.publish(subject, new Uint8Array(400)).catch((e: unknown) => e);
+    expect(bytes).toMatchObject({ code: 'quota_exceeded', details: { quota: 'bus_max_bytes' } });
+    // Another project's stream is untouched by this one's being full.
+    await bus.provisionProject('roomy', limits);
+    const ok = await bus.publish(
+      bus.subjects.cancel({ project: 'roomy', channel: 'c' }),
+      new Uint8Array(400),
+    );
+    expect(ok.duplicate).toBe(false);
   });
 });
 
 describe('publish', () => {
+  beforeAll(async () => {
+    await bus.provision(settings);
+    await bus.provisionProject(scope.project, limits);
+  });
+
   it('drops a duplicate with the same message id inside the window', async () => {
     await bus.provision(settings);
     const subject = bus.subjects.toolCall({ ...scope, target: 'skills', tool: 'run_cmd' });
@@ -142,7 +208,9 @@ describe('publish', () => {
     });
     expect(first.duplicate).toBe(false);
     expect(second).toEqual({ seq: first.seq, duplicate: true });
-    const stored = await jsm.streams.getMessage(bus.names.commandStream, { seq: first.seq });
+    const stored = await jsm.streams.getMessage(bus.names.projectCommandStream(scope.project), {
+      seq: first.seq,
+    });
     expect(stored?.json()).toEqual({ a: 1 });
     expect(stored?.header.get('Nats-Msg-Id')).toMatch(/^proj\/call-1\/[A-Za-z0-9_-]{22}$/);
   });
@@ -166,7 +234,9 @@ describe('publish', () => {
     const ack = await bus.publish(subject, new Uint8Array(), {
       headers: { 'CG-Trace-Id': 'trace-1', 'CG-Turn-Id': undefined },
     });
-    const stored = await jsm.streams.getMessage(bus.names.commandStream, { seq: ack.seq });
+    const stored = await jsm.streams.getMessage(bus.names.projectCommandStream(scope.project), {
+      seq: ack.seq,
+    });
     expect(stored?.header.get('CG-Trace-Id')).toBe('trace-1');
     expect(stored?.header.has('CG-Turn-Id')).toBe(false);
   });

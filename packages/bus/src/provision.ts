@@ -14,6 +14,7 @@ import {
 } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { QuotasConfig } from '@toolmesh/config';
 import type { Names, Subjects } from '@toolmesh/protocol';
 
 const NS = 1_000_000;
@@ -54,31 +55,77 @@ async function upsertStream(
   }
 }
 
+/**
+ * The event stream. Commands have a stream per project (provisionProjectStream), made by the api
+ * when a project is created, gets a bus credential or has its quotas changed.
+ */
 export async function provisionStreams(
   jsm: JetStreamManager,
   subjects: Subjects,
   names: Names,
   s: StreamSettings,
 ): Promise<void> {
-  const common = {
+  await upsertStream(jsm, {
+    ...commonOf(s),
+    name: names.eventStream,
+    subjects: subjects.eventStreamSubjects(),
+    max_age: s.evtMaxAgeSec * 1000 * NS,
+  });
+}
+
+/** What one project may keep on its command stream ([quotas] bus_*, or the project's own). */
+export interface ProjectStreamLimits {
+  maxBytes: number;
+  maxMessages: number;
+  maxMessageBytes: number;
+}
+
+/** The limits that apply to a project: its own values ([quotas] overrides), else the config's. */
+export function projectStreamLimitsOf(
+  quotas: Pick<QuotasConfig, 'bus_max_bytes' | 'bus_max_messages' | 'bus_max_message_bytes'>,
+  own: { bus_max_bytes?: number; bus_max_messages?: number; bus_max_message_bytes?: number } = {},
+): ProjectStreamLimits {
+  return {
+    maxBytes: own.bus_max_bytes ?? quotas.bus_max_bytes,
+    maxMessages: own.bus_max_messages ?? quotas.bus_max_messages,
+    maxMessageBytes: own.bus_max_message_bytes ?? quotas.bus_max_message_bytes,
+  };
+}
+
+/**
+ * Creates or updates one project's command stream with its limits. Discard `new`: a publish that
+ * would pass a limit is refused with JetStream's "maximum messages/bytes exceeded" (or "message
+ * size exceeds maximum allowed"), so the publisher learns its call was not stored, and nothing
+ * already accepted is dropped to make room. Its dedupe window is the project's alone.
+ */
+export async function provisionProjectStream(
+  jsm: JetStreamManager,
+  subjects: Subjects,
+  names: Names,
+  project: string,
+  s: Pick<StreamSettings, 'cmdMaxAgeSec' | 'dedupeWindowSec' | 'replicas'>,
+  limits: ProjectStreamLimits,
+): Promise<void> {
+  await upsertStream(jsm, {
+    ...commonOf(s),
+    discard: DiscardPolicy.New,
+    name: names.projectCommandStream(project),
+    subjects: subjects.projectCommandStreamSubjects(project),
+    max_age: s.cmdMaxAgeSec * 1000 * NS,
+    max_bytes: limits.maxBytes,
+    max_msgs: limits.maxMessages,
+    max_msg_size: limits.maxMessageBytes,
+  });
+}
+
+function commonOf(s: Pick<StreamSettings, 'dedupeWindowSec' | 'replicas'>) {
+  return {
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
     duplicate_window: s.dedupeWindowSec * 1000 * NS,
     num_replicas: s.replicas ?? 1,
   };
-  await upsertStream(jsm, {
-    ...common,
-    name: names.commandStream,
-    subjects: subjects.commandStreamSubjects(),
-    max_age: s.cmdMaxAgeSec * 1000 * NS,
-  });
-  await upsertStream(jsm, {
-    ...common,
-    name: names.eventStream,
-    subjects: subjects.eventStreamSubjects(),
-    max_age: s.evtMaxAgeSec * 1000 * NS,
-  });
 }
 
 /** Opens (creating if needed) the lease bucket; its max age bounds the bucket's growth. */

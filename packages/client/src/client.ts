@@ -24,7 +24,7 @@ import {
   type Subjects,
   type ToolResultEvent,
 } from '@toolmesh/protocol';
-import { StreamPublishError, streamPublisher } from '@toolmesh/stream-publish';
+import { StreamPublishError, streamPublisher, streamQuotaError } from '@toolmesh/stream-publish';
 import { SpanKind, contextFromTraceparent, traceHeaders, withSpan } from '@toolmesh/telemetry';
 import { explainNoStream } from './explain.ts';
 
@@ -239,6 +239,8 @@ export function createClient(opts: ClientOptions): Client {
         } catch (cause) {
           if (cause instanceof StreamPublishError && cause.outcomeUnknown)
             throw new PublishOutcomeUnknownError(toolCallId, cause);
+          const quota = streamQuotaError(cause, req.project);
+          if (quota) throw quota;
           const why =
             cause instanceof StreamPublishError && cause.failure === 'no_stream'
               ? explainNoStream(cause.message, nc.getServer(), subjects.root)

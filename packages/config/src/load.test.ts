@@ -213,7 +213,14 @@ describe('loadConfig errors', () => {
       calls_per_project: 0,
       sandboxes_per_project: 64,
       running_tasks_per_project: 64,
+      bus_max_bytes: 536_870_912,
+      bus_max_messages: 1_000_000,
+      bus_max_message_bytes: 1_048_576,
     });
+    // A project's command stream always has limits: 0 (unlimited in JetStream) is refused.
+    expect(failure('', { CG__QUOTAS__BUS_MAX_MESSAGES: '0' }).message).toContain(
+      'CG__QUOTAS__BUS_MAX_MESSAGES',
+    );
     expect(
       loadConfig({ source: '[quotas]\nsandboxes_per_project = 0\n', env: {} }).quotas
         .sandboxes_per_project,

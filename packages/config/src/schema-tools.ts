@@ -90,6 +90,13 @@ export const quotasSchema = section({
   sandboxes_per_project: intAtLeast(0).default(64),
   // run_cmd_async, run_service and start_job heads of one project `running` at once.
   running_tasks_per_project: intAtLeast(0).default(64),
+  // Each project's command stream (its tool calls, cancels and wakeups, kept nats.cmd_max_age_sec):
+  // stored bytes, stored messages and the largest message. A publish past one is refused by
+  // JetStream and reported quota_exceeded (HTTP 429); nothing is stored. An admin may set a
+  // project's own (PUT /v1/projects/:p/quotas).
+  bus_max_bytes: positiveInt().default(536_870_912),
+  bus_max_messages: positiveInt().default(1_000_000),
+  bus_max_message_bytes: positiveInt().default(1_048_576),
 });
 
 // The registry's built-in tools that keep data per project: files and searchable documents.

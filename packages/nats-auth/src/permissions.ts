@@ -50,13 +50,16 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
   const leases = `$KV.${r}_leases.>`;
   const jetStream = ['$JS.API.>', '$JS.ACK.>', leases];
   const inbox = `${SERVICE_INBOX}.>`;
+  // JetStream's announcement of a new stream: a consumer of every project's command stream
+  // (tool services, the agent worker) starts on a new project's stream at once.
+  const streamCreated = '$JS.EVENT.ADVISORY.STREAM.CREATED.*';
   const registryChanged = `${v}.*.sys.evt.sys.registry.changed`;
   // A tool service publishes a call again once its approval is decided and its decider died
   // before publishing it, or it timed out (the approval gate's scan, which runs in every tool
   // service): `cmd.tool.>`, on any target the scan finds.
   const toolService = {
     pub: [`${v}.*.*.evt.tool.>`, `${v}.*.*.cmd.agent.*.wakeup`, `${v}.*.*.cmd.tool.>`],
-    sub: [`${v}.*.*.cmd.sys.cancel`, registryChanged],
+    sub: [`${v}.*.*.cmd.sys.cancel`, registryChanged, streamCreated],
   };
   switch (user) {
     case ServiceUser.sandboxReaper:
@@ -89,7 +92,7 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
           inbox,
           ...jetStream,
         ],
-        sub: [inbox, leases],
+        sub: [inbox, leases, streamCreated],
       };
     case ServiceUser.skills:
       // Async tasks are cancelled by a request to the instance that owns them.
@@ -118,7 +121,10 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
       };
     case ServiceUser.admin:
       // Scripts and tests: the whole root and every stream of the account (reset, cleanup).
-      return { pub: [`${r}.>`, inbox, '$JS.>', '$KV.>'], sub: [`${r}.>`, inbox, '$KV.>'] };
+      return {
+        pub: [`${r}.>`, inbox, '$JS.>', '$KV.>'],
+        sub: [`${r}.>`, inbox, '$KV.>', streamCreated],
+      };
     default:
       return user satisfies never;
   }

@@ -59,7 +59,7 @@ describe('ids', () => {
 describe('names', () => {
   it('are derived from the root', () => {
     const names = createNames('t0a1b2c3d4e');
-    expect(names.commandStream).toBe('t0a1b2c3d4e_CMD');
+    expect(names.projectCommandStream('proj_1')).toBe('t0a1b2c3d4e_CMD_proj_1');
     expect(names.eventStream).toBe('t0a1b2c3d4e_EVT');
     expect(names.leaseBucket).toBe('t0a1b2c3d4e_leases');
     expect(names.toolConsumer('skills')).toBe('t0a1b2c3d4e_tool_skills');
@@ -71,23 +71,34 @@ describe('names', () => {
 
   it('default to the cg root', () => {
     const names = createNames();
-    expect([names.commandStream, names.eventStream, names.leaseBucket]).toEqual([
-      'cg_CMD',
+    expect([names.projectCommandStream('p1'), names.eventStream, names.leaseBucket]).toEqual([
+      'cg_CMD_p1',
       'cg_EVT',
       'cg_leases',
     ]);
   });
 
   it('of roots that differ only in case never collide', () => {
-    expect(createNames('cg').commandStream).not.toBe(createNames('CG').commandStream);
+    expect(createNames('cg').projectCommandStream('p')).not.toBe(
+      createNames('CG').projectCommandStream('p'),
+    );
   });
 
   it('of two roots never collide', () => {
     const a = createNames('one');
     const b = createNames('two');
-    expect(new Set([a.commandStream, a.eventStream, b.commandStream, b.eventStream]).size).toBe(4);
+    const [ap, bp] = [a.projectCommandStream('p'), b.projectCommandStream('p')];
+    expect(new Set([ap, a.eventStream, bp, b.eventStream]).size).toBe(4);
     expect(a.leaseBucket).not.toBe(b.leaseBucket);
     expect(a.toolConsumer('skills')).not.toBe(b.toolConsumer('skills'));
+  });
+
+  it('read the project back from a project command stream, and nothing from another stream', () => {
+    const names = createNames('t1');
+    expect(names.projectOfCommandStream(names.projectCommandStream('a-b_c'))).toBe('a-b_c');
+    for (const other of ['t1_EVT', 't1_CMD', 't1_CMD_', 't2_CMD_p', 'KV_t1_leases', 't1_CMD_a.b'])
+      expect(names.projectOfCommandStream(other)).toBeUndefined();
+    expect(() => names.projectCommandStream('a.b')).toThrow(/project/);
   });
 
   it('reject a root that would make invalid stream or bucket names', () => {

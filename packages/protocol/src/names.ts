@@ -1,10 +1,25 @@
 // Stream, consumer, bucket, key and message-id names, derived from the subject root so that
 // several deployments (or test runs) can share one NATS server without colliding.
-import { assertId, IdKind } from './ids.ts';
+import { assertId, IdKind, isValidId } from './ids.ts';
 import { assertRoot, DEFAULT_ROOT } from './subjects.ts';
 
 export interface Names {
-  readonly commandStream: string;
+  /**
+   * The command stream of one project (`<root>_CMD_<project>`, subjects
+   * `<root>.v1.<project>.*.cmd.>`): each project's commands have their own stream, so its limits
+   * (stored bytes and messages) and its dedupe window are that project's alone, and one project's
+   * backlog is never in front of another's.
+   */
+  projectCommandStream(project: string): string;
+  /**
+   * The one command stream of every project of releases before per-project streams; its
+   * subjects overlap every project stream's, so it must go before they can be made.
+   */
+  readonly legacyCommandStream: string;
+  /** What every project command stream's name starts with (discovery lists streams by it). */
+  readonly commandStreamPrefix: string;
+  /** The project of a project command stream's name; undefined for any other stream. */
+  projectOfCommandStream(stream: string): string | undefined;
   readonly eventStream: string;
   readonly leaseBucket: string;
   /** The durable consumer shared by every instance of a tool service. */
@@ -37,7 +52,15 @@ export function createNames(root: string = DEFAULT_ROOT): Names {
   // Stream names keep the root's case: JetStream names are case-sensitive, so roots `cg` and
   // `CG` (whose subjects differ) must not share streams.
   return {
-    commandStream: `${root}_CMD`,
+    projectCommandStream: (project) => `${root}_CMD_${assertId(IdKind.project, project)}`,
+    commandStreamPrefix: `${root}_CMD_`,
+    legacyCommandStream: `${root}_CMD`,
+    projectOfCommandStream: (stream) => {
+      const prefix = `${root}_CMD_`;
+      if (!stream.startsWith(prefix)) return undefined;
+      const project = stream.slice(prefix.length);
+      return isValidId(project) ? project : undefined;
+    },
     eventStream: `${root}_EVT`,
     leaseBucket: `${root}_leases`,
     toolConsumer: (target) => `${root}_tool_${assertId(IdKind.target, target)}`,

@@ -143,7 +143,7 @@ describe('subject builders', () => {
     const cancel = subjects.taskCancel({ ...scope, target: 'skills' });
     expect(matches(subjects.taskCancelFilter('skills'), cancel)).toBe(true);
     expect(matches(subjects.taskCancelFilter('other'), cancel)).toBe(false);
-    const streams = [...subjects.commandStreamSubjects(), ...subjects.eventStreamSubjects()];
+    const streams = [subjects.allCommandsFilter(), ...subjects.eventStreamSubjects()];
     for (const f of streams) expect(matches(f, cancel)).toBe(false);
     const refresh = subjects.mcpRefresh({ ...scope, server: 'docs' });
     expect(matches(subjects.mcpRefreshFilter(), refresh)).toBe(true);
@@ -355,12 +355,14 @@ describe('filters', () => {
     ).toBe(false);
     expect(matches(filter, cancel)).toBe(false);
     expect(matches(filter, subjects.agentWakeup({ ...scope, agent: 'a' }))).toBe(false);
-    expect(subjects.commandStreamSubjects().some((f) => matches(f, call))).toBe(true);
+    expect(subjects.projectCommandStreamSubjects(scope.project).some((f) => matches(f, call))).toBe(
+      true,
+    );
     expect(() => subjects.projectToolCallsFilter('p.*')).toThrow(ProtocolError);
   });
 
   it('the stream subjects split commands from events and leave lossy chunks out', () => {
-    const [cmd, ...moreCmd] = subjects.commandStreamSubjects();
+    const [cmd, ...moreCmd] = subjects.projectCommandStreamSubjects(scope.project);
     const [evt, ...moreEvt] = subjects.eventStreamSubjects();
     expect(moreCmd).toEqual([]);
     expect(moreEvt).toEqual([]);
@@ -376,8 +378,26 @@ describe('filters', () => {
 
   it('of different roots do not overlap', () => {
     const other = createSubjects('t123');
-    expect(matches(subjects.commandStreamSubjects()[0]!, other.cancel(scope))).toBe(false);
+    expect(matches(subjects.allCommandsFilter(), other.cancel(scope))).toBe(false);
     expect(matches(other.toolCallFilter('skills'), call)).toBe(false);
+    expect(
+      matches(subjects.projectCommandStreamSubjects(scope.project)[0]!, other.cancel(scope)),
+    ).toBe(false);
+  });
+
+  it("a project's command stream and its filters hold that project's commands only", () => {
+    const mine = subjects.projectCommandStreamSubjects(scope.project)[0]!;
+    const theirs = { ...scope, project: 'other' };
+    expect(matches(mine, subjects.toolCall({ ...theirs, target: 't', tool: 'x' }))).toBe(false);
+    expect(matches(mine, subjects.cancel(theirs))).toBe(false);
+    expect(matches(subjects.cancelFilter(scope.project), cancel)).toBe(true);
+    expect(matches(subjects.cancelFilter('other'), cancel)).toBe(false);
+    expect(matches(subjects.toolCallFilter(call.split('.')[6]!, 'other'), call)).toBe(false);
+    expect(matches(subjects.allToolCallsFilter(scope.project), call)).toBe(true);
+    expect(matches(subjects.allToolCallsFilter('other'), call)).toBe(false);
+    const wakeup = subjects.agentWakeup({ ...scope, agent: 'a' });
+    expect(matches(subjects.agentWakeupFilter(scope.project), wakeup)).toBe(true);
+    expect(matches(subjects.agentWakeupFilter('other'), wakeup)).toBe(false);
   });
 });
 

@@ -53,8 +53,11 @@ export interface Subjects {
   taskCancel(s: Scope & { target: string }): string;
   /** Every task cancel of a target across projects and channels (each instance subscribes). */
   taskCancelFilter(target: string): string;
-  /** Every tool call for a target, across projects and channels (a consumer filter). */
-  toolCallFilter(target: string): string;
+  /**
+   * Every tool call for a target, across channels of one project (a consumer filter on the
+   * project's command stream) or, without a project, of every project.
+   */
+  toolCallFilter(target: string, project?: string): string;
   /**
    * `<root>.v1.<project>.<channel>.ctl.mcp.<server>.refresh`: discover an MCP server's tools; a
    * core NATS request one tools-service instance (queue group) answers.
@@ -75,8 +78,9 @@ export interface Subjects {
    * call asks its client (sampling, elicitation); the api instance waiting for the call answers.
    */
   mcpAsk(s: Scope & { toolCallId: string }): string;
-  /** Every tool call of every target (a registry tool service's consumer filter). */
-  allToolCallsFilter(): string;
+  /** Every tool call of every target (a registry tool service's consumer filter), of one project
+   *  or, without one, of every project. */
+  allToolCallsFilter(project?: string): string;
   /** `<root>.v1.<project>.sys.evt.sys.registry.changed`: tools of the project changed. */
   registryChanged(project: string): string;
   /** Every registry change of every project (each tool-service instance subscribes). */
@@ -85,10 +89,11 @@ export interface Subjects {
   keyRevoked(project: string): string;
   /** Every key revocation of every project (each api instance drops its cached key). */
   keyRevokedFilter(): string;
-  /** Every cancel request across projects and channels (each instance subscribes). */
-  cancelFilter(): string;
-  /** Every agent wakeup across projects and channels (the agent workers' consumer filter). */
-  agentWakeupFilter(): string;
+  /** Every cancel request across channels of one project, or of every project without one. */
+  cancelFilter(project?: string): string;
+  /** Every agent wakeup across channels (the agent workers' consumer filter), of one project or,
+   *  without one, of every project. */
+  agentWakeupFilter(project?: string): string;
   /** Every result event of a target in one project and channel. */
   toolResultFilter(s: Scope): string;
   /** Every event (`evt`) and stream chunk (`str`) of one project, all channels: what a watch sees. */
@@ -99,8 +104,11 @@ export interface Subjects {
    * `cmd` subjects).
    */
   projectToolCallsFilter(project: string): string;
-  /** Subject filters of the two JetStream streams. */
-  commandStreamSubjects(): string[];
+  /** Subjects of one project's command stream (`Names.projectCommandStream`). */
+  projectCommandStreamSubjects(project: string): string[];
+  /** Every command subject of every project (what the project command streams together hold). */
+  allCommandsFilter(): string;
+  /** Subject filters of the event stream. */
   eventStreamSubjects(): string[];
   /** Parses a subject of this root; throws `invalid_id` or `invalid_message` naming the problem. */
   parse(subject: string): ParsedSubject;
@@ -144,22 +152,23 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
       scoped(root, s, 'evt', 'tool', assertId(IdKind.target, s.target), 'progress'),
     taskCancel: (s) => scoped(root, s, 'ctl', 'task', assertId(IdKind.target, s.target), 'cancel'),
     taskCancelFilter: (target) => `${prefix}*.*.ctl.task.${assertId(IdKind.target, target)}.cancel`,
-    toolCallFilter: (target) => `${prefix}*.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
+    toolCallFilter: (target, project) =>
+      `${prefix}${projectToken(project)}.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
     mcpRefresh: (s) => scoped(root, s, 'ctl', 'mcp', assertId(IdKind.target, s.server), 'refresh'),
     mcpRefreshFilter: () => `${prefix}*.*.ctl.mcp.*.refresh`,
     mcpRpc: (s) => scoped(root, s, 'ctl', 'mcp', assertId(IdKind.target, s.server), 'rpc'),
     mcpRpcFilter: () => `${prefix}*.*.ctl.mcp.*.rpc`,
     mcpAsk: (s) =>
       scoped(root, s, 'ctl', 'ask', assertId(IdKind.toolCall, s.toolCallId), 'request'),
-    allToolCallsFilter: () => `${prefix}*.*.cmd.tool.>`,
+    allToolCallsFilter: (project) => `${prefix}${projectToken(project)}.*.cmd.tool.>`,
     registryChanged: (project) =>
       scoped(root, { project, channel: SYSTEM_CHANNEL }, 'evt', 'sys', 'registry', 'changed'),
     registryChangedFilter: () => `${prefix}*.${SYSTEM_CHANNEL}.evt.sys.registry.changed`,
     keyRevoked: (project) =>
       scoped(root, { project, channel: SYSTEM_CHANNEL }, 'evt', 'sys', 'key', 'revoked'),
     keyRevokedFilter: () => `${prefix}*.${SYSTEM_CHANNEL}.evt.sys.key.revoked`,
-    cancelFilter: () => `${prefix}*.*.cmd.sys.cancel`,
-    agentWakeupFilter: () => `${prefix}*.*.cmd.agent.*.wakeup`,
+    cancelFilter: (project) => `${prefix}${projectToken(project)}.*.cmd.sys.cancel`,
+    agentWakeupFilter: (project) => `${prefix}${projectToken(project)}.*.cmd.agent.*.wakeup`,
     toolResultFilter: (s) => scoped(root, s, 'evt', 'tool', '*', 'result'),
     projectActivityFilters: (project) => {
       const p = assertId(IdKind.project, project);
@@ -167,10 +176,18 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     },
     projectToolCallsFilter: (project) =>
       `${prefix}${assertId(IdKind.project, project)}.*.cmd.tool.>`,
-    commandStreamSubjects: () => [`${prefix}*.*.cmd.>`],
+    projectCommandStreamSubjects: (project) => [
+      `${prefix}${assertId(IdKind.project, project)}.*.cmd.>`,
+    ],
+    allCommandsFilter: () => `${prefix}*.*.cmd.>`,
     eventStreamSubjects: () => [`${prefix}*.*.evt.>`],
     parse: (subject) => parseSubject(root, subject),
   };
+}
+
+/** A project's token in a filter, or the wildcard for every project. */
+function projectToken(project: string | undefined): string {
+  return project === undefined ? '*' : assertId(IdKind.project, project);
 }
 
 function bad(subject: string, why: string): ProtocolError {

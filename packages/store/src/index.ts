@@ -37,6 +37,7 @@ export type {
   Project,
   ApiKey,
   ProjectsRepo,
+  ProjectQuotas,
   ProjectSettings,
   ProjectSettingsPatch,
 } from './projects.ts';

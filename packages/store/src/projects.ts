@@ -35,11 +35,21 @@ export interface ProjectSettings {
     /** Overrides [tools] pin_definitions for this project's MCP servers. */
     pin_definitions?: boolean;
   };
+  /** Overrides of [quotas]' bus keys; set by the deployment's admin only (PUT .../quotas). */
+  quotas?: ProjectQuotas;
+}
+
+/** The [quotas] keys a project may have its own value of. */
+export interface ProjectQuotas {
+  bus_max_bytes?: number;
+  bus_max_messages?: number;
+  bus_max_message_bytes?: number;
 }
 
 /** A change of settings: a value sets the key, null removes the project's own value. */
 export interface ProjectSettingsPatch {
   tools?: { pin_definitions?: boolean | null | undefined } | undefined;
+  quotas?: { [K in keyof ProjectQuotas]?: number | null | undefined } | undefined;
 }
 
 /** Applies a patch to settings: null removes a key, and a section left empty goes too. */

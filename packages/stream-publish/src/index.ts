@@ -19,7 +19,7 @@ import {
   type NatsConnection,
   type Payload,
 } from '@nats-io/transport-node';
-import { randomMsgIdKey, sealMsgId, type MsgIdKey } from '@toolmesh/protocol';
+import { MeshError, randomMsgIdKey, sealMsgId, type MsgIdKey } from '@toolmesh/protocol';
 
 export interface StreamAck {
   stream: string;
@@ -35,6 +35,44 @@ export interface StreamAck {
  * time, or the connection closed first.
  */
 export type StreamPublishFailure = 'no_stream' | 'refused' | 'forbidden' | 'timeout' | 'closed';
+
+/**
+ * Which limit of a stream refused a publish: its stored messages, its stored bytes, or the size
+ * of one message (a project's command stream: [quotas] bus_* or the project's own).
+ */
+export type StreamLimit = 'messages' | 'bytes' | 'message_size';
+
+/** The limit a refusal names, from JetStream's own wording; undefined for any other failure. */
+export function streamLimitOf(err: unknown): StreamLimit | undefined {
+  if (!(err instanceof StreamPublishError) || err.failure !== 'refused') return undefined;
+  if (/maximum messages exceeded/i.test(err.message)) return 'messages';
+  if (/maximum bytes exceeded/i.test(err.message)) return 'bytes';
+  if (/message size exceeds maximum/i.test(err.message)) return 'message_size';
+  return undefined;
+}
+
+const QUOTA_OF_LIMIT = {
+  messages: 'bus_max_messages',
+  bytes: 'bus_max_bytes',
+  message_size: 'bus_max_message_bytes',
+} as const satisfies Record<StreamLimit, string>;
+
+/**
+ * A refusal by a project's command stream at one of its limits as the mesh's `quota_exceeded`
+ * (terminal: nothing was stored, so nothing will run; sending again helps only once older
+ * commands aged out, nats.cmd_max_age_sec, or the quota was raised). Undefined for any other
+ * failure.
+ */
+export function streamQuotaError(err: unknown, project: string): MeshError | undefined {
+  const limit = streamLimitOf(err);
+  if (limit === undefined) return undefined;
+  const quota = QUOTA_OF_LIMIT[limit];
+  return new MeshError(
+    'quota_exceeded',
+    `the project's command stream is at its ${quota} quota: the message was not stored`,
+    { cause: err, details: { quota, project } },
+  );
+}
 
 export class StreamPublishError extends Error {
   readonly failure: StreamPublishFailure;
@@ -84,6 +122,23 @@ export const DEFAULT_TIMEOUT_MS = 5_000;
 
 const publishers = new WeakMap<NatsConnection, StreamPublisher>();
 const keys = new WeakMap<NatsConnection, MsgIdKey>();
+const provisioners = new WeakMap<NatsConnection, StreamProvisioner>();
+
+/**
+ * Makes the stream a subject belongs in when none captures it; resolves true when it made (or
+ * found) one, false when the subject has no stream of its own to make.
+ */
+export type StreamProvisioner = (subject: string) => Promise<boolean>;
+
+/**
+ * A publish over `nc` that no stream captured (`no_stream`: certainly not stored) calls
+ * `provisioner` and, when it made the stream, is sent once more. The api makes a project's
+ * command stream this way for a project that has none yet (one created before streams were per
+ * project, or whose stream an operator removed).
+ */
+export function useStreamProvisioner(nc: NatsConnection, provisioner: StreamProvisioner): void {
+  provisioners.set(nc, provisioner);
+}
 
 /**
  * Seals the Nats-Msg-Ids published over `nc` with `key` from now on. Set before the first
@@ -130,6 +185,24 @@ interface AckBody {
 }
 
 function createStreamPublisher(nc: NatsConnection): StreamPublisher {
+  const once = createOnce(nc);
+  return {
+    inFlight: () => once.inFlight(),
+    publish: async (subject, data, opts) => {
+      try {
+        return await once.publish(subject, data, opts);
+      } catch (err) {
+        const provisioner = provisioners.get(nc);
+        if (!(err instanceof StreamPublishError && err.failure === 'no_stream') || !provisioner)
+          throw err;
+        if (!(await provisioner(subject))) throw err;
+        return once.publish(subject, data, opts);
+      }
+    },
+  };
+}
+
+function createOnce(nc: NatsConnection): StreamPublisher {
   const waiting = new Map<string, Waiting>();
   // Under the connection's own inbox prefix: a tenant's credential may subscribe there only.
   const prefix = createInbox((nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix);

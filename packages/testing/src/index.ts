@@ -2,6 +2,8 @@
 // users) and a fresh Postgres database per test file, plus the local server starters that
 // `pnpm stack` also runs the mesh on.
 export { startTestNatsCluster, startTestNatsServer, useNats } from './nats.ts';
+export { projectStreamMaker } from './project-streams.ts';
+export type { ProjectStreamMaker } from './project-streams.ts';
 export type {
   TestNats,
   TestNatsAuth,

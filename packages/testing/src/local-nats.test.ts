@@ -30,11 +30,11 @@ describe('startLocalNats, a bare server without authentication (the starter unde
     const nc = await connect({ servers: nats.url });
     const jsm = await jetstreamManager(nc);
     await jsm.streams.add({
-      name: names.commandStream,
-      subjects: subjects.commandStreamSubjects(),
+      name: names.projectCommandStream('p1'),
+      subjects: subjects.projectCommandStreamSubjects('p1'),
     });
     const ack = await jetstream(nc).publish(subject, 'hello');
-    expect(ack.stream).toBe(names.commandStream);
+    expect(ack.stream).toBe(names.projectCommandStream('p1'));
     await nc.close();
 
     await nats.stop();
@@ -44,7 +44,9 @@ describe('startLocalNats, a bare server without authentication (the starter unde
 
     await nats.start();
     const again = await connect({ servers: nats.url });
-    const info = await (await jetstreamManager(again)).streams.info(names.commandStream);
+    const info = await (
+      await jetstreamManager(again)
+    ).streams.info(names.projectCommandStream('p1'));
     expect(info.state.messages).toBe(1);
     await again.close();
 

@@ -1,3 +1,4 @@
+import { streamPublisher } from '@toolmesh/stream-publish';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
@@ -31,10 +32,8 @@ describe('useNats', () => {
     const names = createNames(nats.root);
     const subjects = createSubjects(nats.root);
     const jsm = await jetstreamManager(nc);
-    await jsm.streams.add({
-      name: names.commandStream,
-      subjects: subjects.commandStreamSubjects(),
-    });
+    const stream = names.projectCommandStream('p1');
+    await jsm.streams.add({ name: stream, subjects: subjects.projectCommandStreamSubjects('p1') });
 
     const subject = subjects.toolCall({
       project: 'p1',
@@ -44,13 +43,11 @@ describe('useNats', () => {
     });
     const js = jetstream(nc);
     await js.publish(subject, JSON.stringify({ hello: 'world' }));
-    await jsm.consumers.add(names.commandStream, {
+    await jsm.consumers.add(stream, {
       durable_name: 'reader',
       ack_policy: AckPolicy.Explicit,
     });
-    const msg = await (
-      await js.consumers.get(names.commandStream, 'reader')
-    ).next({ expires: 5_000 });
+    const msg = await (await js.consumers.get(stream, 'reader')).next({ expires: 5_000 });
     expect(msg?.subject).toBe(subject);
     expect(msg?.json()).toEqual({ hello: 'world' });
     msg?.ack();
@@ -71,8 +68,8 @@ describe('useNats', () => {
       const names = createNames(root);
       const subjects = createSubjects(root);
       await jsm.streams.add({
-        name: names.commandStream,
-        subjects: subjects.commandStreamSubjects(),
+        name: names.projectCommandStream('p1'),
+        subjects: subjects.projectCommandStreamSubjects('p1'),
       });
       await jsm.streams.add({ name: names.eventStream, subjects: subjects.eventStreamSubjects() });
       await new Kvm(nc).create(names.leaseBucket);
@@ -84,18 +81,36 @@ describe('useNats', () => {
     await mine.cleanup(); // twice is harmless, as in an afterAll after a failed test
 
     const left = await streamNames(jsm);
-    expect(left).not.toContain(mineNames.commandStream);
+    expect(left).not.toContain(mineNames.projectCommandStream('p1'));
     expect(left).not.toContain(mineNames.eventStream);
     expect(left).not.toContain(`KV_${mineNames.leaseBucket}`);
     expect(left).toEqual(
       expect.arrayContaining([
-        neighbourNames.commandStream,
+        neighbourNames.projectCommandStream('p1'),
         neighbourNames.eventStream,
         `KV_${neighbourNames.leaseBucket}`,
       ]),
     );
     await neighbour.cleanup();
-    expect(await streamNames(jsm)).not.toContain(neighbourNames.commandStream);
+    expect(await streamNames(jsm)).not.toContain(neighbourNames.projectCommandStream('p1'));
+  });
+
+  it("makes a project's command stream as the api does, for a credential or a publish", async () => {
+    const names = createNames(nats.root);
+    const jsm = await jetstreamManager(nc);
+    await nats.connectProject('made1');
+    const info = await jsm.streams.info(names.projectCommandStream('made1'));
+    // config.toml's [quotas] bus_* and [nats] cmd_max_age_sec, as a deployment has them.
+    expect(info.config).toMatchObject({
+      max_bytes: 536_870_912,
+      max_msgs: 1_000_000,
+      max_msg_size: 1_048_576,
+      discard: 'new',
+      max_age: 86_400 * 1e9,
+    });
+    const subject = createSubjects(nats.root).cancel({ project: 'made2', channel: 'c' });
+    const ack = await streamPublisher(nc).publish(subject, '{}');
+    expect(ack.stream).toBe(names.projectCommandStream('made2'));
   });
 });
 
@@ -146,15 +161,11 @@ describe('useNats users', () => {
     const subjects = createSubjects(nats.root);
     const own = await nats.connectProject('p1');
     const js = jetstream(own);
-    const jsm = await jetstreamManager(await nats.connect('admin'));
     const names = createNames(nats.root);
-    await jsm.streams.add({
-      name: names.commandStream,
-      subjects: subjects.commandStreamSubjects(),
-    });
     const call = (project: string) =>
       subjects.toolCall({ project, channel: 'c1', target: 'builtin', tool: 'echo' });
-    expect((await js.publish(call('p1'), '{}')).stream).toBe(names.commandStream);
+    expect((await js.publish(call('p1'), '{}')).stream).toBe(names.projectCommandStream('p1'));
+    await nats.provisionProject('p2');
     allowViolations((v) => v.subject === call('p2') && v.user.includes('project credential'));
     await expect(js.publish(call('p2'), '{}', { timeout: 2_000 })).rejects.toThrow(
       /Permissions Violation/,

@@ -29,6 +29,11 @@ import {
 import { createNames } from '@toolmesh/protocol';
 import { startLocalNats, type LocalNats } from './local-nats.ts';
 import { startNatsCluster } from './nats-cluster.ts';
+import {
+  projectStreamMaker,
+  provisionOnPublish,
+  type ProjectStreamMaker,
+} from './project-streams.ts';
 import { sharedPerProcess } from './processes.ts';
 import { nameUsers, recordServerLog } from './violations.ts';
 
@@ -79,8 +84,16 @@ export interface TestNats {
   connect(user: ServiceUser, options?: ConnectionOptions): Promise<NatsConnection>;
   /** A bus credential of a project, minted as the api mints one. */
   projectCredential(project: string, name?: string): Promise<TestProjectCredential>;
-  /** A connection as a new bus credential of the project, the way the SDK makes one. */
+  /**
+   * A connection as a new bus credential of the project, the way the SDK makes one. Like the
+   * api issuing a credential, it makes the project's command stream first.
+   */
   connectProject(project: string, options?: ConnectionOptions): Promise<NatsConnection>;
+  /**
+   * Makes the project's command stream as the api does (project-streams.ts). A publish to a
+   * project without one over a connection of `connect` makes it too, as the api's does.
+   */
+  provisionProject: ProjectStreamMaker;
   /** Closes the connections made here and deletes the root's streams and KV buckets. */
   cleanup(): Promise<void>;
 }
@@ -207,6 +220,7 @@ export async function useNats(options: { server?: TestNatsAuth } = {}): Promise<
   // Fail here, with the URL in the message, rather than in the middle of a test.
   const admin = await open(credsOf(ServiceUser.admin));
   await (await jetstreamManager(admin)).getAccountInfo();
+  const provisionProject = projectStreamMaker(admin, root);
   let cleaned = false;
   return {
     url,
@@ -220,9 +234,15 @@ export async function useNats(options: { server?: TestNatsAuth } = {}): Promise<
       CG__NATS__CREDS: credsOf(user),
       CG__NATS__AUTH_KEYS: user === ServiceUser.api ? server.keysJson : '',
     }),
-    connect: (user, o) => open(credsOf(user), o),
+    connect: async (user, o) => {
+      const nc = await open(credsOf(user), o);
+      if (user !== ServiceUser.sandboxReaper) provisionOnPublish(nc, root, provisionProject);
+      return nc;
+    },
     projectCredential,
+    provisionProject,
     connectProject: async (project, o = {}) => {
+      await provisionProject(project);
       const cred = await projectCredential(project);
       return open(cred.creds, { inboxPrefix: cred.inboxPrefix, ...o });
     },
@@ -239,10 +259,11 @@ export async function useNats(options: { server?: TestNatsAuth } = {}): Promise<
 
 async function deleteStreamsOf(jsm: JetStreamManager, root: string): Promise<void> {
   const names = createNames(root);
-  // Besides the two well-known streams, anything a test made with the root's prefix: the
-  // root is random, so nothing else can carry it. A KV bucket is the stream KV_<bucket>.
+  // Besides the well-known streams, anything a test made with the root's prefix (the project
+  // command streams among them): the root is random, so nothing else can carry it. A KV bucket
+  // is the stream KV_<bucket>.
   const prefixes = [`${root}_`, `KV_${root}_`, `OBJ_${root}_`];
-  const doomed = new Set([names.commandStream, names.eventStream, `KV_${names.leaseBucket}`]);
+  const doomed = new Set([names.eventStream, `KV_${names.leaseBucket}`]);
   for await (const name of jsm.streams.names()) {
     if (prefixes.some((p) => name.startsWith(p))) doomed.add(name);
   }

@@ -114,11 +114,10 @@ export function createCancelRegistry(
       };
     },
     start: async (opts) => {
-      durable = await bus.consume(
+      durable = await bus.consumeProjects(
         {
           durable: bus.names.cancelConsumer,
-          stream: bus.names.commandStream,
-          filter: bus.subjects.cancelFilter(),
+          filter: (project) => bus.subjects.cancelFilter(project),
           ackWaitMs: TOMBSTONE_ACK_WAIT_MS,
           maxDeliver: opts.maxDeliver,
           maxAckPending: 1_000,

@@ -487,11 +487,16 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       approvals.start();
       // Stored cancels become tombstones before the first call is taken (cancel.ts).
       await cancels.start(limits);
-      consumption = await bus.consume(
+      // One durable on every project's command stream; the service's `concurrency` slots are
+      // handed out round robin between the projects with calls waiting (@toolmesh/bus
+      // consumeProjects), so one project's backlog delays another's call by one slot at most.
+      consumption = await bus.consumeProjects(
         {
           durable: resolver ? bus.names.toolServiceConsumer(name) : bus.names.toolConsumer(name),
-          stream: bus.names.commandStream,
-          filter: resolver ? bus.subjects.allToolCallsFilter() : bus.subjects.toolCallFilter(name),
+          filter: (project) =>
+            resolver
+              ? bus.subjects.allToolCallsFilter(project)
+              : bus.subjects.toolCallFilter(name, project),
           ackWaitMs: limits.ackWaitMs,
           maxDeliver: limits.maxDeliver,
           maxAckPending: Math.max(1_000, limits.concurrency * 16),

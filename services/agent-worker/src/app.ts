@@ -49,11 +49,12 @@ export async function startAgentWorker(config: Config, logger: Logger): Promise<
     logger: log,
   });
   const a = config.agent;
-  const consumption = await bus.consume(
+  // The worker's slots are shared round robin between the projects with wakeups waiting
+  // (@toolmesh/bus consumeProjects): one project's burst of tasks never queues another's.
+  const consumption = await bus.consumeProjects(
     {
       durable: bus.names.agentConsumer(AGENT_WORKER_TARGET),
-      stream: bus.names.commandStream,
-      filter: bus.subjects.agentWakeupFilter(),
+      filter: (project) => bus.subjects.agentWakeupFilter(project),
       ackWaitMs: a.ack_wait_ms,
       maxDeliver: a.max_deliver,
       maxAckPending: a.concurrency * 16,

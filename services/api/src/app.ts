@@ -41,6 +41,7 @@ import { consoleReadRoutes } from './routes/console-reads.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { eventRoutes } from './routes/events.ts';
 import { approvalRoutes } from './routes/approvals.ts';
+import { createProjectStreams } from './project-streams.ts';
 import { createRegistryEvents } from './registry-events.ts';
 import { guardConnections } from './connection-guard.ts';
 import { inflightLimit } from './inflight.ts';
@@ -144,8 +145,16 @@ export async function buildApp(deps: ApiDeps) {
     logger: deps.logger,
   });
   app.addHook('onClose', () => keys.close());
+  const projectStreams = createProjectStreams(deps);
+  // Every project's command stream with this configuration's limits; in the background, so the
+  // api answers meanwhile (a call of a project not yet reached makes its stream itself).
+  void projectStreams.reconcile().then(
+    (n) => deps.logger.info({ projects: n }, 'project command streams reconciled'),
+    (err: unknown) => deps.logger.warn({ err }, 'reconciling the project command streams failed'),
+  );
   const routeDeps: RouteDeps = {
     ...deps,
+    projectStreams,
     // One count for every kind of event stream, so the cap is what the instance holds open.
     streams: createSlots({
       what: 'event streams',

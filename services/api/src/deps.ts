@@ -6,6 +6,7 @@ import type { Client } from '@toolmesh/client';
 import type { Config } from '@toolmesh/config';
 import type { Store } from '@toolmesh/store';
 import type { Auth } from './auth.ts';
+import type { ProjectStreams } from './project-streams.ts';
 import type { RegistryEvents } from './registry-events.ts';
 import type { Slots } from './slots.ts';
 
@@ -23,4 +24,6 @@ export interface RouteDeps extends ApiDeps {
   registryEvents: RegistryEvents;
   /** Open event streams, per project and in all ([api] sse_max_streams*). */
   streams: Slots;
+  /** Each project's command stream, with its limits (project-streams.ts). */
+  projectStreams: ProjectStreams;
 }

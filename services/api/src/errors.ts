@@ -45,6 +45,8 @@ export const ApiErrorCode = {
   /** api.openapi_max_concurrent imports are running on this instance; retry after a second. */
   openapi_busy: 429,
   rate_limited: 429,
+  /** A project quota (its command stream's stored messages or bytes, a message's size). */
+  quota_exceeded: 429,
   /** A project's (or key's, or address's) share of an instance's resource is taken. */
   mcp_session_limit: 429,
   stream_limit: 429,
@@ -157,6 +159,9 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
         ? 'the message bus'
         : 'a service the api depends on';
     return send(reply, 503, 'unavailable', `${dependency} is unavailable; retry later`);
+  }
+  if (err instanceof MeshError && err.code === 'quota_exceeded') {
+    return send(reply, 429, 'quota_exceeded', err.message, err.details);
   }
   if (err instanceof MeshError && err.code === 'invalid_id') {
     return send(reply, 400, 'invalid_id', err.message, err.details);

@@ -94,7 +94,7 @@ export async function openLiveFeed(o: LiveFeedOptions): Promise<LiveFeed> {
     );
   try {
     calls = await followStream(o.nc, {
-      stream: names.commandStream,
+      stream: names.projectCommandStream(o.project),
       filter: subjects.projectToolCallsFilter(o.project),
       name: names.liveFeedConsumer(o.project, nuid.next()),
       log: o.log,

@@ -41,7 +41,7 @@ const IssuedOut = CredentialOut.extend({
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 503: ErrorResponse };
 
 export const busCredentialRoutes =
-  ({ store, auth, config, logger }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, config, logger, projectStreams }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const log = logger.child({ component: 'bus-credentials' });
     const root = config.nats.subject_root;
@@ -107,6 +107,11 @@ export const busCredentialRoutes =
       async (req, reply) => {
         const k = needKeys();
         const { project } = req.params;
+        // The tenant may publish at once: its project's command stream must be there.
+        await projectStreams.ensure(project).catch((err: unknown) => {
+          log.warn({ err, project }, 'making the project command stream failed');
+          throw new ApiError('unavailable', 'the message bus is unavailable; retry later');
+        });
         const id = randomUUID();
         const inboxPrefix = credentialInboxPrefix(project, id);
         const user = await mintUser(

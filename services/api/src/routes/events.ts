@@ -14,7 +14,7 @@ import { ProjectParams } from '../schemas.ts';
 import { holdStream } from '../slots.ts';
 
 export const eventRoutes =
-  ({ nc, auth, config, logger, streams }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ nc, auth, config, logger, streams, projectStreams }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
     const root = config.nats.subject_root;
     // Open streams end when the api closes: a hijacked response is never idle, so the server
@@ -65,6 +65,8 @@ export const eventRoutes =
         const send = (line: string) => (out.res ? out.res.write(line) : early.push(line));
         let feed: LiveFeed;
         try {
+          // The feed follows the project's command stream, which must exist.
+          await projectStreams.ensure(project);
           feed = await openLiveFeed({
             nc,
             root,

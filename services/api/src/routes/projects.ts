@@ -4,7 +4,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { KeyRole, type ApiKey, type Project, type ProjectSettings } from '@toolmesh/store';
+import {
+  KeyRole,
+  type ApiKey,
+  type Project,
+  type ProjectQuotas,
+  type ProjectSettings,
+} from '@toolmesh/store';
 import { bootstrapTools } from '../bootstrap.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
@@ -70,6 +76,27 @@ const SettingsOut = z
   })
   .meta({ id: 'ProjectSettings' });
 
+const quota = (what: string) =>
+  z.number().int().positive().nullable().optional().describe(`${what}; null: config.toml's`);
+const QuotasPatch = z
+  .strictObject({
+    bus_max_bytes: quota("bytes the project's command stream may hold"),
+    bus_max_messages: quota("messages the project's command stream may hold"),
+    bus_max_message_bytes: quota('the largest command message'),
+  })
+  .meta({ id: 'ProjectQuotasPatch' });
+const QuotaValues = z.object({
+  bus_max_bytes: z.number(),
+  bus_max_messages: z.number(),
+  bus_max_message_bytes: z.number(),
+});
+const QuotasOut = z
+  .object({
+    quotas: QuotaValues.partial().describe("the project's own values"),
+    effective: QuotaValues.describe("what applies: the project's value, else config.toml's"),
+  })
+  .meta({ id: 'ProjectQuotas' });
+
 const errors = {
   400: ErrorResponse,
   401: ErrorResponse,
@@ -79,8 +106,46 @@ const errors = {
 };
 
 export const projectRoutes =
-  ({ store, auth, config }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, config, projectStreams }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
+    const quotasOut = (own: ProjectQuotas) => ({
+      quotas: own,
+      effective: {
+        bus_max_bytes: own.bus_max_bytes ?? config.quotas.bus_max_bytes,
+        bus_max_messages: own.bus_max_messages ?? config.quotas.bus_max_messages,
+        bus_max_message_bytes: own.bus_max_message_bytes ?? config.quotas.bus_max_message_bytes,
+      },
+    });
+
+    app.put(
+      '/projects/:project/quotas',
+      {
+        onRequest: auth.requireAdmin,
+        schema: {
+          tags: ['projects'],
+          summary:
+            "Set a project's own bus quotas (admin key): [quotas] bus_max_bytes, bus_max_messages, bus_max_message_bytes; null follows config.toml. Its command stream takes the new limits at once",
+          params: ProjectParams,
+          body: QuotasPatch,
+          response: { 200: QuotasOut, ...errors, 503: ErrorResponse },
+        },
+      },
+      async (req) => {
+        const { project } = req.params;
+        const s = await store.projects.updateSettings(project, { quotas: req.body });
+        if (!s) throw notFound('project', project);
+        await projectStreams.apply(project).catch((err: unknown) => {
+          req.log.warn({ err, project }, 'applying the quotas to the command stream failed');
+          throw new ApiError(
+            'unavailable',
+            'the quotas are saved but the message bus did not take them yet; send them again',
+          );
+        });
+        req.log.info({ project, quotas: s.quotas ?? {} }, 'project quotas changed');
+        return quotasOut(s.quotas ?? {});
+      },
+    );
+
     const settingsOut = (s: ProjectSettings) => ({
       settings: s,
       effective: {
@@ -158,6 +223,13 @@ export const projectRoutes =
         });
         if (!created)
           throw new ApiError('conflict', `project ${JSON.stringify(id)} already exists`);
+        // Its command stream now, so the services' consumers are there before its first call;
+        // failing that, its first publish (or the next start's reconcile) makes it.
+        await projectStreams
+          .apply(id)
+          .catch((err: unknown) =>
+            req.log.warn({ err, project: id }, 'making the project command stream failed'),
+          );
         return reply.status(201).send({
           project: projectOut(created.project),
           key: { ...keyOut(created.key.record), key: created.key.key },
