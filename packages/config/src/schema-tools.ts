@@ -97,6 +97,10 @@ export const quotasSchema = section({
   bus_max_bytes: positiveInt().default(536_870_912),
   bus_max_messages: positiveInt().default(1_000_000),
   bus_max_message_bytes: positiveInt().default(1_048_576),
+  // Tool calls one project may start a minute, over every instance of the tools and skills
+  // services (a bucket in Postgres holding a minute's worth); a call past it fails rate_limited
+  // and runs nothing. An admin may set a project's own; 0 turns it off.
+  bus_calls_per_minute: intAtLeast(0).default(60_000),
 });
 
 // The registry's built-in tools that keep data per project: files and searchable documents.
