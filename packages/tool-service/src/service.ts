@@ -40,6 +40,8 @@ import { createApprovalGate, type ApprovalGate } from './approvals.ts';
 
 export interface ToolServiceLimits {
   concurrency: number;
+  /** Slots one project may hold while another project is active (optional: no cap). */
+  maxProjectInFlight?: number;
   maxCallBytes: number;
   /** tools.max_arguments_depth (optional: 64). */
   maxArgumentsDepth?: number;
@@ -524,6 +526,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
         },
         {
           concurrency: limits.concurrency,
+          maxProjectInFlight: limits.maxProjectInFlight ?? 0,
           ackWaitMs: limits.ackWaitMs,
           retryBaseMs: limits.retryBaseMs,
           retryMaxMs: limits.retryMaxMs,
