@@ -91,6 +91,24 @@ describe('fair slots', () => {
     expect(await more[9]).toBeUndefined();
   }, 5_000);
 
+  it('let two floods share every slot round robin, the cap notwithstanding', async () => {
+    const slots = createFairSlots(8, { maxPerKey: 2, activeWindowMs: 1_000, now: () => 0 });
+    const a = await Promise.all(Array.from({ length: 8 }, () => slots.acquire('a')));
+    const got = { a: 0, c: 0 };
+    const wait = (key: 'a' | 'c') => void slots.acquire(key).then((r) => r && got[key]++);
+    for (let i = 0; i < 8; i++) wait('c');
+    for (let i = 0; i < 8; i++) wait('a');
+    for (const r of a) r?.();
+    await new Promise((r) => setImmediate(r));
+    // a is held back only while c is under the cap; then the two floods take turns, and every
+    // slot is in use rather than 2 each with 4 idle.
+    expect(slots.busy()).toBe(8);
+    expect(got.a + got.c).toBe(8);
+    expect(got.a).toBeGreaterThanOrEqual(3);
+    expect(got.c).toBeGreaterThanOrEqual(3);
+    slots.close();
+  }, 5_000);
+
   it('answer waiters with nothing once closed', async () => {
     const slots = createFairSlots(1);
     await slots.acquire('a');

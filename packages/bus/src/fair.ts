@@ -50,8 +50,9 @@ export interface FairSlots {
 
 export interface FairSlotsOptions {
   /**
-   * Slots one key may hold while another key is active (holds a slot, waits for one, or had
-   * one within `activeWindowMs`); a key alone may hold all. 0 or absent: no cap.
+   * Slots one key may hold while a light neighbour is active (another key under this cap that
+   * waits for a slot or held one within `activeWindowMs`); otherwise round robin alone.
+   * 0 or absent: no cap.
    */
   maxPerKey?: number;
   activeWindowMs?: number;
@@ -63,10 +64,11 @@ const DEFAULT_ACTIVE_WINDOW_MS = 1_000;
 
 /**
  * `n` slots handed out round robin between the keys waiting for one. With `maxPerKey`, a key
- * holds at most that many while another key is active, and the rest stay free: a neighbour's
- * next call starts at once, beside at most `maxPerKey` of a flood's, instead of waiting for a
- * slot and then running beside all the others. "Active" lasts `activeWindowMs` after a key's
- * last slot so that a neighbour calling one at a time keeps the cap in place between its calls.
+ * holds at most that many while a light neighbour is active (another key under the cap that
+ * waits for a slot or held one within `activeWindowMs`), and the rest stay free: the
+ * neighbour's next call starts at once, beside at most `maxPerKey` of a flood's, instead of
+ * waiting for a slot and then running beside all the others. The window keeps the cap in place
+ * between the calls of a neighbour calling one at a time. Busy keys share by round robin.
  */
 export function createFairSlots(n: number, o: FairSlotsOptions = {}): FairSlots {
   let free = n;
@@ -80,18 +82,25 @@ export function createFairSlots(n: number, o: FairSlotsOptions = {}): FairSlots 
   const seen = new Map<string, number>();
   let recheck: NodeJS.Timeout | undefined;
 
-  const othersActive = (key: string): boolean => {
-    if (waiting.size > (waiting.has(key) ? 1 : 0)) return true;
+  // A light neighbour: active and under the cap (one calling one at a time, a few at once, or a
+  // newcomer waiting). Keys at the cap share by round robin alone: two floods are not held to
+  // the cap each while the slots stand idle.
+  const lightNeighbour = (key: string): boolean => {
+    for (const k of waiting.keys()) if (k !== key && (held.get(k) ?? 0) < cap) return true;
     const t = now();
     for (const [k, at] of seen) {
       if (k === key) continue;
-      if ((held.get(k) ?? 0) > 0 || t - at < windowMs) return true;
-      seen.delete(k); // idle past the window: forgotten
+      const h = held.get(k) ?? 0;
+      if (h === 0 && t - at >= windowMs) {
+        seen.delete(k); // idle past the window: forgotten
+        continue;
+      }
+      if (h < cap) return true;
     }
     return false;
   };
   const mayTake = (key: string): boolean =>
-    cap === n || (held.get(key) ?? 0) < cap || !othersActive(key);
+    cap === n || (held.get(key) ?? 0) < cap || !lightNeighbour(key);
   const take = (key: string): (() => void) => {
     free--;
     held.set(key, (held.get(key) ?? 0) + 1);
