@@ -14,8 +14,9 @@ import {
 
 export const toolsSchema = section({
   concurrency: positiveInt().default(64),
-  // Of those, the most one project may hold while another project is active (has a call in
-  // flight or waiting, or had one in the last second); alone it may use all. 0: no cap.
+  // Of those, the most one project may hold while a lighter project (under this cap, with a call
+  // in flight or waiting, or one in the last second) is active; alone, or beside projects at the
+  // cap, it may use all (round robin). 0: no cap.
   max_project_inflight: intAtLeast(0).default(8),
   max_call_bytes: positiveInt().default(262_144),
   max_result_bytes: positiveInt().default(524_288),
