@@ -150,4 +150,96 @@ describe('red team: bus quotas', () => {
     expect(Number(done.rows[0]?.n)).toBeLessThan(CALLS / 2);
     await flooder.close();
   }, 120_000);
+
+  it('rate: a project over its calls a minute gets rate_limited cards and nothing runs; another is served', async () => {
+    const flood = await m.mesh.api.createProject();
+    const res = await setQuotas(flood.id, { bus_calls_per_minute: 10 });
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body).toMatchObject({
+      quotas: { bus_calls_per_minute: 10 },
+      effective: { bus_calls_per_minute: 10 },
+    });
+    // The tenant cannot lift it itself.
+    const own = await setQuotas(flood.id, { bus_calls_per_minute: 0 }, flood.key);
+    expect([401, 403]).toContain(own.status);
+
+    const cred = await m.issue(flood.id, flood.key, 'rate');
+    const { createClient } = await import('@toolmesh/client');
+    const flooder = createClient({ nc: await m.connectWith(cred.creds), root: m.root });
+    const CALLS = 30;
+    const started = Date.now();
+    const results = await Promise.all(
+      Array.from({ length: CALLS }, (_, i) =>
+        flooder.callTool(
+          {
+            project: flood.id,
+            channel: 'main',
+            tool: 'builtin.write_file',
+            arguments: { path: `/rate/${i}.txt`, content: `call ${i}` },
+          },
+          { waitMs: 30_000 },
+        ),
+      ),
+    );
+    const elapsedSec = (Date.now() - started) / 1000;
+    const ran = results.filter((r) => r.status === 'succeeded');
+    const limited = results.filter((r) => r.status !== 'succeeded');
+    // The bucket holds a minute's worth (10) and refills 10 a minute while the calls ran.
+    expect(ran.length).toBeGreaterThanOrEqual(10);
+    expect(ran.length).toBeLessThanOrEqual(10 + Math.ceil(elapsedSec / 6));
+    expect(limited.length).toBe(CALLS - ran.length);
+    for (const r of limited) {
+      expect(r.status).toBe('failed');
+      expect(r.content.error).toMatchObject({
+        code: 'rate_limited',
+        details: { quota: 'bus_calls_per_minute', limit: 10 },
+      });
+      const retry = (r.content.error?.details as { retry_after_sec: number }).retry_after_sec;
+      expect(retry).toBeGreaterThanOrEqual(1);
+      expect(retry).toBeLessThanOrEqual(7);
+    }
+    // The refused calls wrote nothing: one file per call that ran.
+    const files = await m.mesh.api.store.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM state.project_files WHERE project_id = $1`,
+      [flood.id],
+    );
+    expect(Number(files.rows[0]?.n)).toBe(ran.length);
+
+    // Over HTTP the refusal is the call's result.
+    const http = await m.mesh.api.request('POST', `/v1/projects/${flood.id}/executions`, {
+      key: flood.key,
+      body: { tool: 'builtin.echo', arguments: { n: 1 } },
+    });
+    expect(http.status, http.raw).toBe(200);
+    expect(http.body).toMatchObject({
+      execution: { status: 'failed' },
+      card: { content: { error: { code: 'rate_limited' } } },
+    });
+
+    // Another project, more calls than the flood's rate, at the same time: every one runs.
+    const others = await Promise.all(
+      Array.from({ length: 15 }, (_, i) =>
+        m.mesh.api.request('POST', `/v1/projects/${m.b.id}/executions`, {
+          key: m.b.key,
+          body: { tool: 'builtin.echo', arguments: { i } },
+        }),
+      ),
+    );
+    for (const o of others) {
+      expect(o.status, o.raw).toBe(200);
+      expect(o.body).toMatchObject({ execution: { status: 'succeeded' } });
+    }
+    await m.stillServing();
+
+    // Back to config.toml's rate: the project's calls run again.
+    expect((await setQuotas(flood.id, { bus_calls_per_minute: null })).body).toMatchObject({
+      effective: { bus_calls_per_minute: m.mesh.api.config.quotas.bus_calls_per_minute },
+    });
+    const again = await flooder.callTool(
+      { project: flood.id, channel: 'main', tool: 'builtin.echo', arguments: { again: true } },
+      { waitMs: 30_000 },
+    );
+    expect(again.status, JSON.stringify(again.content)).toBe('succeeded');
+    await flooder.close();
+  }, 90_000);
 });

@@ -56,6 +56,59 @@ describe('fair slots', () => {
     expect(slots.busy()).toBe(0);
   });
 
+  it("cap a flood at maxPerKey while a neighbour is active, so the neighbour's call starts at once", async () => {
+    let t = 0;
+    const slots = createFairSlots(8, { maxPerKey: 3, activeWindowMs: 1_000, now: () => t });
+    // Alone, the flood takes every slot.
+    const flood = await Promise.all(Array.from({ length: 8 }, () => slots.acquire('a')));
+    expect(slots.busy()).toBe(8);
+    const more = Array.from({ length: 10 }, () => slots.acquire('a'));
+    // The neighbour waits for one slot only, and gets the first to free.
+    const b1 = slots.acquire('b');
+    flood[0]?.();
+    const releaseB = await b1;
+    // While b is active, the flood's freed slots are not given back to it beyond its cap.
+    for (const r of flood.slice(1)) r?.();
+    expect(slots.busy()).toBe(1 + 3);
+    releaseB?.();
+    t += 10;
+    // b's next call, within the window: a slot is free, taken at once.
+    let started = false;
+    const b2 = slots.acquire('b').then((r) => {
+      started = true;
+      return r;
+    });
+    await Promise.resolve();
+    expect(started).toBe(true);
+    (await b2)?.();
+    // b idle past the window: the flood may use every slot again (at its next release).
+    t += 2_000;
+    const granted = await Promise.all(more.slice(0, 3));
+    granted[0]?.();
+    await Promise.all(more.slice(3, 9));
+    expect(slots.busy()).toBe(8);
+    slots.close();
+    expect(await more[9]).toBeUndefined();
+  }, 5_000);
+
+  it('let two floods share every slot round robin, the cap notwithstanding', async () => {
+    const slots = createFairSlots(8, { maxPerKey: 2, activeWindowMs: 1_000, now: () => 0 });
+    const a = await Promise.all(Array.from({ length: 8 }, () => slots.acquire('a')));
+    const got = { a: 0, c: 0 };
+    const wait = (key: 'a' | 'c') => void slots.acquire(key).then((r) => r && got[key]++);
+    for (let i = 0; i < 8; i++) wait('c');
+    for (let i = 0; i < 8; i++) wait('a');
+    for (const r of a) r?.();
+    await new Promise((r) => setImmediate(r));
+    // a is held back only while c is under the cap; then the two floods take turns, and every
+    // slot is in use rather than 2 each with 4 idle.
+    expect(slots.busy()).toBe(8);
+    expect(got.a + got.c).toBe(8);
+    expect(got.a).toBeGreaterThanOrEqual(3);
+    expect(got.c).toBeGreaterThanOrEqual(3);
+    slots.close();
+  }, 5_000);
+
   it('answer waiters with nothing once closed', async () => {
     const slots = createFairSlots(1);
     await slots.acquire('a');

@@ -216,7 +216,12 @@ describe('loadConfig errors', () => {
       bus_max_bytes: 536_870_912,
       bus_max_messages: 1_000_000,
       bus_max_message_bytes: 1_048_576,
+      bus_calls_per_minute: 60_000,
     });
+    expect(
+      loadConfig({ source: '[quotas]\nbus_calls_per_minute = 0\n', env: {} }).quotas
+        .bus_calls_per_minute,
+    ).toBe(0);
     // A project's command stream always has limits: 0 (unlimited in JetStream) is refused.
     expect(failure('', { CG__QUOTAS__BUS_MAX_MESSAGES: '0' }).message).toContain(
       'CG__QUOTAS__BUS_MAX_MESSAGES',

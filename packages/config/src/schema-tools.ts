@@ -14,6 +14,10 @@ import {
 
 export const toolsSchema = section({
   concurrency: positiveInt().default(64),
+  // Of those, the most one project may hold while a lighter project (under this cap, with a call
+  // in flight or waiting, or one in the last second) is active; alone, or beside projects at the
+  // cap, it may use all (round robin). 0: no cap.
+  max_project_inflight: intAtLeast(0).default(8),
   max_call_bytes: positiveInt().default(262_144),
   max_result_bytes: positiveInt().default(524_288),
   // Largest arguments kept on an execution row; larger ones are kept as a size marker.
@@ -97,6 +101,10 @@ export const quotasSchema = section({
   bus_max_bytes: positiveInt().default(536_870_912),
   bus_max_messages: positiveInt().default(1_000_000),
   bus_max_message_bytes: positiveInt().default(1_048_576),
+  // Tool calls one project may start a minute, over every instance of the tools and skills
+  // services (a bucket in Postgres holding a minute's worth); a call past it fails rate_limited
+  // and runs nothing. An admin may set a project's own; 0 turns it off.
+  bus_calls_per_minute: intAtLeast(0).default(60_000),
 });
 
 // The registry's built-in tools that keep data per project: files and searchable documents.

@@ -115,7 +115,7 @@ export const ERROR_CODES = {
     retryable: false,
     status: 'failed',
     summary:
-      "the tool's rate limit had no token within rate_limit.max_wait_ms; details.retry_after_ms says when one frees up",
+      "the tool's rate limit had no token within rate_limit.max_wait_ms (details.retry_after_ms says when one frees up), or the project is over [quotas] bus_calls_per_minute (details.limit, details.retry_after_sec)",
   },
   egress_denied: {
     retryable: false,

@@ -146,7 +146,7 @@ export type { ImportedTool, ImportOutcome, OpenApiImportsRepo } from './openapi-
 export { createSecretBox, SecretsKeyError } from './secrets.ts';
 export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
 export type { LockedOAuthTokens, OAuthTokenRow, OAuthTokensRepo } from './oauth-tokens.ts';
-export { apiBucket } from './rate-buckets.ts';
+export { apiBucket, busBucket } from './rate-buckets.ts';
 export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';
 export { Quota } from './quotas.ts';
 export type { Admission, QuotaRefusal, QuotasRepo } from './quotas.ts';

@@ -44,6 +44,8 @@ export interface ProjectQuotas {
   bus_max_bytes?: number;
   bus_max_messages?: number;
   bus_max_message_bytes?: number;
+  /** Tool calls a minute; 0 turns the rate off for the project. */
+  bus_calls_per_minute?: number;
 }
 
 /** A change of settings: a value sets the key, null removes the project's own value. */

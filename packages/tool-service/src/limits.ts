@@ -5,6 +5,7 @@ import type { ToolServiceLimits } from './service.ts';
 export function limitsFromConfig(t: ToolsConfig): ToolServiceLimits {
   return {
     concurrency: t.concurrency,
+    maxProjectInFlight: t.max_project_inflight,
     maxCallBytes: t.max_call_bytes,
     maxResultBytes: t.max_result_bytes,
     maxArgumentsDepth: t.max_arguments_depth,

@@ -35,10 +35,13 @@ import { failure, interruptedOnTakeover } from './takeover.ts';
 import { createPersist } from './persist.ts';
 import { traced } from './observe.ts';
 import { takeCallSlot } from './call-slot.ts';
+import { createBusRate } from './bus-rate.ts';
 import { createApprovalGate, type ApprovalGate } from './approvals.ts';
 
 export interface ToolServiceLimits {
   concurrency: number;
+  /** Slots one project may hold while another project is active (optional: no cap). */
+  maxProjectInFlight?: number;
   maxCallBytes: number;
   /** tools.max_arguments_depth (optional: 64). */
   maxArgumentsDepth?: number;
@@ -74,6 +77,13 @@ interface CommonOptions {
    * runs. 0 or absent: no quota.
    */
   callsPerProject?: number;
+  /**
+   * [quotas] bus_calls_per_minute: tool calls a project may start a minute, over every instance
+   * and service on the same store (bus-rate.ts); a project's own value in its settings wins. A
+   * call past it fails with rate_limited before its handler runs. 0 or absent: no rate, unless
+   * the project has its own.
+   */
+  callsPerMinute?: number;
 }
 
 /** One target, a fixed set of tools (the skills service's `skills` and `builtin`). */
@@ -125,6 +135,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
     cappedArguments(ids.arguments, limits.executionArgumentsMaxBytes ?? 8_192);
   let cancels: CancelRegistry | undefined;
   let approvals: ApprovalGate | undefined;
+  const busRate = createBusRate(store, opts.callsPerMinute ?? 0);
 
   const finishDeps = {
     bus,
@@ -339,6 +350,18 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
       clog.warn('took over a non-idempotent call mid-run; filed interrupted, not run again');
       return finish(ids, interrupted, lease, clog);
     }
+    // The project's call rate: counted once per call, on its first delivery (a redelivery was
+    // counted when it first came this far, or filed before).
+    if (d.deliveryCount === 1) {
+      const limited = await busRate.take(ids.project).catch(async (err: unknown) => {
+        await lease?.release().catch(() => undefined);
+        throw err;
+      });
+      if (limited) {
+        clog.info(limited.error?.details ?? {}, 'call refused: project over its call rate');
+        return finish(ids, limited, lease, clog);
+      }
+    }
     const callQuota = opts.callsPerProject ?? 0;
     if (callQuota > 0) {
       const refused = await takeCallSlot(store, ids, instanceId, timeoutMs, callQuota).catch(
@@ -503,6 +526,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
         },
         {
           concurrency: limits.concurrency,
+          maxProjectInFlight: limits.maxProjectInFlight ?? 0,
           ackWaitMs: limits.ackWaitMs,
           retryBaseMs: limits.retryBaseMs,
           retryMaxMs: limits.retryMaxMs,

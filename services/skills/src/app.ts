@@ -113,6 +113,7 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
     registry,
     // One count per project for both targets: builtin.sleep holds a slot as well as run_cmd.
     callsPerProject: config.quotas.calls_per_project,
+    callsPerMinute: config.quotas.bus_calls_per_minute,
   };
   const skillsDeps = {
     store,

@@ -137,6 +137,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     limits: limitsFromConfig(config.tools),
     instanceId,
     logger: log,
+    callsPerMinute: config.quotas.bus_calls_per_minute,
   });
   await service.start();
   let stopping = false;

@@ -83,12 +83,20 @@ const QuotasPatch = z
     bus_max_bytes: quota("bytes the project's command stream may hold"),
     bus_max_messages: quota("messages the project's command stream may hold"),
     bus_max_message_bytes: quota('the largest command message'),
+    bus_calls_per_minute: z
+      .number()
+      .int()
+      .nonnegative()
+      .nullable()
+      .optional()
+      .describe("tool calls the project may start a minute, 0 for no limit; null: config.toml's"),
   })
   .meta({ id: 'ProjectQuotasPatch' });
 const QuotaValues = z.object({
   bus_max_bytes: z.number(),
   bus_max_messages: z.number(),
   bus_max_message_bytes: z.number(),
+  bus_calls_per_minute: z.number(),
 });
 const QuotasOut = z
   .object({
@@ -114,6 +122,7 @@ export const projectRoutes =
         bus_max_bytes: own.bus_max_bytes ?? config.quotas.bus_max_bytes,
         bus_max_messages: own.bus_max_messages ?? config.quotas.bus_max_messages,
         bus_max_message_bytes: own.bus_max_message_bytes ?? config.quotas.bus_max_message_bytes,
+        bus_calls_per_minute: own.bus_calls_per_minute ?? config.quotas.bus_calls_per_minute,
       },
     });
 
@@ -124,7 +133,7 @@ export const projectRoutes =
         schema: {
           tags: ['projects'],
           summary:
-            "Set a project's own bus quotas (admin key): [quotas] bus_max_bytes, bus_max_messages, bus_max_message_bytes; null follows config.toml. Its command stream takes the new limits at once",
+            "Set a project's own bus quotas (admin key): [quotas] bus_max_bytes, bus_max_messages, bus_max_message_bytes, bus_calls_per_minute; null follows config.toml. Its command stream takes the new limits at once, the tool services the call rate at their next batch of tokens",
           params: ProjectParams,
           body: QuotasPatch,
           response: { 200: QuotasOut, ...errors, 503: ErrorResponse },
