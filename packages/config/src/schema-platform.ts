@@ -48,7 +48,7 @@ export const natsSchema = section({
     'nats://127.0.0.1:4222',
   ),
   subject_root: matching(ID, '1-64 characters of [A-Za-z0-9_-]').default('cg'),
-  connect_timeout_ms: positiveInt().default(5000),
+  connect_timeout_ms: positiveInt().default(20_000),
   reconnect_wait_ms: positiveInt().default(1000),
   max_reconnect_attempts: intAtLeast(-1).default(-1),
   // How long closing the connection at stop may spend draining (subscriptions flushed, the
