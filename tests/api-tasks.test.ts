@@ -151,29 +151,40 @@ describe('tasks', () => {
 });
 
 describe('a bus that cannot take the call', () => {
-  it('no stream for the subject: 503, and the queued row is removed again', async () => {
-    // A fresh root that nothing provisioned: JetStream has no stream to store the call in.
+  it('a project without its command stream gets it at its first call; a closed bus is 503 and the queued row is removed again', async () => {
+    // A fresh root that nothing provisioned: the api makes the project's command stream when its
+    // own publish finds none (docs/protocol.md, section 4).
     const bare = await startTestApi({}, { provision: false });
     try {
       const p = await bare.createProject();
-      for (const wait of [true, false]) {
-        const res = await bare.request('POST', `/v1/projects/${p.id}/executions`, {
-          key: p.key,
-          body: { tool: 'builtin.echo', wait },
-        });
-        expectError(res, 503, 'unavailable');
-      }
-      const left = await bare.store.pool.query(
-        'SELECT 1 FROM state.tool_executions WHERE project_id = $1',
-        [p.id],
-      );
-      expect(left.rowCount).toBe(0);
+      const taken = await bare.request('POST', `/v1/projects/${p.id}/executions`, {
+        key: p.key,
+        body: { tool: 'builtin.echo', wait: false },
+      });
+      expect(taken.status, taken.raw).toBe(202);
+      const rows = async () =>
+        (
+          await bare.store.pool.query('SELECT 1 FROM state.tool_executions WHERE project_id = $1', [
+            p.id,
+          ])
+        ).rowCount;
+      expect(await rows()).toBe(1);
 
-      // A task is kept even when its wakeup cannot be published; the answer says so.
       await bare.store.pool.query(
         `INSERT INTO resource.agents (project_id, agent_id, name) VALUES ($1, 'ada', 'Ada')`,
         [p.id],
       );
+      await bare.nc.close();
+      for (const wait of [true, false]) {
+        const closed = await bare.request('POST', `/v1/projects/${p.id}/executions`, {
+          key: p.key,
+          body: { tool: 'builtin.echo', wait },
+        });
+        expectError(closed, 503, 'unavailable');
+      }
+      expect(await rows()).toBe(1);
+
+      // A task is kept even when its wakeup cannot be published; the answer says so.
       const task = await bare.request('POST', `/v1/projects/${p.id}/agents/ada/tasks`, {
         key: p.key,
         body: { input: 'x' },
@@ -181,13 +192,6 @@ describe('a bus that cannot take the call', () => {
       expect(task.status, task.raw).toBe(202);
       expect(task.body).toMatchObject({ status: 'pending', woken: false });
       expect(await bare.store.inbox.pending(p.id, 'ada')).toHaveLength(1);
-
-      await bare.nc.close();
-      const closed = await bare.request('POST', `/v1/projects/${p.id}/executions`, {
-        key: p.key,
-        body: { tool: 'builtin.echo' },
-      });
-      expectError(closed, 503, 'unavailable');
     } finally {
       await bare.close();
     }
