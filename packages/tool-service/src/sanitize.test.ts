@@ -7,7 +7,10 @@ describe('scrubHostPaths', () => {
       "ENOENT: no such file or directory, open '/home/ada/toolmesh/.data/artifacts/p/x.bin'",
       "ENOENT: no such file or directory, open '<path>'",
     ],
-    ['at run (/home/ada/toolmesh/packages/tool-service/src/execute.ts:12:3)', 'at run (<path>:12:3)'],
+    [
+      'at run (/home/ada/toolmesh/packages/tool-service/src/execute.ts:12:3)',
+      'at run (<path>:12:3)',
+    ],
     ['at file:///srv/app/node_modules/pg/lib/client.js:45:7', 'at <path>:45:7'],
     ['cannot write /tmp/toolmesh-skill-ab12/out', 'cannot write <path>'],
     ['GET https://api.example.com/v1/items failed', 'GET https://api.example.com/v1/items failed'],
