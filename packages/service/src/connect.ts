@@ -20,20 +20,47 @@ export function instanceIdOf(config: Config): string {
   return config.service.instance_id || `${hostname()}-${process.pid}`;
 }
 
-export function connectNatsFromConfig(
+/** Attempts at a first connection that timed out before a service gives up (see below). */
+const FIRST_CONNECT_ATTEMPTS = 3;
+
+/**
+ * A service's NATS connection. A first connection that timed out is tried again, up to three
+ * attempts: on a host starting everything at once (a compose start, `pnpm stack` on two busy
+ * cores) one handshake can miss its window while the server is fine. A refused port or a refused
+ * credential fails at once; retrying would only hide it.
+ */
+export async function connectNatsFromConfig(
   config: Config,
   name: string,
   logger: Logger,
 ): Promise<NatsConnection> {
-  return connectNats({
-    url: config.nats.url,
-    name,
-    connectTimeoutMs: config.nats.connect_timeout_ms,
-    reconnectWaitMs: config.nats.reconnect_wait_ms,
-    maxReconnectAttempts: config.nats.max_reconnect_attempts,
-    logger,
-    ...(config.nats.creds === '' ? {} : { creds: loadCreds(config.nats.creds) }),
-  });
+  const creds = config.nats.creds === '' ? undefined : loadCreds(config.nats.creds);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connectNats({
+        url: config.nats.url,
+        name,
+        connectTimeoutMs: config.nats.connect_timeout_ms,
+        reconnectWaitMs: config.nats.reconnect_wait_ms,
+        maxReconnectAttempts: config.nats.max_reconnect_attempts,
+        logger,
+        ...(creds === undefined ? {} : { creds }),
+      });
+    } catch (err) {
+      const cause = (err as Error).cause;
+      const timedOut = cause instanceof Error && cause.name === 'TimeoutError';
+      if (!timedOut || attempt >= FIRST_CONNECT_ATTEMPTS) throw err;
+      logger.warn(
+        {
+          component: 'nats',
+          attempt,
+          of: FIRST_CONNECT_ATTEMPTS,
+          timeout_ms: config.nats.connect_timeout_ms,
+        },
+        'NATS did not answer the first connection in time; trying again',
+      );
+    }
+  }
 }
 
 export function createStoreFromConfig(
