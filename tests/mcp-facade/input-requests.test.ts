@@ -218,10 +218,6 @@ describe('an elicitation no MCP client can answer', () => {
     const row = (JSON.parse(listed.stdout).input_requests as InputRequest[]).find(
       (x) => x.tool_call_id === toolCallId,
     )!;
-    const shown = await runToolmesh(['inputs', 'show', row.input_request_id], env);
-    expect(shown.code, shown.stderr).toBe(0);
-    expect(shown.stdout).toContain('Colour?');
-    expect(shown.stdout).toContain('"response"');
     const answered = await runToolmesh(
       [
         'inputs',
@@ -239,6 +235,12 @@ describe('an elicitation no MCP client can answer', () => {
     expect(textOf(await result)).toBe('User response: action=accept, content={"response":"teal"}');
     const table = await runToolmesh(['inputs', 'list', '--status', 'answered'], env);
     expect(table.stdout).toContain(row.input_request_id);
+    // Shown after the answer (a CLI start takes seconds here; the server waits 60 s at most).
+    const shown = await runToolmesh(['inputs', 'show', row.input_request_id], env);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain('Colour?');
+    expect(shown.stdout).toContain('"response"');
+    expect(shown.stdout).toContain('answered accept by key:');
   }, 240_000);
 
   it('a facade client without elicitation is not asked: the question waits as an input request', async () => {
