@@ -390,13 +390,13 @@ describe('pin_definitions per project', () => {
     );
     expect((await req('GET', '/settings', undefined, a)).body).toEqual({
       settings: {},
-      effective: { tools: { pin_definitions: true } },
+      effective: { tools: { pin_definitions: true, mcp_sampling_llm: false } },
     });
     const set = await req('PATCH', '/settings', { tools: { pin_definitions: false } }, c);
     expect(set.status, set.raw).toBe(200);
     expect(set.body).toEqual({
       settings: { tools: { pin_definitions: false } },
-      effective: { tools: { pin_definitions: false } },
+      effective: { tools: { pin_definitions: false, mcp_sampling_llm: false } },
     });
     // The other project is untouched by c's setting.
     expect((await req('GET', '/settings', undefined, a)).body).toMatchObject({ settings: {} });
@@ -436,7 +436,10 @@ describe('pin_definitions per project', () => {
 
     // Back to the deployment's default: c pins again from its next change on.
     const reset = await req('PATCH', '/settings', { tools: { pin_definitions: null } }, c);
-    expect(reset.body).toEqual({ settings: {}, effective: { tools: { pin_definitions: true } } });
+    expect(reset.body).toEqual({
+      settings: {},
+      effective: { tools: { pin_definitions: true, mcp_sampling_llm: false } },
+    });
     docs.setDescription('echo', 'A third description');
     const held = await req('POST', '/mcp-servers/docs/refresh', undefined, c);
     expect(held.body['refresh']).toMatchObject({ updated: [], held: ['docs.echo'] });

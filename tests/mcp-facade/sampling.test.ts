@@ -1,7 +1,8 @@
 // What an MCP server asks its client during a call (sampling/createMessage, elicitation/create)
 // reaches the facade client that made the call, on that request's stream (2025-11-25), and the
 // answer goes back to the server; the call is still a mesh call with one card. Nobody to ask (a
-// client without the capability, a call made over the bus) is a clear refusal the server sees.
+// client without the capability, a call made over the bus) is a clear refusal the server sees for
+// sampling; an elicitation then waits as an input request (input-requests.test.ts).
 // No project's bus credential can listen for another's questions or forge a passthrough request.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
@@ -106,18 +107,21 @@ describe("an MCP server's questions during a call", () => {
     expect(textOf(res)).toMatch(/^Sampling not supported or error: .*did not declare sampling/);
   });
 
-  it('a call over the bus has nobody to ask: the server is refused', async () => {
+  it('a call over the bus has nobody to ask: its sampling is refused', async () => {
+    // (An elicitation waits as an input request instead: input-requests.test.ts.)
     const r = await mesh.client.callTool(
       {
         project: mesh.project.id,
         channel: 'main',
-        tool: 'everything.test_elicitation',
-        arguments: { message: 'anyone?' },
+        tool: 'everything.test_sampling',
+        arguments: { prompt: 'anyone?' },
       },
       { waitMs: 30_000 },
     );
     expect(r.content.status).toBe('succeeded');
-    expect(JSON.stringify(r.content.result)).toMatch(/no MCP client is waiting for this call/);
+    expect(JSON.stringify(r.content.result)).toMatch(
+      /sampling_unavailable: no MCP client is waiting for this call/,
+    );
   });
 
   it("no project's bus credential can hear another's questions or send passthrough requests", async () => {

@@ -23,6 +23,13 @@ import {
   type DecideFlags,
 } from './commands/approvals.ts';
 import {
+  inputsAnswer,
+  inputsList,
+  inputsShow,
+  type AnswerFlags,
+  type InputsListFlags,
+} from './commands/inputs.ts';
+import {
   secretsDelete,
   secretsList,
   secretsSet,
@@ -296,6 +303,28 @@ export async function runCli(argv: string[], opts: RunCliOptions): Promise<numbe
     .argument('<approval_id>')
     .requiredOption('--reason <text>', 'why (the caller sees it in the failed result)')
     .action(run((ctx, id: string, f: DecideFlags) => approvalsDecide(ctx, 'deny', id, f)));
+
+  const inputs = program
+    .command('inputs')
+    .description('what MCP servers asked during calls that no MCP client could answer');
+  inputs
+    .command('list')
+    .description('pending input requests, newest first')
+    .option('--status <status>', 'pending (default), answered, expired or closed')
+    .option('--limit <n>', 'at most this many (1-500, default 50)')
+    .action(run((ctx, f: InputsListFlags) => inputsList(ctx, f)));
+  inputs
+    .command('show')
+    .description("one input request: the server's message and the form it asks for")
+    .argument('<input_request_id>')
+    .action(run((ctx, id: string) => inputsShow(ctx, id)));
+  inputs
+    .command('answer')
+    .description('answer an input request: the MCP server gets it and the call goes on')
+    .argument('<input_request_id>')
+    .requiredOption('--action <action>', 'accept, decline or cancel')
+    .option('--content <json>', 'with accept: a JSON object matching the requested form')
+    .action(run((ctx, id: string, f: AnswerFlags) => inputsAnswer(ctx, id, f)));
 
   const secrets = program
     .command('secrets')

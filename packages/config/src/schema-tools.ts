@@ -60,6 +60,10 @@ export const toolsSchema = section({
   // or annotations holds the tool (definition_changed) until someone approves the change. The
   // default of every project; a project's settings (tools.pin_definitions) override it.
   pin_definitions: z.boolean().default(true),
+  // What an MCP server asks during a call when no MCP client can answer it: sampling is refused
+  // unless this is on, then [llm] answers it (its model). The default of every project; a
+  // project's settings (tools.mcp_sampling_llm) override it. Elicitation becomes an input request.
+  mcp_sampling_llm: z.boolean().default(false),
   // Human approvals: the default wait for a decision (1 ms to one week), and how often each tool
   // service files the calls whose wait ended (approval_timeout).
   approval_timeout_ms: positiveInt().max(604_800_000).default(3_600_000),

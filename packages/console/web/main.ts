@@ -12,6 +12,7 @@ import { sandboxesPage } from './pages/sandboxes.ts';
 import { toolsPage } from './pages/tools.ts';
 import { metricsPage } from './pages/metrics.ts';
 import { approvalsPage } from './pages/approvals.ts';
+import { inputsPage } from './pages/inputs.ts';
 
 export type Page = (root: HTMLElement, signal: AbortSignal, arg?: string) => Promise<void>;
 
@@ -23,6 +24,7 @@ const pages: Record<string, [string, Page]> = {
   sandboxes: ['Sandboxes', sandboxesPage],
   tools: ['Tools', toolsPage],
   approvals: ['Approvals', approvalsPage],
+  inputs: ['Inputs', inputsPage],
   metrics: ['Metrics', metricsPage],
 };
 

@@ -115,6 +115,8 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
           ...toolService.sub,
           `${v}.*.*.ctl.mcp.*.refresh`,
           `${v}.*.*.ctl.mcp.*.rpc`,
+          // An input request of a call it runs was answered (the answer is in Postgres).
+          `${v}.*.*.ctl.input.*.answered`,
           inbox,
           leases,
         ],

@@ -77,6 +77,12 @@ export const ERROR_CODES = {
     status: 'failed',
     summary: 'the call required a human approval and nobody decided within approval_timeout_ms',
   },
+  input_expired: {
+    retryable: false,
+    status: 'failed',
+    summary:
+      "the call's MCP server asked for input (elicitation) that no MCP client could answer, and nobody answered its input request before the call's deadline",
+  },
   tool_call_id_taken: {
     retryable: false,
     status: 'failed',

@@ -259,6 +259,20 @@ export const McpAskRequest = z.strictObject({
 });
 export type McpAskRequest = z.infer<typeof McpAskRequest>;
 
+/**
+ * `error.data.reason` of an `mcp_rpc_reply` to an `mcp_ask` when the api instance waiting for
+ * the call has no client that can answer it (one without the capability): the tools service
+ * then answers as if nobody were waiting (an input request, or sampling refused or answered).
+ */
+export const MCP_ASK_NO_CLIENT = 'no_client';
+
+/**
+ * Sent on `ctl.input.<input_request_id>.answered` (core NATS) by the api that stored an answer
+ * to an input request: the tools service waiting for it reads the answer from Postgres.
+ */
+export const McpInputAnswered = z.strictObject({ v: version });
+export type McpInputAnswered = z.infer<typeof McpInputAnswered>;
+
 export const RegistryChange = {
   created: 'created',
   updated: 'updated',
@@ -311,6 +325,7 @@ export const Catalog = {
   mcp_rpc: McpRpcRequest,
   mcp_rpc_reply: McpRpcReply,
   mcp_ask: McpAskRequest,
+  mcp_input_answered: McpInputAnswered,
   registry_changed: RegistryChangedEvent,
   key_revoked: KeyRevokedEvent,
 } as const;

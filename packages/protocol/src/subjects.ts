@@ -78,6 +78,12 @@ export interface Subjects {
    * call asks its client (sampling, elicitation); the api instance waiting for the call answers.
    */
   mcpAsk(s: Scope & { toolCallId: string }): string;
+  /**
+   * `<root>.v1.<project>.<channel>.ctl.input.<input_request_id>.answered`: an input request of a
+   * call was answered (in Postgres); the tools service waiting for it reads the answer. Carries
+   * nothing: a lost or forged one only makes that service read the row.
+   */
+  inputAnswered(s: Scope & { inputRequestId: string }): string;
   /** Every tool call of every target (a registry tool service's consumer filter), of one project
    *  or, without one, of every project. */
   allToolCallsFilter(project?: string): string;
@@ -160,6 +166,8 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     mcpRpcFilter: () => `${prefix}*.*.ctl.mcp.*.rpc`,
     mcpAsk: (s) =>
       scoped(root, s, 'ctl', 'ask', assertId(IdKind.toolCall, s.toolCallId), 'request'),
+    inputAnswered: (s) =>
+      scoped(root, s, 'ctl', 'input', assertId(IdKind.toolCall, s.inputRequestId), 'answered'),
     allToolCallsFilter: (project) => `${prefix}${projectToken(project)}.*.cmd.tool.>`,
     registryChanged: (project) =>
       scoped(root, { project, channel: SYSTEM_CHANNEL }, 'evt', 'sys', 'registry', 'changed'),

@@ -165,6 +165,13 @@ export type {
   TaskListing,
   ToolFailures,
 } from './console-reads.ts';
+export { InputAction, InputRequestStatus } from './input-requests.ts';
+export type {
+  InputAnswer,
+  InputRequestRecord,
+  InputRequestsRepo,
+  NewInputRequest,
+} from './input-requests.ts';
 export { ApprovalStatus } from './approvals.ts';
 export type {
   ApprovalPolicyRow,

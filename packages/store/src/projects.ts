@@ -34,6 +34,8 @@ export interface ProjectSettings {
   tools?: {
     /** Overrides [tools] pin_definitions for this project's MCP servers. */
     pin_definitions?: boolean;
+    /** Overrides [tools] mcp_sampling_llm: [llm] answers sampling no MCP client can. */
+    mcp_sampling_llm?: boolean;
   };
   /** Overrides of [quotas]' bus keys; set by the deployment's admin only (PUT .../quotas). */
   quotas?: ProjectQuotas;
@@ -50,7 +52,12 @@ export interface ProjectQuotas {
 
 /** A change of settings: a value sets the key, null removes the project's own value. */
 export interface ProjectSettingsPatch {
-  tools?: { pin_definitions?: boolean | null | undefined } | undefined;
+  tools?:
+    | {
+        pin_definitions?: boolean | null | undefined;
+        mcp_sampling_llm?: boolean | null | undefined;
+      }
+    | undefined;
   quotas?: { [K in keyof ProjectQuotas]?: number | null | undefined } | undefined;
 }
 

@@ -35,6 +35,7 @@ import { createDocumentsRepo, type DocumentsRepo } from './documents.ts';
 import { createRetentionRepo, type RetentionRepo } from './retention.ts';
 import { createConsoleReadsRepo, type ConsoleReadsRepo } from './console-reads.ts';
 import { createApprovalsRepo, type ApprovalsRepo } from './approvals.ts';
+import { createInputRequestsRepo, type InputRequestsRepo } from './input-requests.ts';
 import { createIdempotencyKeysRepo, type IdempotencyKeysRepo } from './idempotency-keys.ts';
 
 export interface Store {
@@ -72,6 +73,7 @@ export interface Store {
   readonly skillEnvs: SkillEnvsRepo;
   readonly consoleReads: ConsoleReadsRepo;
   readonly approvals: ApprovalsRepo;
+  readonly inputRequests: InputRequestsRepo;
   readonly idempotencyKeys: IdempotencyKeysRepo;
   /** Runs `fn` with repositories bound to one transaction. */
   tx<T>(fn: (s: TxStore) => Promise<T>): Promise<T>;
@@ -132,6 +134,7 @@ export function createStore(pool: pg.Pool): Store {
     skillEnvs: createSkillEnvsRepo(db),
     consoleReads: createConsoleReadsRepo(db),
     approvals: createApprovalsRepo(db),
+    inputRequests: createInputRequestsRepo(db),
     idempotencyKeys: createIdempotencyKeysRepo(db),
     close: () => pool.end(),
   };

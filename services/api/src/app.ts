@@ -41,6 +41,7 @@ import { consoleReadRoutes } from './routes/console-reads.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { eventRoutes } from './routes/events.ts';
 import { approvalRoutes } from './routes/approvals.ts';
+import { inputRequestRoutes } from './routes/input-requests.ts';
 import { createProjectStreams } from './project-streams.ts';
 import { createRegistryEvents } from './registry-events.ts';
 import { guardConnections } from './connection-guard.ts';
@@ -193,6 +194,7 @@ export async function buildApp(deps: ApiDeps) {
   await app.register(consoleReadRoutes(routeDeps), { prefix: '/v1' });
   await app.register(eventRoutes(routeDeps), { prefix: '/v1' });
   await app.register(approvalRoutes(routeDeps), { prefix: '/v1' });
+  await app.register(inputRequestRoutes(routeDeps), { prefix: '/v1' });
   await app.register(mcpMetadataRoutes(routeDeps));
   await app.register(consoleRoutes());
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());

@@ -26,6 +26,10 @@ export const ApiErrorCode = {
   /** A JSON value (the body, arguments, a schema) nests deeper than its configured limit. */
   nesting_too_deep: 400,
   conflict: 409,
+  /** An input request's answer does not match the form its MCP server asked for. */
+  invalid_input: 400,
+  /** An input request past its deadline (its call fails input_expired): too late to answer. */
+  input_expired: 409,
   /** Another request holding the same Idempotency-Key is still in progress. */
   idempotency_key_in_use: 409,
   /** The Idempotency-Key was first sent with another request. */

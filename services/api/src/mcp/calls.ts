@@ -20,6 +20,7 @@ import type { Config } from '@toolmesh/config';
 import {
   decodeMessage,
   encodeMessage,
+  MCP_ASK_NO_CLIENT,
   splitToolName,
   type McpAskMethod,
   type ToolProgressEvent,
@@ -143,6 +144,18 @@ export interface MeshCall {
   ask?: CallerAsk | undefined;
 }
 
+/**
+ * Thrown by a CallerAsk whose client cannot answer (it did not declare the capability): the
+ * tools service then answers as if no client were waiting (an input request for elicitation;
+ * sampling refused, or answered by [llm] where the project allows it).
+ */
+export class NoClientToAsk extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NoClientToAsk';
+  }
+}
+
 /** Asks a facade client on behalf of an MCP server; throws an error with a JSON-RPC `code`. */
 export type CallerAsk = (
   method: McpAskMethod,
@@ -262,7 +275,11 @@ export function createMeshCalls(deps: CallDeps) {
             asklog.debug({ err }, 'the MCP client did not answer what the server asked');
             reply = {
               v: 1 as const,
-              error: { code: Number.isSafeInteger(code) ? (code as number) : -32603, message },
+              error: {
+                code: Number.isSafeInteger(code) ? (code as number) : -32603,
+                message,
+                ...(err instanceof NoClientToAsk ? { data: { reason: MCP_ASK_NO_CLIENT } } : {}),
+              },
             };
           }
           msg.respond(encodeMessage('mcp_rpc_reply', reply));

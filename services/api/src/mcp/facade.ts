@@ -35,6 +35,7 @@ import {
   DETACHED,
   IDEMPOTENCY_META_KEY,
   errorResult,
+  NoClientToAsk,
   type CallerAsk,
   type MeshCalls,
 } from './calls.ts';
@@ -45,7 +46,7 @@ import { CALL_TOOL, SEARCH_TOOLS, search, searchTools } from './search.ts';
 import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
 import type { ApprovalDecider } from '../approvals.ts';
 import { PASSTHROUGH_CAPABILITIES, registerPassthrough } from './passthrough.ts';
-import { UpstreamError, type Upstream } from './upstream.ts';
+import type { Upstream } from './upstream.ts';
 import { createFederation } from './federated.ts';
 import {
   applyAnswer,
@@ -519,8 +520,7 @@ export function createFacade(deps: {
     const caps = server.getClientCapabilities();
     const sampling = method === 'sampling/createMessage';
     if (sampling ? !caps?.sampling : !caps?.elicitation) {
-      throw new UpstreamError(
-        ErrorCode.InvalidRequest,
+      throw new NoClientToAsk(
         `the MCP client did not declare ${sampling ? 'sampling' : 'elicitation'}`,
       );
     }

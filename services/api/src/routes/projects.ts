@@ -59,6 +59,13 @@ const SettingsPatch = z
           .describe(
             "hold MCP tools whose definition changed until approved; null follows the deployment's [tools] pin_definitions",
           ),
+        mcp_sampling_llm: z
+          .boolean()
+          .nullable()
+          .optional()
+          .describe(
+            "answer an MCP server's sampling that no MCP client can answer with [llm]; null follows the deployment's [tools] mcp_sampling_llm",
+          ),
       })
       .optional(),
   })
@@ -67,11 +74,18 @@ const SettingsOut = z
   .object({
     settings: z
       .object({
-        tools: z.object({ pin_definitions: z.boolean().optional() }).optional(),
+        tools: z
+          .object({
+            pin_definitions: z.boolean().optional(),
+            mcp_sampling_llm: z.boolean().optional(),
+          })
+          .optional(),
       })
       .describe("the project's own values"),
     effective: z
-      .object({ tools: z.object({ pin_definitions: z.boolean() }) })
+      .object({
+        tools: z.object({ pin_definitions: z.boolean(), mcp_sampling_llm: z.boolean() }),
+      })
       .describe('what applies: the project value, else the deployment default'),
   })
   .meta({ id: 'ProjectSettings' });
@@ -158,7 +172,10 @@ export const projectRoutes =
     const settingsOut = (s: ProjectSettings) => ({
       settings: s,
       effective: {
-        tools: { pin_definitions: s.tools?.pin_definitions ?? config.tools.pin_definitions },
+        tools: {
+          pin_definitions: s.tools?.pin_definitions ?? config.tools.pin_definitions,
+          mcp_sampling_llm: s.tools?.mcp_sampling_llm ?? config.tools.mcp_sampling_llm,
+        },
       },
     });
 
@@ -188,7 +205,7 @@ export const projectRoutes =
         schema: {
           tags: ['projects'],
           summary:
-            "Change the project's settings: tools.pin_definitions overrides [tools] pin_definitions for its MCP servers (null: back to the default)",
+            "Change the project's settings: tools.pin_definitions overrides [tools] pin_definitions for its MCP servers, tools.mcp_sampling_llm overrides [tools] mcp_sampling_llm (null: back to the default)",
           params: ProjectParams,
           body: SettingsPatch,
           response: { 200: SettingsOut, ...errors },

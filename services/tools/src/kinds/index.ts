@@ -10,6 +10,7 @@ import type { McpPool } from '../mcp/pool.ts';
 import { createHttpExecutor } from './http.ts';
 import type { KindExecutors } from './kind.ts';
 import { createMcpExecutor } from './mcp.ts';
+import { createSampler } from '../mcp/sampling.ts';
 
 /** What executors are built from: everything the service holds, passed down once. */
 export interface KindDeps {
@@ -28,7 +29,16 @@ export interface KindDeps {
 export function createKindExecutors(deps: KindDeps): KindExecutors {
   return {
     http: createHttpExecutor({ egress: deps.egress, maxResultBytes: deps.maxResultBytes }),
-    mcp: createMcpExecutor({ pool: deps.mcpPool, bus: deps.bus }),
+    mcp: createMcpExecutor({
+      pool: deps.mcpPool,
+      asks: {
+        bus: deps.bus,
+        store: deps.store,
+        sampler: createSampler(deps.config.llm),
+        samplingLlm: deps.config.tools.mcp_sampling_llm,
+        logger: deps.logger,
+      },
+    }),
   };
 }
 

@@ -5,69 +5,22 @@
 // notifications/cancelled. A connection that cannot be opened, or dies during the call, fails the attempt with
 // mcp_unavailable (retryable under the tool's retries policy) and is dropped from the pool, so
 // the next attempt or call reconnects; isError is a final tool_error with the content in details.
+// What the server asks meanwhile (sampling, elicitation) is answered by mcp/ask.ts; an input
+// request nobody answered in time fails the call input_expired.
 import { isMcpClientError, type McpCallResult } from '@toolmesh/mcp';
-import type { Bus } from '@toolmesh/bus';
-import { decodeMessage, encodeMessage, ToolError, type McpAskMethod } from '@toolmesh/protocol';
+import { ToolError } from '@toolmesh/protocol';
 import type { McpToolSpec } from '@toolmesh/store';
 import { egressDeniedIn } from '../egress.ts';
 import { toolErrorIn } from '../oauth.ts';
 import type { McpPool, PooledConnection } from '../mcp/pool.ts';
+import { createCallAsks, type AskDeps } from '../mcp/ask.ts';
 import type { RegistryTool } from '@toolmesh/tool-service';
 import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
 
 export interface McpExecutorOptions {
   pool: McpPool;
-  /** Where a server's question to the client goes: the api waiting for the call. */
-  bus: Bus;
-}
-
-/** A JSON-RPC error for the server: the SDK answers a thrown error with its code and data. */
-class AskRefused extends Error {
-  readonly code: number;
-  readonly data: unknown;
-  constructor(code: number, message: string, data?: unknown) {
-    super(message);
-    this.name = 'AskRefused';
-    this.code = code;
-    this.data = data;
-  }
-}
-const INTERNAL_ERROR = -32603;
-
-/**
- * What the server asks the client during a call (sampling, elicitation) goes to the api
- * instance waiting for the call (`ctl.ask.<tool_call_id>.request`), which asks the MCP client
- * that made it. Nobody waiting (a call over the bus, a client that has gone) is a refusal the
- * server sees as a JSON-RPC error: the mesh answers neither itself.
- */
-async function askCaller(
-  bus: Bus,
-  ctx: AttemptContext,
-  method: McpAskMethod,
-  params: Record<string, unknown>,
-): Promise<Record<string, unknown>> {
-  const subject = bus.subjects.mcpAsk({
-    project: ctx.project,
-    channel: ctx.channel,
-    toolCallId: ctx.toolCallId,
-  });
-  let reply;
-  try {
-    const msg = await bus.nc.request(subject, encodeMessage('mcp_ask', { v: 1, method, params }), {
-      timeout: Math.max(1_000, ctx.deadline - Date.now()),
-    });
-    reply = decodeMessage('mcp_rpc_reply', msg.data);
-  } catch (err) {
-    const what = method === 'sampling/createMessage' ? 'sampling' : 'elicitation';
-    throw new AskRefused(
-      INTERNAL_ERROR,
-      (err as Error).name === 'TimeoutError'
-        ? `${method}: the caller did not answer before the call's deadline`
-        : `${method}: no MCP client is waiting for this call to answer it (a call over the bus, or its client has gone); the mesh does not answer ${what} itself`,
-    );
-  }
-  if (reply.error) throw new AskRefused(reply.error.code, reply.error.message, reply.error.data);
-  return reply.result ?? {};
+  /** Where a server's questions to the client go (mcp/ask.ts). */
+  asks: AskDeps;
 }
 
 function specOf(tool: RegistryTool): McpToolSpec {
@@ -91,26 +44,31 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
     async attempt(tool, args, ctx: AttemptContext) {
       const spec = specOf(tool);
       let pooled: PooledConnection | undefined;
+      const asks = createCallAsks(o.asks, ctx, { server: spec.server });
+      // An input request that expired gives the server's call up: the call fails input_expired.
+      const signal = AbortSignal.any([ctx.signal, asks.expired]);
       // Again once the call ended: an OAuth token refreshed during it joins the secret values.
       const redactSecrets = () => {
         for (const value of pooled?.secretValues ?? []) ctx.redact(value);
       };
       try {
-        pooled = await o.pool.get(tool.project, spec.server, ctx.signal);
+        pooled = await o.pool.get(tool.project, spec.server, signal);
         redactSecrets();
         ctx.annotate({ mcp_transport: pooled.conn.transport });
         const res = await pooled.conn.callTool(spec.tool, args, {
-          signal: ctx.signal,
+          signal,
           onProgress: (p) => ctx.progress({ ...p }),
           // The server's log messages during the call reach its caller as progress events.
           onLog: (params) => ctx.progress({ mcp_log: params }),
-          onAsk: (method, params) => askCaller(o.bus, ctx, method, params),
+          onAsk: (method, params) => asks.ask(method, params),
         });
         redactSecrets();
+        if (asks.expired.aborted) throw asks.expired.reason as Error;
         return resultOf(res);
       } catch (err) {
         redactSecrets();
         if (ctx.signal.aborted) throw ctx.signal.reason as Error;
+        if (asks.expired.aborted) throw asks.expired.reason as Error;
         // A refused address is final, not a transport failure to retry.
         const denied = egressDeniedIn(err);
         if (denied) throw denied;
