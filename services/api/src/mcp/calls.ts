@@ -114,6 +114,7 @@ export const errorResult = (code: string, message: string, extra: object = {}): 
 
 export interface CallDeps {
   store: Store;
+  /** Publishes on `nc`: run relies on the order of one connection's messages. */
   client: Client;
   nc: NatsConnection;
   config: Config;
@@ -462,7 +463,10 @@ export function createMeshCalls(deps: CallDeps) {
     };
     call.signal.addEventListener('abort', onAbort, { once: true });
     try {
-      if (progress || asking) await nc.flush();
+      // No flush (a round trip) before the publish: the subscriptions above and the call's
+      // publish go out on the same connection (the client is built on `nc`), and a NATS server
+      // handles one connection's messages in order, so its interest is registered before the
+      // call reaches the stream, and before anything of the call can be sent.
       const waitSignal = call.detach ? AbortSignal.any([call.signal, call.detach]) : call.signal;
       const result = await awaitResult({ ...req, toolCallId: id }, waitSignal);
       return toCallToolResult(result.content, id, call.tool.origin);

@@ -102,6 +102,12 @@ function primes(req: FastifyRequest): boolean {
   return SUPPORTED_PROTOCOL_VERSIONS.includes(version) && version >= '2025-11-25';
 }
 
+/** The request's Mcp-Session-Id, if it names one. */
+function sessionIdOf(req: FastifyRequest): string | undefined {
+  const header = req.headers['mcp-session-id'];
+  return Array.isArray(header) ? header[0] : header;
+}
+
 /** Who decides an approval answered through the facade: the key, or `mcp:oauth` for a token. */
 const mcpCallerOf = (req: FastifyRequest): string => {
   const p = req.principal;
@@ -284,8 +290,7 @@ export const mcpRoutes =
           return sendWebResponse(reply, res);
         }
       }
-      const header = req.headers['mcp-session-id'];
-      const sessionId = Array.isArray(header) ? header[0] : header;
+      const sessionId = sessionIdOf(req);
       let transport: WebStandardStreamableHTTPServerTransport;
       let fresh: Awaited<ReturnType<typeof open>> | undefined;
       let priming: string | undefined;
@@ -366,7 +371,13 @@ export const mcpRoutes =
       },
       handler: async (req, reply) => {
         const { project, name } = req.params;
-        if (!(await store.mcpServers.get(project, name))) throw notFound('MCP server', name);
+        // A live session of this server was opened after this check: its requests (every call
+        // of a 2025 client) skip the lookup. Any other request looks the server up.
+        const live = sessions.get(sessionIdOf(req) ?? '');
+        const opened = live?.project === project && live.server === name;
+        if (!opened && !(await store.mcpServers.get(project, name))) {
+          throw notFound('MCP server', name);
+        }
         return serve(req, reply, project, name, req.query.agent);
       },
     });
