@@ -64,6 +64,8 @@ export {
   McpRpcReply,
   McpAskMethod,
   McpAskRequest,
+  McpNoticeMethod,
+  McpNotice,
   RegistryChange,
   RegistryChangedEvent,
   KeyRevokedEvent,
