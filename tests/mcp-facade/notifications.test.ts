@@ -73,7 +73,7 @@ async function session(o: { facade?: boolean; project?: { id: string; key: strin
     ToolListChangedNotificationSchema,
   ]) {
     client.setNotificationHandler(schema, (n) => {
-      seen.push({ method: n.method, params: (n.params ?? {}) as Record<string, unknown> });
+      seen.push({ method: n.method, params: n.params ?? {} });
     });
   }
   // The session's GET stream is where notifications outside requests arrive: it opens after

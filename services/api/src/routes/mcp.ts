@@ -260,9 +260,7 @@ export const mcpRoutes =
             } else if (n.method === 'notifications/message') {
               if (!logPasses(n.params['level'], watch.level)) return;
             }
-            server
-              .notification({ method: n.method, params: n.params } as never)
-              .catch(() => undefined);
+            server.notification({ method: n.method, params: n.params }).catch(() => undefined);
           });
           session = {
             id,

@@ -30,7 +30,10 @@ export function createNoticePublisher(o: { bus: Bus; logger: Logger }): NoticePu
       }
       o.bus.nc.publish(o.bus.subjects.mcpNotify({ project, server }), data);
     } catch (err) {
-      log.warn({ err, project, mcp_server: server, method: n.method }, 'notification not passed on');
+      log.warn(
+        { err, project, mcp_server: server, method: n.method },
+        'notification not passed on',
+      );
     }
   };
 }

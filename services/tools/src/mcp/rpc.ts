@@ -45,7 +45,7 @@ async function answer(deps: McpRpcDeps, msg: Msg): Promise<McpRpcReply> {
   // A connection is shared by every session of the project: one session's unsubscribe must not
   // end the updates another subscribed to. Counted per connection; the server hears the last.
   let counts = subscriptions.get(pooled.conn);
-  if (!counts) subscriptions.set(pooled.conn, (counts = new Map()));
+  if (!counts) subscriptions.set(pooled.conn, (counts = new Map<string, number>()));
   if (req.method === 'resources/subscribe') {
     const reply = await send();
     if (!reply.error) counts.set(uri, (counts.get(uri) ?? 0) + 1);
