@@ -6,8 +6,10 @@
 // reach it: the route tells them apart with the SDK's isLegacyRequest and keeps them on the 1.x
 // sessions, so the 2025 revisions keep initialize, sessions and list_changed.
 //
-// One handler per project: a handler's event bus feeds every `subscriptions/listen` stream open
-// on it, so a project's registry change reaches that project's listeners and no other's.
+// One handler per endpoint of a project (its facade, each MCP server's own): a handler's event
+// bus feeds every `subscriptions/listen` stream open on it, so a project's registry change, and
+// its MCP servers' resource updates and list changes (notices.ts), reach that project's
+// listeners and no other's.
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { subscribeGuarded } from '@toolmesh/bus';
@@ -36,9 +38,12 @@ import {
 import { declaresElicitation, parkedAnswer, resumeParked } from './modern-approval.ts';
 import type { readArtifact } from './resources.ts';
 import type { ApprovalDecider } from '../approvals.ts';
-import { PASSTHROUGH_CAPABILITIES, registerModernPassthrough } from './passthrough.ts';
+import {
+  FEDERATED_CAPABILITIES,
+  PASSTHROUGH_CAPABILITIES,
+  registerModernPassthrough,
+} from './passthrough.ts';
 import type { Upstream } from './upstream.ts';
-import { FEDERATED_CAPABILITIES } from './passthrough.ts';
 import { noticeFor, type UpstreamNotices } from './notices.ts';
 
 /** A modern request's scope travels in the SDK's authInfo (the route authenticated it). */
