@@ -62,7 +62,10 @@ export interface ConnectOptions {
   readonly clientName?: string;
   /** Called on each notifications/tools/list_changed the server sends. */
   readonly onToolsChanged?: () => void;
-  /** Called on every other notification the server sends (log messages, resource updates...). */
+  /**
+   * Called on every other notification the server sends (resource updates, list changes, log
+   * messages sent while no call with an `onLog` runs).
+   */
   readonly onNotification?: (n: McpNotification) => void;
 }
 
@@ -272,7 +275,12 @@ async function open(
   const logListeners = new Set<(params: Record<string, unknown>) => void>();
   client.fallbackNotificationHandler = (n) => {
     const params = (n.params ?? {}) as Record<string, unknown>;
-    if (n.method === 'notifications/message') for (const fn of logListeners) fn(params);
+    // A log message while calls run is theirs (each call's caller hears it); only one sent
+    // outside every call is the connection's.
+    if (n.method === 'notifications/message' && logListeners.size > 0) {
+      for (const fn of logListeners) fn(params);
+      return Promise.resolve();
+    }
     options.onNotification?.({ method: n.method, params });
     return Promise.resolve();
   };

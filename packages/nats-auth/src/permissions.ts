@@ -79,8 +79,16 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
           inbox,
           ...jetStream,
         ],
-        // And what MCP servers ask the clients of the calls it waits for (sampling, elicitation).
-        sub: [`${v}.*.*.evt.>`, `${v}.*.*.str.>`, `${v}.*.*.ctl.ask.*.request`, inbox, leases],
+        // And what MCP servers ask the clients of the calls it waits for (sampling, elicitation),
+        // and what they notify its sessions of (resource updates, list changes, log messages).
+        sub: [
+          `${v}.*.*.evt.>`,
+          `${v}.*.*.str.>`,
+          `${v}.*.*.ctl.ask.*.request`,
+          `${v}.*.sys.ctl.mcp.*.notify`,
+          inbox,
+          leases,
+        ],
       };
     case ServiceUser.agentWorker:
       return {
@@ -108,6 +116,8 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
           ...toolService.pub,
           registryChanged,
           `${v}.*.*.ctl.ask.*.request`,
+          // What an MCP server notifies on a pooled connection, for the api's sessions.
+          `${v}.*.sys.ctl.mcp.*.notify`,
           inbox,
           ...jetStream,
         ],

@@ -90,6 +90,11 @@ const examples: { [T in MessageType]: Message<T> } = {
   mcp_rpc_reply: { v: 1, error: { code: -32602, message: 'Resource not found' } },
   mcp_ask: { v: 1, method: 'elicitation/create', params: { message: 'Your name?' } },
   mcp_input_answered: { v: 1 },
+  mcp_notice: {
+    v: 1,
+    method: 'notifications/resources/updated',
+    params: { uri: 'test://watched-resource' },
+  },
 };
 const types = Object.keys(Catalog) as MessageType[];
 

@@ -66,6 +66,8 @@ export {
   MCP_ASK_NO_CLIENT,
   McpAskRequest,
   McpInputAnswered,
+  McpNoticeMethod,
+  McpNotice,
   RegistryChange,
   RegistryChangedEvent,
   KeyRevokedEvent,

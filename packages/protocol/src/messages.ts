@@ -240,6 +240,27 @@ export const McpRpcReply = z.strictObject({
 });
 export type McpRpcReply = z.infer<typeof McpRpcReply>;
 
+/**
+ * The notifications of an MCP server the mesh passes on to the clients of the project's facade
+ * and of the server's own endpoint. `notifications/tools/list_changed` is not among them: it
+ * refreshes the registry, whose change reaches every session (registry_changed).
+ */
+export const McpNoticeMethod = {
+  'notifications/resources/updated': 'notifications/resources/updated',
+  'notifications/resources/list_changed': 'notifications/resources/list_changed',
+  'notifications/prompts/list_changed': 'notifications/prompts/list_changed',
+  'notifications/message': 'notifications/message',
+} as const;
+export type McpNoticeMethod = (typeof McpNoticeMethod)[keyof typeof McpNoticeMethod];
+
+/** Published on `ctl.mcp.<server>.notify` (core NATS): one notification of the server, as sent. */
+export const McpNotice = z.strictObject({
+  v: version,
+  method: z.enum(McpNoticeMethod),
+  params: z.record(z.string(), z.unknown()),
+});
+export type McpNotice = z.infer<typeof McpNotice>;
+
 /** What an MCP server may ask the client during a tool call. */
 export const McpAskMethod = {
   'sampling/createMessage': 'sampling/createMessage',
@@ -326,6 +347,7 @@ export const Catalog = {
   mcp_rpc_reply: McpRpcReply,
   mcp_ask: McpAskRequest,
   mcp_input_answered: McpInputAnswered,
+  mcp_notice: McpNotice,
   registry_changed: RegistryChangedEvent,
   key_revoked: KeyRevokedEvent,
 } as const;

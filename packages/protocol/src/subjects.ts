@@ -30,7 +30,12 @@ export type ParsedSubject =
   | ({ kind: 'evt'; component: 'tool'; target: string; event: 'result' } & Scope)
   | ({ kind: 'evt'; component: 'tool'; target: string; event: 'progress' } & Scope)
   | ({ kind: 'ctl'; component: 'task'; target: string; action: 'cancel' } & Scope)
-  | ({ kind: 'ctl'; component: 'mcp'; server: string; action: 'refresh' | 'rpc' } & Scope)
+  | ({
+      kind: 'ctl';
+      component: 'mcp';
+      server: string;
+      action: 'refresh' | 'rpc' | 'notify';
+    } & Scope)
   | ({ kind: 'evt'; component: 'agent'; agent: string; event: AgentEvent } & Scope)
   | ({ kind: 'str'; component: 'agent'; agent: string; stream: 'chunk' } & Scope)
   | ({ kind: 'evt'; component: 'sys'; event: 'registry_changed' } & Scope)
@@ -73,6 +78,14 @@ export interface Subjects {
   mcpRpc(s: Scope & { server: string }): string;
   /** Every MCP passthrough request across projects and channels. */
   mcpRpcFilter(): string;
+  /**
+   * `<root>.v1.<project>.sys.ctl.mcp.<server>.notify`: a notification an MCP server sent on a
+   * pooled connection (resource updated, list changed, log message), published by the tools
+   * service for the api's sessions of that project (core NATS, outside every stream).
+   */
+  mcpNotify(s: { project: string; server: string }): string;
+  /** The notifications of every MCP server of one project. */
+  mcpNotifyFilter(project: string): string;
   /**
    * `<root>.v1.<project>.<channel>.ctl.ask.<tool_call_id>.request`: the MCP server running a
    * call asks its client (sampling, elicitation); the api instance waiting for the call answers.
@@ -164,6 +177,17 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     mcpRefreshFilter: () => `${prefix}*.*.ctl.mcp.*.refresh`,
     mcpRpc: (s) => scoped(root, s, 'ctl', 'mcp', assertId(IdKind.target, s.server), 'rpc'),
     mcpRpcFilter: () => `${prefix}*.*.ctl.mcp.*.rpc`,
+    mcpNotify: (s) =>
+      scoped(
+        root,
+        { project: s.project, channel: SYSTEM_CHANNEL },
+        'ctl',
+        'mcp',
+        assertId(IdKind.target, s.server),
+        'notify',
+      ),
+    mcpNotifyFilter: (project) =>
+      `${prefix}${assertId(IdKind.project, project)}.${SYSTEM_CHANNEL}.ctl.mcp.*.notify`,
     mcpAsk: (s) =>
       scoped(root, s, 'ctl', 'ask', assertId(IdKind.toolCall, s.toolCallId), 'request'),
     inputAnswered: (s) =>
@@ -248,7 +272,11 @@ function parseSubject(root: string, subject: string): ParsedSubject {
   if (kind === 'ctl' && component === 'task' && one === 'cancel') {
     return { kind, component, ...scope, target: assertId(IdKind.target, target), action: one };
   }
-  if (kind === 'ctl' && component === 'mcp' && (one === 'refresh' || one === 'rpc')) {
+  if (
+    kind === 'ctl' &&
+    component === 'mcp' &&
+    (one === 'refresh' || one === 'rpc' || one === 'notify')
+  ) {
     return { kind, component, ...scope, server: assertId(IdKind.target, target), action: one };
   }
   if (

@@ -48,6 +48,7 @@ export { FIXTURE_TOOLS } from './mcp-fixture-tools.ts';
 export { startMcpEverythingServer } from './mcp-everything-server.ts';
 export type { McpEverythingFixture } from './mcp-everything-server.ts';
 export type { EverythingState } from './mcp-everything-features.ts';
+export type { EverythingTriggers } from './mcp-everything-triggers.ts';
 export type { FixtureState, FixtureTool } from './mcp-fixture-tools.ts';
 export { normalizePackageName, startPackageIndex } from './package-index.ts';
 export type { PackageIndex, PackageIndexOptions } from './package-index.ts';

@@ -13,12 +13,15 @@ import {
 } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { createEverythingServer, type EverythingState } from './mcp-everything-features.ts';
+import { createEverythingTriggers, type EverythingTriggers } from './mcp-everything-triggers.ts';
 
 export interface McpEverythingFixture {
   readonly url: string;
   readonly state: EverythingState;
   /** The JSON-RPC methods POSTed, in order. */
   readonly methods: string[];
+  /** Makes every session notify its client (mcp-everything-triggers.ts). */
+  readonly triggers: EverythingTriggers;
   stop(): Promise<void>;
 }
 
@@ -71,6 +74,8 @@ export async function startMcpEverythingServer(
     },
   };
 
+  const extras = createEverythingTriggers(() => [...sessions.values()].map((s) => s.server), state);
+
   const refuse = (res: ServerResponse, status: number, code: number, message: string) => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
@@ -101,6 +106,7 @@ export async function startMcpEverythingServer(
     }
     if (req.method !== 'POST') return refuse(res, 400, -32000, 'Invalid or missing session ID');
     const server = createEverythingServer(state);
+    extras.apply(server);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       eventStore: eventStore(),
@@ -128,6 +134,7 @@ export async function startMcpEverythingServer(
     url: `http://127.0.0.1:${port}/mcp`,
     state,
     methods,
+    triggers: extras.triggers,
     async stop() {
       await Promise.all([...sessions.values()].map((s) => s.server.close().catch(() => undefined)));
       sessions.clear();

@@ -22,6 +22,7 @@ import { createKindExecutors } from './kinds/index.ts';
 import { createAutoRefresh, serveDiscovery } from './mcp/discovery.ts';
 import { serveMcpRpc } from './mcp/rpc.ts';
 import { createMcpPool } from './mcp/pool.ts';
+import { createNoticePublisher } from './mcp/notify.ts';
 import { createResolver } from './resolver.ts';
 import { createSecretReader } from './secrets.ts';
 import { createOAuthTokens } from './oauth.ts';
@@ -80,6 +81,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
   const autoRefresh = createAutoRefresh(discoveryDeps);
   const mcpPool = createMcpPool({
     onToolsChanged: autoRefresh,
+    onNotification: createNoticePublisher({ bus, logger: log }),
     store,
     sandboxes,
     egress,

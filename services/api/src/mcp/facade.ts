@@ -45,8 +45,14 @@ import type { ToolCache } from './tool-cache.ts';
 import { CALL_TOOL, SEARCH_TOOLS, search, searchTools } from './search.ts';
 import { TASK_POLL_INTERVAL_MS, createProjectTaskStore, toTask } from './tasks.ts';
 import type { ApprovalDecider } from '../approvals.ts';
-import { PASSTHROUGH_CAPABILITIES, registerPassthrough } from './passthrough.ts';
-import type { Upstream } from './upstream.ts';
+import {
+  FEDERATED_CAPABILITIES,
+  PASSTHROUGH_CAPABILITIES,
+  registerPassthrough,
+} from './passthrough.ts';
+import { logPasses, noticeFor } from './notices.ts';
+import { createSessionWatch, createWatches, type SessionWatch } from './watch.ts';
+import { UpstreamError, type Upstream } from './upstream.ts';
 import { createFederation } from './federated.ts';
 import {
   applyAnswer,
@@ -150,6 +156,7 @@ export function createFacade(deps: {
 }) {
   const { store, client, artifacts, calls, tools, searchThreshold, decider } = deps;
   const federation = createFederation({ store, upstream: deps.upstream });
+  const watches = createWatches({ store, upstream: deps.upstream, federation });
 
   /**
    * Asks the client to decide a call that waits for approval (elicitation). A failure to ask, or
@@ -238,6 +245,9 @@ export function createFacade(deps: {
       park?: boolean | undefined;
       /** Asks this client what the call's MCP server asks (a 2025 session's stream). */
       ask?: CallerAsk | undefined;
+      /** The client's log level: the MCP server's log messages during the call at or above it
+       * are passed on; none without one. */
+      logLevel?: string | undefined;
     },
   ): Promise<CallToolResult | CreateTaskResult | Parked> {
     let name = params.name;
@@ -300,8 +310,10 @@ export function createFacade(deps: {
     const traceparent = meta?.['traceparent'];
     const progressToken = meta?.progressToken;
     const task = params.task;
-    // A server's own endpoint passes the server's log messages during the call on.
-    const logs = scope.server !== undefined;
+    // The MCP server's log messages during the call, at or above the client's level.
+    const logLevel = extra.logLevel;
+    const logs = logLevel !== undefined;
+    const callServer = mcpSpecOf(tool)?.server;
     /** The call's progress events as notifications/progress on `send`, counted up. */
     const progressTo = (send: ((n: ProgressNotification) => Promise<void>) | undefined) => {
       if ((progressToken === undefined && !logs) || !send) return undefined;
@@ -309,9 +321,17 @@ export function createFacade(deps: {
       return (ev: ToolProgressEvent) => {
         const log = ev.detail?.['mcp_log'];
         if (typeof log === 'object' && log !== null) {
-          if (logs) {
-            const n = { method: 'notifications/message', params: log };
-            send(n as unknown as ProgressNotification).catch(() => undefined);
+          const params = log as Record<string, unknown>;
+          if (logs && callServer !== undefined && logPasses(params['level'], logLevel)) {
+            const n = noticeFor(scope.server, callServer, {
+              v: 1,
+              method: 'notifications/message',
+              params,
+            });
+            if (n) {
+              const out = { method: n.method, params: n.params };
+              send(out as unknown as ProgressNotification).catch(() => undefined);
+            }
           }
           return;
         }
@@ -424,17 +444,19 @@ export function createFacade(deps: {
     return { tools: table.entries.map((e) => toMcpTool(e.mcpName, e.tool)) };
   }
 
-  /** An SDK server for one scope; the transport is connected by the caller. */
-  function newServer(scope: FacadeScope): Server {
+  /**
+   * An SDK server for one scope; the transport is connected by the caller. `watch` keeps what
+   * the session asked to be notified of (its resources, its log level).
+   */
+  function newServer(scope: FacadeScope, watch: SessionWatch = createSessionWatch()): Server {
     const server = new Server(
       { name: FACADE_NAME, version: FACADE_VERSION },
       {
         capabilities: {
           tools: { listChanged: true },
-          // Artifacts are reached through the resource links of results, not listed.
-          resources: {},
           tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
-          ...(scope.server === undefined ? { prompts: {} } : PASSTHROUGH_CAPABILITIES),
+          // Artifacts are reached through the resource links of results, not listed.
+          ...(scope.server === undefined ? FEDERATED_CAPABILITIES : PASSTHROUGH_CAPABILITIES),
         },
         taskStore: createProjectTaskStore({ store, client, calls, project: scope.project }),
         instructions:
@@ -470,6 +492,7 @@ export function createFacade(deps: {
         (uri) => readArtifact({ store, artifacts }, scope.project, uri),
       );
     }
+    watches.register(server, scope.project, scope.server, watch);
 
     // No `park` on a 2025 session: its client is asked by elicitation while the call waits.
     server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
@@ -478,6 +501,7 @@ export function createFacade(deps: {
         req.params,
         {
           ...extra,
+          logLevel: watch.level,
           // Outside the request: the session's standalone stream (GET), which the client keeps.
           notifyLater: (n) => server.notification(n),
           // What the call's MCP server asks goes to this client, on this request's stream.
@@ -569,6 +593,6 @@ export function createFacade(deps: {
     }
   }
 
-  return { newServer, visibleTools, handleList, handleCall, federation };
+  return { newServer, visibleTools, handleList, handleCall, federation, watches };
 }
 export type Facade = ReturnType<typeof createFacade>;

@@ -7,9 +7,10 @@
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { Store } from '@toolmesh/store';
 import { UpstreamError, type Upstream } from './upstream.ts';
+import { FEDERATED_RESOURCE_PREFIX } from './notices.ts';
 
 const SEPARATOR = '__';
-const RESOURCE_PREFIX = 'toolmesh://mcp-servers/';
+const RESOURCE_PREFIX = FEDERATED_RESOURCE_PREFIX;
 
 type Json = Record<string, unknown>;
 
@@ -42,6 +43,16 @@ export function createFederation(deps: { store: Store; upstream: Upstream }) {
     if (!(await servers(project)).includes(server)) {
       throw new UpstreamError(ErrorCode.InvalidParams, `unknown ${what}`);
     }
+  }
+
+  /** The server of a prefixed resource URI and the URI the server knows; throws if unknown. */
+  async function locate(project: string, uri: string): Promise<{ server: string; uri: string }> {
+    const rest = uri.startsWith(RESOURCE_PREFIX) ? uri.slice(RESOURCE_PREFIX.length) : '';
+    const slash = rest.indexOf('/');
+    if (slash <= 0) throw new UpstreamError(ErrorCode.InvalidParams, `unknown resource ${uri}`);
+    const server = rest.slice(0, slash);
+    await ownServer(project, server, `resource ${uri}`);
+    return { server, uri: rest.slice(slash + 1) };
   }
 
   const prefixUri = (server: string, uri: unknown) =>
@@ -106,16 +117,12 @@ export function createFederation(deps: { store: Store; upstream: Upstream }) {
       return { resourceTemplates };
     },
 
+    locate,
+
     async readResource(project: string, uri: string): Promise<Json> {
-      const rest = uri.slice(RESOURCE_PREFIX.length);
-      const slash = rest.indexOf('/');
-      if (slash <= 0) throw new UpstreamError(ErrorCode.InvalidParams, `unknown resource ${uri}`);
-      const server = rest.slice(0, slash);
-      await ownServer(project, server, `resource ${uri}`);
-      const result = await upstream.request(project, server, 'resources/read', {
-        uri: rest.slice(slash + 1),
-      });
-      return prefixContents(server, result);
+      const at = await locate(project, uri);
+      const result = await upstream.request(project, at.server, 'resources/read', { uri: at.uri });
+      return prefixContents(at.server, result);
     },
   };
 }

@@ -6,8 +6,10 @@
 // reach it: the route tells them apart with the SDK's isLegacyRequest and keeps them on the 1.x
 // sessions, so the 2025 revisions keep initialize, sessions and list_changed.
 //
-// One handler per project: a handler's event bus feeds every `subscriptions/listen` stream open
-// on it, so a project's registry change reaches that project's listeners and no other's.
+// One handler per endpoint of a project (its facade, each MCP server's own): a handler's event
+// bus feeds every `subscriptions/listen` stream open on it, so a project's registry change, and
+// its MCP servers' resource updates and list changes (notices.ts), reach that project's
+// listeners and no other's.
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { subscribeGuarded } from '@toolmesh/bus';
@@ -15,6 +17,7 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   Server,
+  LOG_LEVEL_META_KEY,
   createMcpHandler,
   type McpHttpHandler,
   type McpRequestContext,
@@ -35,8 +38,13 @@ import {
 import { declaresElicitation, parkedAnswer, resumeParked } from './modern-approval.ts';
 import type { readArtifact } from './resources.ts';
 import type { ApprovalDecider } from '../approvals.ts';
-import { PASSTHROUGH_CAPABILITIES, registerModernPassthrough } from './passthrough.ts';
+import {
+  FEDERATED_CAPABILITIES,
+  PASSTHROUGH_CAPABILITIES,
+  registerModernPassthrough,
+} from './passthrough.ts';
 import type { Upstream } from './upstream.ts';
+import { noticeFor, type UpstreamNotices } from './notices.ts';
 
 /** A modern request's scope travels in the SDK's authInfo (the route authenticated it). */
 export interface ModernScope extends FacadeScope {
@@ -61,13 +69,19 @@ export interface ModernDeps {
   decider: ApprovalDecider;
   /** An MCP server's other methods (a server's own endpoint). */
   upstream: Upstream;
+  /** What the project's MCP servers notify (resource updates, list changes). */
+  notices: UpstreamNotices;
 }
 
-function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler {
+function createProjectHandler(
+  deps: ModernDeps,
+  project: string,
+  endpoint: string | undefined,
+): McpHttpHandler {
   const { facade } = deps;
   const factory = (ctx: McpRequestContext) => {
     const scope = ctx.authInfo?.extra as ModernScope | undefined;
-    if (scope?.project !== project) {
+    if (scope?.project !== project || scope.server !== endpoint) {
       throw new Error('a modern MCP request reached the facade without its scope');
     }
     const server = new Server(
@@ -75,9 +89,8 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
       {
         capabilities: {
           tools: { listChanged: true },
-          resources: {},
           extensions: { [TASKS_EXTENSION]: {} },
-          ...(scope.server === undefined ? { prompts: {} } : PASSTHROUGH_CAPABILITIES),
+          ...(scope.server === undefined ? FEDERATED_CAPABILITIES : PASSTHROUGH_CAPABILITIES),
         },
         cacheHints: { 'tools/list': { ttlMs: LIST_TTL_MS, cacheScope: 'private' } },
         instructions:
@@ -113,6 +126,8 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
         {
           signal: c.mcpReq.signal,
           sendNotification: (n) => c.mcpReq.notify(n),
+          // The request's own log level (`_meta`); without one, no log messages (as the spec).
+          logLevel: logLevelOf(c.mcpReq.envelope),
           // A client that answers elicitation is asked to decide an approval the call waits
           // for, with an input_required result; any other waits as before.
           park: !task && declaresElicitation(c.mcpReq.envelope),
@@ -167,33 +182,75 @@ function createProjectHandler(deps: ModernDeps, project: string): McpHttpHandler
         (uri) => deps.readResource(scope.project, uri),
       );
     }
+    server.setRequestHandler(
+      'logging/setLevel',
+      async () => (await facade.watches.setLevel(project, scope.server)) as never,
+    );
     return server;
   };
   return createMcpHandler(factory, { legacy: 'reject' });
 }
 
-/** The modern handlers of every project this instance has served, created on first use. */
+/** `_meta["io.modelcontextprotocol/logLevel"]` of a request, if it names one. */
+function logLevelOf(envelope: unknown): string | undefined {
+  const level = (envelope as Record<string, unknown> | undefined)?.[LOG_LEVEL_META_KEY];
+  return typeof level === 'string' ? level : undefined;
+}
+
+/**
+ * The modern handlers of every endpoint this instance has served (a project's facade, one MCP
+ * server's own endpoint), created on first use: each has its own listen streams, so a change
+ * reaches the listeners of the endpoints it concerns, of that project only.
+ */
 export function createModernHandlers(deps: ModernDeps) {
-  const handlers = new Map<string, { handler: McpHttpHandler; registry: Subscription }>();
+  const handlers = new Map<
+    string,
+    { handler: McpHttpHandler; registry: Subscription; notices: () => void }
+  >();
   return {
-    for(project: string): McpHttpHandler {
-      let h = handlers.get(project);
+    for(project: string, endpoint?: string): McpHttpHandler {
+      const key = `${project}\u0000${endpoint ?? ''}`;
+      let h = handlers.get(key);
       if (!h) {
-        const handler = createProjectHandler(deps, project);
+        const handler = createProjectHandler(deps, project, endpoint);
         // Registry changes of the project become notifications/tools/list_changed on its open
         // subscriptions/listen streams.
         const registry = subscribeGuarded(deps.nc, deps.registryChanged(project), {
           log: deps.logger.child({ project }),
           onMessage: () => handler.notify.toolsChanged(),
         });
-        h = { handler, registry };
-        handlers.set(project, h);
+        // Its MCP servers' changes, as this endpoint names them; the SDK's listen router sends
+        // each to the streams that asked for it (a resource's update: those that name it).
+        // Log messages have no listen stream: they go with the request they belong to.
+        const notices = deps.notices.watch(project, (server, notice) => {
+          const n = noticeFor(endpoint, server, notice);
+          if (!n) return;
+          switch (n.method) {
+            case 'notifications/resources/updated':
+              if (typeof n.params['uri'] === 'string')
+                handler.notify.resourceUpdated(n.params['uri']);
+              return;
+            case 'notifications/resources/list_changed':
+              handler.notify.resourcesChanged();
+              return;
+            case 'notifications/prompts/list_changed':
+              handler.notify.promptsChanged();
+              return;
+            case 'notifications/message':
+              return;
+            default:
+              return n.method satisfies never;
+          }
+        });
+        h = { handler, registry, notices };
+        handlers.set(key, h);
       }
       return h.handler;
     },
     async close(): Promise<void> {
       for (const h of handlers.values()) {
         h.registry.unsubscribe();
+        h.notices();
         await h.handler.close();
       }
       handlers.clear();

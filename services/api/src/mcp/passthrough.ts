@@ -10,13 +10,20 @@ import {
   ListResourceTemplatesRequestSchema,
   ListResourcesRequestSchema,
   ReadResourceRequestSchema,
-  SetLevelRequestSchema,
-  SubscribeRequestSchema,
-  UnsubscribeRequestSchema,
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { McpPassthroughMethod } from '@toolmesh/protocol';
 import type { Upstream } from './upstream.ts';
+
+/**
+ * What the project's facade declares beyond tools: its servers' resources and prompts under
+ * prefixed names, their updates and list changes, their log messages (watch.ts, notices.ts).
+ */
+export const FEDERATED_CAPABILITIES = {
+  resources: { subscribe: true, listChanged: true },
+  prompts: { listChanged: true },
+  logging: {},
+} satisfies ServerCapabilities;
 
 /** What a server's own endpoint declares beyond tools. */
 export const PASSTHROUGH_CAPABILITIES = {
@@ -36,7 +43,10 @@ export interface PassthroughScope {
 /** The mesh's own resource read (artifacts). */
 type ReadArtifact = (uri: string) => Promise<unknown>;
 
-/** The passed-through methods on a 1.x (2025-era) server. */
+/**
+ * The passed-through methods on a 1.x (2025-era) server; subscriptions and the log level are the
+ * session's (watch.ts).
+ */
 export function registerPassthrough(
   server: Server,
   scope: PassthroughScope,
@@ -53,15 +63,15 @@ export function registerPassthrough(
       ? (readArtifact(req.params.uri) as Promise<never>)
       : forward('resources/read')(req),
   );
-  server.setRequestHandler(SubscribeRequestSchema, forward('resources/subscribe'));
-  server.setRequestHandler(UnsubscribeRequestSchema, forward('resources/unsubscribe'));
   server.setRequestHandler(ListPromptsRequestSchema, forward('prompts/list'));
   server.setRequestHandler(GetPromptRequestSchema, forward('prompts/get'));
   server.setRequestHandler(CompleteRequestSchema, forward('completion/complete'));
-  server.setRequestHandler(SetLevelRequestSchema, forward('logging/setLevel'));
 }
 
-/** The same on a 2.x (2026-07-28) server, whose handlers are keyed by method name. */
+/**
+ * The same on a 2.x (2026-07-28) server, whose handlers are keyed by method name (its
+ * `logging/setLevel`: watch.ts).
+ */
 export function registerModernPassthrough(
   server: {
     setRequestHandler(
@@ -88,7 +98,6 @@ export function registerModernPassthrough(
     'prompts/list',
     'prompts/get',
     'completion/complete',
-    'logging/setLevel',
   ] as const) {
     server.setRequestHandler(method, forward(method));
   }

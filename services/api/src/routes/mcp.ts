@@ -31,6 +31,8 @@ import { createMcpAuth } from '../mcp/oauth.ts';
 import { createToolCache } from '../mcp/tool-cache.ts';
 import { createModernHandlers } from '../mcp/modern.ts';
 import { createUpstream } from '../mcp/upstream.ts';
+import { createUpstreamNotices, logPasses, noticeFor } from '../mcp/notices.ts';
+import { createSessionWatch, type SessionWatch } from '../mcp/watch.ts';
 import { readArtifact } from '../mcp/resources.ts';
 import { createSessionEventStore, type SessionEventStore } from '../mcp/event-store.ts';
 import { createHostGuard } from '../mcp/host-guard.ts';
@@ -49,12 +51,18 @@ interface Session {
   /** What the session's SSE streams sent, for a client that resumes one (event-store.ts). */
   events: SessionEventStore;
   registry: Subscription;
+  /** Stops the session's share of its MCP servers' notifications (mcp/notices.ts). */
+  notices: () => void;
+  /** What it asked to be notified of (mcp/watch.ts). */
+  watch: SessionWatch;
   lastSeen: number;
   /** Gives the session's place back (mcp_max_sessions and the project's share). */
   release: () => void;
 }
 
 const SWEEP_EVERY_MS = 60_000;
+/** Resources one `subscriptions/listen` may name: each is a subscription on its server. */
+const MAX_LISTENED_RESOURCES = 100;
 
 const JsonRpcError = z
   .object({
@@ -108,6 +116,13 @@ function sessionIdOf(req: FastifyRequest): string | undefined {
   return Array.isArray(header) ? header[0] : header;
 }
 
+/** The resource URIs a `subscriptions/listen` request names (`notifications.resourceSubscriptions`). */
+function listenedResources(body: unknown): string[] {
+  const uris = (body as { params?: { notifications?: { resourceSubscriptions?: unknown } } })
+    ?.params?.notifications?.resourceSubscriptions;
+  return Array.isArray(uris) ? uris.filter((u): u is string => typeof u === 'string') : [];
+}
+
 /** Who decides an approval answered through the facade: the key, or `mcp:oauth` for a token. */
 const mcpCallerOf = (req: FastifyRequest): string => {
   const p = req.principal;
@@ -146,7 +161,11 @@ export const mcpRoutes =
       decider,
       maxArgumentsDepth: config.tools.max_arguments_depth,
     });
+    // What the project's MCP servers notify, for its sessions and listen streams.
+    const notices = createUpstreamNotices({ nc, subjects, logger: log });
+    app.addHook('onClose', () => notices.close());
     const modern = createModernHandlers({
+      notices,
       facade,
       store,
       client: deps.client,
@@ -190,6 +209,8 @@ export const mcpRoutes =
       if (!sessions.delete(s.id)) return;
       s.release();
       s.registry.unsubscribe();
+      s.notices();
+      facade.watches.release(s.project, s.server, s.watch);
       log.debug({ session: s.id, project: s.project, why }, 'MCP session closed');
       await s.mcp.close().catch(() => undefined);
     }
@@ -217,7 +238,8 @@ export const mcpRoutes =
       }
       // Held from here: an initialize in flight counts, or many at once could pass the cap.
       const release = sessionSlots.take(project);
-      const server = facade.newServer({ project, agent, caller, server: mcpServer });
+      const watch = createSessionWatch();
+      const server = facade.newServer({ project, agent, caller, server: mcpServer }, watch);
       let session: Session | undefined;
       const events = createSessionEventStore();
       const transport = new WebStandardStreamableHTTPServerTransport({
@@ -235,6 +257,17 @@ export const mcpRoutes =
               server.sendToolListChanged().catch(() => undefined);
             },
           });
+          // Its MCP servers' notifications, as this endpoint names them, as far as it asked.
+          const stop = notices.watch(project, (from, notice) => {
+            const n = noticeFor(mcpServer, from, notice);
+            if (!n) return;
+            if (n.method === 'notifications/resources/updated') {
+              if (!watch.resources.has(String(n.params['uri']))) return;
+            } else if (n.method === 'notifications/message') {
+              if (!logPasses(n.params['level'], watch.level)) return;
+            }
+            server.notification({ method: n.method, params: n.params }).catch(() => undefined);
+          });
           session = {
             id,
             project,
@@ -243,6 +276,8 @@ export const mcpRoutes =
             transport,
             events,
             registry,
+            notices: stop,
+            watch,
             lastSeen: Date.now(),
             release,
           };
@@ -277,8 +312,24 @@ export const mcpRoutes =
           // request that stays open: counted as an event stream.
           if ((req.body as { method?: unknown } | undefined)?.method === 'subscriptions/listen') {
             holdStream(streams, project, reply);
+            // The resources it names are subscribed to on their servers while it is open.
+            const uris = listenedResources(req.body);
+            if (uris.length > MAX_LISTENED_RESOURCES) {
+              return reply
+                .status(400)
+                .send(
+                  rpcError(
+                    -32602,
+                    `a listen names at most ${MAX_LISTENED_RESOURCES} resources (${uris.length} given)`,
+                  ),
+                );
+            }
+            if (uris.length > 0) {
+              const end = facade.watches.listen(project, mcpServer, uris);
+              reply.raw.once('close', end);
+            }
           }
-          const res = await modern.for(project).fetch(web, {
+          const res = await modern.for(project, mcpServer).fetch(web, {
             parsedBody: req.body,
             authInfo: {
               token: '',

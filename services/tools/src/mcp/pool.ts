@@ -8,7 +8,13 @@
 import type { Subscription } from '@nats-io/transport-node';
 import { fetch as undiciFetch } from 'undici';
 import type { Bus } from '@toolmesh/bus';
-import { connectMcp, McpClientError, type McpConnection, type McpEndpoint } from '@toolmesh/mcp';
+import {
+  connectMcp,
+  McpClientError,
+  type McpConnection,
+  type McpEndpoint,
+  type McpNotification,
+} from '@toolmesh/mcp';
 import { decodeMessage, type OAuth2Auth } from '@toolmesh/protocol';
 import type { McpServerRecord, Store } from '@toolmesh/store';
 import type { Egress } from '../egress.ts';
@@ -33,6 +39,8 @@ export interface PoolDeps extends SessionDeps {
   connectTimeoutMs?: number;
   /** A connected server said its tool set changed (notifications/tools/list_changed). */
   onToolsChanged?: (project: string, server: string) => void;
+  /** Any other notification of a connected server (resource updates, list changes, logs). */
+  onNotification?: (project: string, server: string, n: McpNotification) => void;
   /** Where an imported server's npm package is installed from ([skills] npm_registry...). */
   packages?: PackageEnvOptions;
 }
@@ -249,11 +257,12 @@ export function createMcpPool(deps: PoolDeps): McpPool {
       const endpoint = await endpointOf(row, entry, secretValues);
       // No call's signal here: the connection is shared, and one caller's cancel must not fail
       // the others waiting for it (each waits under its own signal in get()).
-      const onToolsChanged = deps.onToolsChanged;
+      const { onToolsChanged, onNotification } = deps;
       conn = await connectMcp(endpoint, {
         timeoutMs: deps.connectTimeoutMs ?? DEFAULT_CONNECT_MS,
         logger: log,
         ...(onToolsChanged ? { onToolsChanged: () => onToolsChanged(project, server) } : {}),
+        ...(onNotification ? { onNotification: (n) => onNotification(project, server, n) } : {}),
       });
     } catch (err) {
       await entry.session?.destroy();

@@ -3,12 +3,15 @@
 // the tools services' MCP queue group). The request goes over the pooled connection, so the
 // server's auth, egress rules and sandbox are the ones its tool calls use; the server's result
 // or JSON-RPC error is answered as sent. A connection that cannot be opened, or fails, is an
-// error of the mesh (-32603) with the reason; the api never waits for nothing.
+// error of the mesh (-32603) with the reason; the api never waits for nothing. Resource
+// subscriptions are counted per connection, so the server hears an unsubscribe only once no
+// session of the project holds the URI.
 import type { Msg, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { subscribeGuarded, type Bus } from '@toolmesh/bus';
 import { decodeMessage, encodeMessage, type McpRpcReply } from '@toolmesh/protocol';
 import { egressDeniedIn } from '../egress.ts';
+import type { McpConnection } from '@toolmesh/mcp';
 import type { McpPool } from './pool.ts';
 
 export interface McpRpcDeps {
@@ -29,12 +32,36 @@ async function answer(deps: McpRpcDeps, msg: Msg): Promise<McpRpcReply> {
   const req = decodeMessage('mcp_rpc', msg.data);
   const signal = AbortSignal.timeout(deps.timeoutMs);
   const pooled = await deps.pool.get(parsed.project, parsed.server, signal);
-  const res = await pooled.conn.request(req.method, req.params, {
-    signal,
-    timeoutMs: deps.timeoutMs,
-  });
-  return 'error' in res ? { v: 1, error: res.error } : { v: 1, result: res.result };
+  const send = async (): Promise<McpRpcReply> => {
+    const res = await pooled.conn.request(req.method, req.params, {
+      signal,
+      timeoutMs: deps.timeoutMs,
+    });
+    return 'error' in res ? { v: 1, error: res.error } : { v: 1, result: res.result };
+  };
+  const uri = req.params['uri'];
+  const watching = req.method === 'resources/subscribe' || req.method === 'resources/unsubscribe';
+  if (!watching || typeof uri !== 'string') return send();
+  // A connection is shared by every session of the project: one session's unsubscribe must not
+  // end the updates another subscribed to. Counted per connection; the server hears the last.
+  let counts = subscriptions.get(pooled.conn);
+  if (!counts) subscriptions.set(pooled.conn, (counts = new Map<string, number>()));
+  if (req.method === 'resources/subscribe') {
+    const reply = await send();
+    if (!reply.error) counts.set(uri, (counts.get(uri) ?? 0) + 1);
+    return reply;
+  }
+  const held = counts.get(uri) ?? 0;
+  if (held > 1) {
+    counts.set(uri, held - 1);
+    return { v: 1, result: {} };
+  }
+  counts.delete(uri);
+  return send();
 }
+
+/** Subscriptions to a resource per pooled connection, by URI: how many sessions hold each. */
+const subscriptions = new WeakMap<McpConnection, Map<string, number>>();
 
 /** Answers passthrough requests until unsubscribed. */
 export function serveMcpRpc(deps: McpRpcDeps): Subscription {
