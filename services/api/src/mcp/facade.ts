@@ -52,7 +52,7 @@ import {
 } from './passthrough.ts';
 import { logPasses, noticeFor } from './notices.ts';
 import { createSessionWatch, createWatches, type SessionWatch } from './watch.ts';
-import { UpstreamError, type Upstream } from './upstream.ts';
+import type { Upstream } from './upstream.ts';
 import { createFederation } from './federated.ts';
 import {
   applyAnswer,
