@@ -1,48 +1,19 @@
 // Finding an approval past the newest page (GET /approvals with tool_call_id, from/to, status
 // any), as the console's approvals page does: 205 calls held for approval an hour apart, the
 // oldest ones found by id and by time range. Another project's key finds none of them.
-import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApi, type TestApi } from '../services/api/src/test/support.ts';
+import { heldAt as at, holdApprovals } from './support/held-approvals.ts';
 
 let api: TestApi;
 let a: { id: string; key: string };
 let b: { id: string; key: string };
-const BASE = Date.parse('2026-01-05T00:00:00Z');
-const HOUR = 3_600_000;
-const at = (i: number) => new Date(BASE + i * HOUR).toISOString();
 
 beforeAll(async () => {
   api = await startTestApi();
   a = await api.createProject();
   b = await api.createProject();
-  const db = new pg.Client({ connectionString: api.config.postgres.url });
-  await db.connect();
-  try {
-    for (let i = 0; i < 205; i++) {
-      await api.store.approvals.park({
-        projectId: a.id,
-        toolCallId: `held-${i}`,
-        channel: 'main',
-        toolName: 'builtin.echo',
-        target: 'builtin',
-        instanceId: 'test',
-        arguments: { i },
-        requiredBy: { source: 'target', mode: 'required' },
-        timeoutMs: 86_400_000,
-        subject: `cg.v1.${a.id}.main.cmd.tool.builtin.echo`,
-        headers: {},
-        body: new TextEncoder().encode('{}'),
-      });
-      // Held an hour after the one before: held-0 is the oldest.
-      await db.query(
-        'UPDATE state.approvals SET requested_at = $3 WHERE project_id = $1 AND tool_call_id = $2',
-        [a.id, `held-${i}`, at(i)],
-      );
-    }
-  } finally {
-    await db.end();
-  }
+  await holdApprovals(api, a.id, 205);
 }, 120_000);
 afterAll(async () => {
   await api?.close();
