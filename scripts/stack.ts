@@ -35,6 +35,7 @@ import { runDemo, type DemoTarget } from './demo.ts';
 import { ensureNatsAuth, type NatsAuthFiles } from './nats-auth.ts';
 import { DATA, ROOT, postgresDir, sandboxRootDir, stateDir } from './stack-state.ts';
 import { ensureLocalProject } from './stack-local.ts';
+import { localStackSettings } from './stack-examples.ts';
 import { stackFormatter } from './stack-output.ts';
 import { credsAuthenticator } from '@nats-io/transport-node';
 import { natsServerConfig } from '@toolmesh/nats-auth';
@@ -384,6 +385,13 @@ try {
   };
   const sandboxes = sandboxRootDir(STATE);
   if (sandboxes !== undefined) env['CG__SANDBOX__ROOT_DIR'] = sandboxes;
+  const offered = localStackSettings(
+    loadConfig({ env: { ...process.env, ...env } }),
+    ROOT,
+    process.env,
+  );
+  Object.assign(env, offered.env);
+  for (const line of offered.lines) say(line);
   let config = loadConfig({ env: { ...process.env, ...env } });
   // No LLM key and the default endpoint: the agent worker talks to a scripted model started
   // here (it draws what it is asked with the draw-image skill, then submits the picture).

@@ -133,3 +133,41 @@ it('a key of role caller re-runs only what it started, and the new call is its o
   const done = await finished((res.body.execution as { id: string }).id);
   expect(done.execution).toMatchObject({ key_id: caller.keyId, arguments: { by: 'caller' } });
 });
+
+it("keeps the call's deadline, and takes another one from the body", async () => {
+  // builtin.sleep of 1.5 s under a 300 ms deadline ends `timeout`; under the tool's default
+  // (an hour) it would succeed.
+  const first = await post('/executions', {
+    tool: 'builtin.sleep',
+    arguments: { ms: 1500 },
+    timeout_ms: 300,
+  });
+  expect(first.status, first.raw).toBe(200);
+  expect(first.body.execution).toMatchObject({ status: 'timeout', timeout_ms: 300 });
+  const old = (first.body.execution as { id: string }).id;
+
+  const again = await post(`/executions/${old}/rerun`, {});
+  expect(again.status, again.raw).toBe(202);
+  const kept = await finished((again.body.execution as { id: string }).id);
+  expect(kept.execution).toMatchObject({ status: 'timeout', timeout_ms: 300 });
+
+  const longer = await post(`/executions/${old}/rerun`, { timeout_ms: 60_000 });
+  expect(longer.status, longer.raw).toBe(202);
+  const done = await finished((longer.body.execution as { id: string }).id);
+  expect(done.execution).toMatchObject({ status: 'succeeded', timeout_ms: 60_000 });
+  expect(done.card?.content.result).toMatchObject({ slept_ms: expect.any(Number) });
+
+  for (const timeout_ms of [0, -5, 1.5, 'soon', 3_600_001]) {
+    const bad = await post(`/executions/${old}/rerun`, { timeout_ms });
+    expect(bad.status, `${String(timeout_ms)}: ${bad.raw}`).toBe(400);
+  }
+  expect((await post(`/executions/${old}/rerun`, { timeout: 5 })).status).toBe(400);
+});
+
+it('an execution that asked for no deadline has none recorded, and its re-run neither', async () => {
+  const first = await post('/executions', { tool: 'builtin.echo', arguments: { n: 1 } });
+  expect(first.body.execution).toMatchObject({ status: 'succeeded', timeout_ms: null });
+  const res = await post(`/executions/${(first.body.execution as { id: string }).id}/rerun`, {});
+  const done = await finished((res.body.execution as { id: string }).id);
+  expect(done.execution).toMatchObject({ status: 'succeeded', timeout_ms: null });
+});

@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '@toolmesh/config';
+import { blocksOf } from './support/doc-blocks.ts';
+import { parseCompose } from './support/compose-check.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), {
@@ -370,6 +372,54 @@ describe('docker-compose.yml', () => {
       expect(s.volumes, name).toContain('sandboxes:/var/lib/toolmesh/sandboxes');
     }
     expect(services['sandbox-reaper'].volumes).toContain('sandboxes:/var/lib/toolmesh/sandboxes');
+  });
+});
+
+describe('the compose commands of docs/operations.md', () => {
+  // The doc test runs them through docker-compose's own `config`; this holds without it.
+  const page = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+  const shell = blocksOf('docs/operations.md', page)
+    .filter((b) => b.tag === 'sh' || b.tag === 'bash')
+    .map((b) => b.code)
+    .join('\n');
+  const commands = [shell]
+    .flatMap((code) => code.replaceAll('\\\n', ' ').split('\n'))
+    .map((line) => line.replace(/#.*$/, '').trim())
+    .map((line) => /(?:^|\s)docker-compose\s+(.*)$/.exec(line))
+    .filter((m) => m !== null)
+    .map((m) => ({ line: m[0].trim(), cmd: parseCompose(m[1]!.split(/\s+/)) }));
+  const profiles = new Set(Object.values(services).flatMap((s) => (s.profiles ?? []) as string[]));
+
+  it('names only services and profiles of docker-compose.yml', () => {
+    expect(commands.length).toBeGreaterThanOrEqual(9);
+    for (const { line, cmd } of commands) {
+      for (const name of [...cmd.services, ...cmd.scaled])
+        expect(services, line).toHaveProperty([name]);
+      for (const p of cmd.profiles) expect(profiles.has(p), `${line}: profile ${p}`).toBe(true);
+    }
+  });
+
+  it('sets only variables the file reads', () => {
+    const text = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
+    const set = [...shell.matchAll(/(?:^|\s|export )((?:TOOLMESH_|POSTGRES_)[A-Z0-9_]+)=/gm)].map(
+      (m) => m[1]!,
+    );
+    expect(set).toEqual(expect.arrayContaining(['TOOLMESH_ADMIN_KEY', 'TOOLMESH_GCS_BUCKET']));
+    for (const v of set) expect(text, v).toContain(`\${${v}`);
+  });
+
+  it('a name the file does not have is refused', () => {
+    expect(() => parseCompose(['frobnicate'])).toThrow(
+      "unknown docker-compose command 'frobnicate'",
+    );
+    const cmd = parseCompose(['--profile', 'gcs', 'up', '-d', '--scale', 'skillz=2', 'api']);
+    expect(cmd).toMatchObject({
+      profiles: ['gcs'],
+      sub: 'up',
+      services: ['api'],
+      scaled: ['skillz'],
+    });
+    expect(services).not.toHaveProperty(['skillz']);
   });
 });
 

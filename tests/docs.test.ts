@@ -7,7 +7,11 @@
 //
 // What each tag gets:
 //   sh, bash          run: one bash per page, its blocks in order (`set -euo pipefail`), so a
-//                     variable set in one block is there in the next; each must exit 0
+//                     variable set in one block is there in the next; each must exit 0. What a
+//                     page starts in the background is stopped when its bash ends. No Docker
+//                     engine runs here: `docker-compose` on the PATH is tests/support/compose-check.ts,
+//                     which checks each command with the real docker-compose's `config` (the
+//                     page's variables interpolated) and the names it gives against the file
 //   ts                run: written into the clone as a module and run with node; must exit 0
 //   json              parsed (a fragment `"key": {...}` inside an object); a protocol message
 //                     (`"v": 1` with its fields) is checked against its schema
@@ -21,7 +25,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -31,39 +35,9 @@ import { CancelRequest, ToolCall, ToolResultEvent, Wakeup } from '@toolmesh/prot
 import { freePort } from '@toolmesh/testing';
 import { REPO_ROOT } from './support/mesh.ts';
 import { linesWithRepeatedKeys } from './support/log-lines.ts';
+import { blocksOf, type Block } from './support/doc-blocks.ts';
 
 const exec = promisify(execFile);
-
-export interface Block {
-  file: string;
-  line: number;
-  tag: string;
-  code: string;
-}
-
-/** The fenced blocks of a markdown page (also those indented in a list). */
-export function blocksOf(file: string, text: string): Block[] {
-  const blocks: Block[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^(\s*)(`{3,})(.*)$/.exec(lines[i]!);
-    if (!open) continue;
-    const [, indent, fence, info] = open as unknown as [string, string, string, string];
-    const body: string[] = [];
-    let j = i + 1;
-    for (; j < lines.length && !lines[j]!.startsWith(`${indent}${fence}`); j++) {
-      body.push(lines[j]!.slice(indent.length));
-    }
-    blocks.push({
-      file,
-      line: i + 1,
-      tag: info.trim().split(/\s+/)[0] ?? '',
-      code: body.join('\n'),
-    });
-    i = j;
-  }
-  return blocks;
-}
 
 /**
  * Blocks that cannot run against a local stack, each named by its page and first line, with the
@@ -76,39 +50,6 @@ const NOT_RUN: { file: string; first: string; why: string }[] = [
     why: 'the test suite itself; .ci/run runs it (checked below)',
   },
   { file: 'docs/stack.md', first: 'pnpm verify', why: 'the test suite itself; .ci/run runs it' },
-  ...[
-    'export TOOLMESH_ADMIN_KEY=$(openssl rand -hex 24)   # required',
-    'TOOLMESH_ARTIFACTS_KIND=gcs TOOLMESH_GCS_BUCKET=toolmesh \\',
-    'docker-compose up -d --scale skills=4 --scale agent-worker=2 --scale tools=2',
-    'docker-compose stop api agent-worker skills tools sandbox-reaper',
-    'TOOLMESH_OTEL_ENDPOINT=http://jaeger:4318 docker-compose --profile observability up -d',
-  ].map((first) => ({
-    file: 'docs/operations.md',
-    first,
-    why: 'a docker-compose deployment (a Docker engine, the image built); tests/deploy.test.ts checks the files',
-  })),
-  ...[
-    "nats sub 'cg.v1.demo.main.evt.tool.*.result'",
-    'nats pub --jetstream cg.v1.demo.main.cmd.tool.builtin.echo \\',
-    'nats pub -J cg.v1.demo.main.cmd.tool.builtin.echo \\',
-    'nats kv get cg_leases demo.call-0001        # the lease record of the call',
-  ].map((first) => ({
-    file: 'docs/protocol.md',
-    first,
-    why: 'the nats CLI, which set-up does not install, on a NATS without authentication',
-  })),
-  {
-    file: 'docs/mcp.md',
-    first:
-      'curl -s -X POST localhost:8080/v1/projects/demo/mcp-servers -H "authorization: Bearer $KEY" \\',
-    why: 'an MCP server at mcp.example.com, and a stdio server file the sandbox can read',
-  },
-  {
-    file: 'docs/mcp.md',
-    first:
-      'curl -s -X POST localhost:8080/v1/projects/demo/mcp-servers/import -H "authorization: Bearer $KEY" \\',
-    why: 'an operator catalog ([catalog] dir) holding that entry',
-  },
 ];
 
 const RUN_TAGS = new Set(['sh', 'bash']);
@@ -296,17 +237,51 @@ describe('blocks run against one stack', () => {
       `${join(dir, 'bin')}:${join(clone, 'node_modules/.bin')}:${process.env['PATH'] ?? ''}`;
     return env;
   };
+  /** userEnv, with `docker-compose` checking each command instead of running it. */
+  const pageEnv = async () => {
+    const shims = join(dir, 'compose-check');
+    await mkdir(shims, { recursive: true });
+    const real = await exec('sh', ['-c', 'command -v docker-compose']).then(
+      (r) => r.stdout.trim(),
+      () => '',
+    );
+    const check = join(clone, 'tests/support/compose-check.ts');
+    await writeFile(
+      join(shims, 'docker-compose'),
+      real
+        ? `#!/bin/sh\nexec '${process.execPath}' '${check}' '${real}' "$@"\n`
+        : `#!/bin/sh\necho 'docker-compose (1.29 or later) is needed to check the compose commands' >&2\nexit 127\n`,
+      { mode: 0o755 },
+    );
+    const env = userEnv();
+    env['PATH'] = `${shims}:${env['PATH']}`;
+    return env;
+  };
   const atPort = (code: string) =>
     code.replaceAll(/(localhost|127\.0\.0\.1):8080\b/g, `$1:${port}`);
 
+  /** Runs a command in a process group of its own; what it left running is stopped after it. */
   async function run(cmd: string, args: string[], env: Record<string, string>, timeoutMs: number) {
-    const child = spawn(cmd, args, { cwd: clone, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      cwd: clone,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const group = (signal: NodeJS.Signals) => {
+      try {
+        process.kill(-child.pid!, signal);
+      } catch {
+        // the group has ended
+      }
+    };
     let out = '';
     child.stdout.on('data', (b: Buffer) => (out += b.toString()));
     child.stderr.on('data', (b: Buffer) => (out += b.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const timer = setTimeout(() => group('SIGKILL'), timeoutMs);
     const [code] = (await once(child, 'exit')) as [number | null];
     clearTimeout(timer);
+    group('SIGTERM');
     return { code, out };
   }
 
@@ -368,7 +343,7 @@ describe('blocks run against one stack', () => {
         'set -euo pipefail',
         ...steps.map((b) => `echo "@@block ${file}:${b.line}" >&2\n${atPort(b.code)}`),
       ].join('\n');
-      const r = await run('bash', ['-c', script], userEnv(), 300_000);
+      const r = await run('bash', ['-c', script], await pageEnv(), 300_000);
       if (r.code !== 0) {
         const at = [...r.out.matchAll(/@@block (\S+)/g)].at(-1)?.[1] ?? file;
         failures.push(`${at} exited ${r.code}:\n${r.out.slice(-3_000)}`);

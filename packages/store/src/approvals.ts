@@ -84,6 +84,13 @@ export interface TargetApproval {
 
 export type Decision = 'approved' | 'denied';
 
+export interface ApprovalFilter {
+  status?: ApprovalStatus | undefined;
+  from?: Date | undefined;
+  to?: Date | undefined;
+  limit: number;
+}
+
 export interface ApprovalsRepo {
   policy(
     projectId: string,
@@ -99,10 +106,8 @@ export interface ApprovalsRepo {
   park(c: ParkCall): Promise<ApprovalRecord>;
   forCall(projectId: string, toolCallId: string): Promise<ApprovalRecord | undefined>;
   get(projectId: string, approvalId: string): Promise<ApprovalRecord | undefined>;
-  list(
-    projectId: string,
-    f: { status?: ApprovalStatus | undefined; limit: number },
-  ): Promise<ApprovalRecord[]>;
+  /** Newest first; `from` (inclusive) and `to` (exclusive) bound requested_at. */
+  list(projectId: string, f: ApprovalFilter): Promise<ApprovalRecord[]>;
   /**
    * Decides a pending approval. `decided` is false when it was not pending any more (or had
    * expired, in which case it is now timed_out): the record then holds the first decision.
@@ -254,8 +259,10 @@ export function createApprovalsRepo(db: Db): ApprovalsRepo {
         'approvals_list',
         `SELECT ${COLUMNS} FROM state.approvals
           WHERE project_id = $1 AND ($2::text IS NULL OR status = $2)
+            AND ($4::timestamptz IS NULL OR requested_at >= $4)
+            AND ($5::timestamptz IS NULL OR requested_at < $5)
           ORDER BY requested_at DESC, approval_id DESC LIMIT $3`,
-        [projectId, f.status ?? null, f.limit],
+        [projectId, f.status ?? null, f.limit, f.from ?? null, f.to ?? null],
       ),
     decide: async (projectId, approvalId, decision, by, reason) => {
       // A pending row past its deadline is timed out by whoever touches it first, a decision

@@ -86,7 +86,7 @@ export interface ExecutionStats {
 const COLUMNS = `e.project_id, e.tool_call_id, e.channel, e.tool_name, e.target, e.agent_id, e.status,
   e.error_code, e.instance_id, e.attempts, e.card_id, e.created_at, e.started_at, e.finished_at,
   e.duration_ms, e.cost, e.cost_currency, e.arguments, e.turn_id, e.task_id, e.session_id,
-  e.context_metadata, e.key_id, e.credential_id`;
+  e.context_metadata, e.key_id, e.credential_id, e.timeout_ms`;
 
 /** Rows of `e` started by the key in a parameter (any row when it is NULL); see ExecutionFilter. */
 export const STARTED_BY = (key: string) =>

@@ -46,6 +46,8 @@ export interface Execution {
   key_id: string | null;
   /** The bus credential a publisher named (CG-Credential-Id), when it is one of the project's. */
   credential_id: string | null;
+  /** The deadline the call asked for, when its row was written before its result. */
+  timeout_ms: number | null;
 }
 
 export interface StartExecution {
@@ -66,6 +68,8 @@ export interface StartExecution {
   credentialId?: string | undefined;
   /** Only the api sets it: the fingerprint of the HTTP request that queued the call. */
   requestFingerprint?: string | undefined;
+  /** The call's own deadline (its timeout_ms), when it gave one. */
+  timeoutMs?: number | undefined;
 }
 
 export interface ExecutionsRepo extends ExecutionStats {
@@ -131,7 +135,7 @@ export function cappedArguments(args: unknown, maxBytes: number): unknown {
 const COLUMNS = `project_id, tool_call_id, channel, tool_name, target, agent_id, status, error_code,
   instance_id, attempts, card_id, created_at, started_at, finished_at, duration_ms, cost,
   cost_currency, arguments, turn_id, task_id, session_id, context_metadata, key_id,
-  credential_id`;
+  credential_id, timeout_ms`;
 
 export function createExecutionsRepo(db: Db): ExecutionsRepo {
   return {
@@ -140,9 +144,9 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
         'executions_start',
         `INSERT INTO state.tool_executions
            (project_id, tool_call_id, channel, tool_name, target, agent_id, status, instance_id,
-            arguments, turn_id, task_id, session_id, context_metadata, credential_id)
+            arguments, turn_id, task_id, session_id, context_metadata, credential_id, timeout_ms)
          VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, ${TASK_OF_TURN('$9')}, $10, $11,
-                 ${CREDENTIAL_OF('$1', '$12')})
+                 ${CREDENTIAL_OF('$1', '$12')}, $13)
          ON CONFLICT (project_id, md5(tool_call_id)) DO UPDATE
            SET status = 'running',
                -- The first context recorded stays: a queued row's is the api's own.
@@ -151,6 +155,7 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
                                            EXCLUDED.context_metadata),
                credential_id = coalesce(state.tool_executions.credential_id,
                                         EXCLUDED.credential_id),
+               timeout_ms = coalesce(state.tool_executions.timeout_ms, EXCLUDED.timeout_ms),
                arguments = coalesce(EXCLUDED.arguments, state.tool_executions.arguments),
                turn_id = coalesce(EXCLUDED.turn_id, state.tool_executions.turn_id),
                task_id = coalesce(EXCLUDED.task_id, state.tool_executions.task_id),
@@ -173,6 +178,7 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
           e.turnId ?? null,
           ...contextValues(e.context),
           e.credentialId ?? null,
+          e.timeoutMs ?? null,
         ],
       );
     },
@@ -182,8 +188,8 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
           'executions_enqueue',
           `INSERT INTO state.tool_executions
              (project_id, tool_call_id, channel, tool_name, target, agent_id, status, instance_id,
-              session_id, context_metadata, key_id, request_fingerprint)
-           VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11)
+              session_id, context_metadata, key_id, request_fingerprint, timeout_ms)
+           VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11, $12)
            ON CONFLICT (project_id, md5(tool_call_id)) DO NOTHING
            RETURNING ${COLUMNS}`,
           [
@@ -197,6 +203,7 @@ export function createExecutionsRepo(db: Db): ExecutionsRepo {
             ...contextValues(e.context),
             e.keyId ?? null,
             e.requestFingerprint ?? null,
+            e.timeoutMs ?? null,
           ],
         )
       )[0],

@@ -391,6 +391,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
           turnId: ids.turnId,
           context: ids.context,
           credentialId: ids.credentialId,
+          timeoutMs: call.timeout_ms,
         })
         .catch((err: unknown) => clog.warn({ err }, 'could not record the running execution'));
     }, RUNNING_ROW_AFTER_MS);

@@ -10,7 +10,7 @@ import { ApprovalStatus, type ApprovalRecord, type TargetApproval } from '@toolm
 import type { RouteDeps } from '../deps.ts';
 import { createApprovalDecider } from '../approvals.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
-import { Id, Limit, ProjectParams, Uuid, iso } from '../schemas.ts';
+import { Id, Limit, ProjectParams, Timestamp, Uuid, iso } from '../schemas.ts';
 
 export const ApprovalOut = z
   .object({
@@ -97,23 +97,48 @@ export const approvalRoutes =
           tags: ['approvals'],
           summary: 'Tool calls waiting for (or given) a human decision, newest first',
           description:
-            'Pending ones by default; `status` picks another state. A pending call holds no worker: it runs, or fails approval_denied / approval_timeout, once decided.',
+            'Pending ones by default; `status` picks another state (`any`: every state). `from` and `to` bound when the call was held and `tool_call_id` names one call, so an approval past the newest `limit` is found. A pending call holds no worker: it runs, or fails approval_denied / approval_timeout, once decided.',
           params: ProjectParams,
-          querystring: z.strictObject({
-            status: z.enum(ApprovalStatus).default('pending'),
-            limit: Limit,
-          }),
+          querystring: z
+            .strictObject({
+              status: z.enum([...Object.values(ApprovalStatus), 'any']).default('pending'),
+              from: Timestamp.optional().describe('inclusive lower bound on requested_at'),
+              to: Timestamp.optional().describe('exclusive upper bound on requested_at'),
+              tool_call_id: z.string().min(1).max(128).optional(),
+              limit: Limit,
+            })
+            .refine((q) => !q.from || !q.to || Date.parse(q.from) <= Date.parse(q.to), {
+              message: 'from must not be after to',
+              path: ['from'],
+            }),
           response: { 200: z.object({ approvals: z.array(ApprovalOut) }), ...errors },
         },
       },
-      async (req) => ({
-        approvals: (
-          await store.approvals.list(req.params.project, {
-            status: req.query.status,
-            limit: req.query.limit,
-          })
-        ).map(approvalOut),
-      }),
+      async (req) => {
+        const q = req.query;
+        const status = q.status === 'any' ? undefined : q.status;
+        const from = q.from === undefined ? undefined : new Date(q.from);
+        const to = q.to === undefined ? undefined : new Date(q.to);
+        let found: ApprovalRecord[];
+        if (q.tool_call_id !== undefined) {
+          const one = await store.approvals.forCall(req.params.project, q.tool_call_id);
+          found =
+            one &&
+            (status === undefined || one.status === status) &&
+            (from === undefined || one.requested_at >= from) &&
+            (to === undefined || one.requested_at < to)
+              ? [one]
+              : [];
+        } else {
+          found = await store.approvals.list(req.params.project, {
+            status,
+            from,
+            to,
+            limit: q.limit,
+          });
+        }
+        return { approvals: found.map(approvalOut) };
+      },
     );
 
     app.get(

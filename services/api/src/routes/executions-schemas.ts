@@ -55,6 +55,13 @@ export const ExecutionOut = z
       .describe(
         'the bus credential the publisher named (CG-Credential-Id), when one of the project',
       ),
+    timeout_ms: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        'the deadline the call asked for (null: none, the tool default applied, or not recorded)',
+      ),
   })
   .meta({ id: 'Execution' });
 
@@ -179,5 +186,6 @@ export function executionOut(e: Execution) {
         : { session_id: e.session_id, metadata: e.context_metadata },
     key_id: e.key_id,
     credential_id: e.credential_id,
+    timeout_ms: e.timeout_ms,
   };
 }

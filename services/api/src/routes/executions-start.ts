@@ -140,6 +140,7 @@ export function createCallStarter(deps: StartDeps): CallStarter {
       context: body.context,
       keyId,
       requestFingerprint: fingerprint,
+      timeoutMs: body.timeout_ms,
     });
     return queued !== undefined;
   }

@@ -268,9 +268,19 @@ export const executionRoutes =
           tags: ['executions'],
           summary: 'Run an execution again: the same tool, arguments, channel and context',
           description:
-            'Starts a new call (a new id, started by this key) from what the execution kept, and answers 202 with the new execution at once. An execution whose arguments were not kept in full (over tools.execution_arguments_max_bytes, or not recorded) is a 409.',
+            "Starts a new call (a new id, started by this key) from what the execution kept, and answers 202 with the new execution at once. Its deadline is `timeout_ms` of the body, else the one the execution asked for (its `timeout_ms`), else the tool's default. An execution whose arguments were not kept in full (over tools.execution_arguments_max_bytes, or not recorded) is a 409.",
           params: ExecutionParams,
-          body: z.strictObject({}).nullish(),
+          body: z
+            .strictObject({
+              timeout_ms: z
+                .number()
+                .int()
+                .positive()
+                .max(config.tools.max_timeout_ms)
+                .optional()
+                .describe("the new call's deadline (default: the execution's own)"),
+            })
+            .nullish(),
           response: { 202: ExecutionDetail, 409: ErrorResponse, 422: ErrorResponse, ...errors },
         },
       },
@@ -291,7 +301,17 @@ export const executionRoutes =
                 ...(e.session_id !== null ? { session_id: e.session_id } : {}),
                 ...(e.context_metadata !== null ? { metadata: e.context_metadata } : {}),
               };
-        const body = { tool: e.tool_name, arguments: args, channel: e.channel, context };
+        // Its own deadline, within today's limit (the limit may have been lowered since).
+        const kept =
+          e.timeout_ms === null ? undefined : Math.min(e.timeout_ms, config.tools.max_timeout_ms);
+        const timeout = req.body?.timeout_ms ?? kept;
+        const body = {
+          tool: e.tool_name,
+          arguments: args,
+          channel: e.channel,
+          context,
+          ...(timeout !== undefined ? { timeout_ms: timeout } : {}),
+        };
         const keyId = keyIdOf(req);
         const started = await starter.start(
           project,
