@@ -66,9 +66,9 @@ async function dispatch(
         : (p: Record<string, unknown>) => {
             void notify?.({ method: 'notifications/progress', params: { ...p, progressToken } });
           };
-    return (await client.request({ method, params }, ResultSchema, {
+    return await client.request({ method, params }, ResultSchema, {
       ...(onprogress ? { onprogress } : {}),
-    }));
+    });
   } catch (err) {
     const e = err as { code?: unknown; message?: string; data?: unknown };
     // The 1.x error to the 2.x server's: the code and data as the 2025 server answered.
