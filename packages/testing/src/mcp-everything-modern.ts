@@ -33,6 +33,18 @@ const HEADER_TOOL = {
     required: ['region'],
   },
 };
+/** SEP-2575 diagnostics: a call's stream carries only its own messages; no log unasked. */
+const STREAMING_TOOL = {
+  name: 'test_streaming_elicitation',
+  description: 'Sends a progress notification on its response stream, then its result',
+  inputSchema: { type: 'object' as const, properties: {} },
+};
+const LOGGING_TOOL = {
+  name: 'test_logging_tool',
+  description: 'Logs only when the request asked for a log level',
+  inputSchema: { type: 'object' as const, properties: {} },
+};
+const LOG_LEVEL_META = 'io.modelcontextprotocol/logLevel';
 const MISSING_CAPABILITY_TOOL = {
   name: 'test_missing_capability',
   description: 'Needs a client that declared sampling',
@@ -114,7 +126,14 @@ function modernServer(state: EverythingState) {
     const listed = await dispatch(state, 'tools/list', {});
     const tools = (listed['tools'] as unknown[]) ?? [];
     return {
-      tools: [...tools, HEADER_TOOL, MISSING_CAPABILITY_TOOL, ...INPUT_TOOLS],
+      tools: [
+        ...tools,
+        HEADER_TOOL,
+        MISSING_CAPABILITY_TOOL,
+        STREAMING_TOOL,
+        LOGGING_TOOL,
+        ...INPUT_TOOLS,
+      ],
       ...LIST_HINT,
     } as never;
   });
@@ -168,6 +187,25 @@ function modernServer(state: EverythingState) {
         throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { sampling: {} } });
       }
       return { content: [{ type: 'text', text: 'Success' }] } as never;
+    }
+    if (method === 'tools/call' && params['name'] === STREAMING_TOOL.name) {
+      const token = ctx.mcpReq._meta?.progressToken;
+      if (token !== undefined) {
+        await ctx.mcpReq.notify({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress: 50, total: 100 },
+        });
+      }
+      return { content: [{ type: 'text', text: 'Streaming complete' }] } as never;
+    }
+    if (method === 'tools/call' && params['name'] === LOGGING_TOOL.name) {
+      if (isRecord(envelope) && envelope[LOG_LEVEL_META] !== undefined) {
+        await ctx.mcpReq.notify({
+          method: 'notifications/message',
+          params: { level: 'info', logger: 'conformance-test-server', data: 'Logging activated' },
+        });
+      }
+      return { content: [{ type: 'text', text: 'Logging evaluated' }] } as never;
     }
     if (method === 'tools/call' && params['name'] === HEADER_TOOL.name) {
       const region = (params['arguments'] as { region?: unknown } | undefined)?.region;

@@ -425,6 +425,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
             toolCallId: ids.toolCallId,
             toolName: call.tool_name,
             agentId: ids.agentId,
+            ...(call.mcp ? { mcp: call.mcp } : {}),
             logger: clog,
             annotate: (m) => Object.assign(annotations, m),
             charge: (c) => {

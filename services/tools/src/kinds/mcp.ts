@@ -5,7 +5,7 @@
 // notifications/cancelled. A connection that cannot be opened, or dies during the call, fails the attempt with
 // mcp_unavailable (retryable under the tool's retries policy) and is dropped from the pool, so
 // the next attempt or call reconnects; isError is a final tool_error with the content in details.
-import { isMcpClientError, type McpCallResult } from '@toolmesh/mcp';
+import { isMcpClientError, MODERN_PROTOCOL_VERSION, type McpCallResult } from '@toolmesh/mcp';
 import type { Bus } from '@toolmesh/bus';
 import { decodeMessage, encodeMessage, ToolError, type McpAskMethod } from '@toolmesh/protocol';
 import type { McpToolSpec } from '@toolmesh/store';
@@ -14,6 +14,7 @@ import { toolErrorIn } from '../oauth.ts';
 import type { McpPool, PooledConnection } from '../mcp/pool.ts';
 import type { RegistryTool } from '@toolmesh/tool-service';
 import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
+import { callModern } from './mcp-modern.ts';
 
 export interface McpExecutorOptions {
   pool: McpPool;
@@ -99,6 +100,14 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
         pooled = await o.pool.get(tool.project, spec.server, ctx.signal);
         redactSecrets();
         ctx.annotate({ mcp_transport: pooled.conn.transport });
+        // A 2026-07-28 client's call, to a server that speaks that revision, goes on it.
+        const modern = pooled.conn.modern;
+        if (ctx.mcp && modern && (await modern.supported(ctx.signal))) {
+          ctx.annotate({ mcp_protocol_version: MODERN_PROTOCOL_VERSION });
+          const out = await callModern(modern, spec.tool, args, tool.parameters, ctx);
+          redactSecrets();
+          return out;
+        }
         const res = await pooled.conn.callTool(spec.tool, args, {
           signal: ctx.signal,
           onProgress: (p) => ctx.progress({ ...p }),
