@@ -21,6 +21,7 @@ import {
   splitToolName,
   type AfterExecution,
   type CallContext,
+  type McpCallEnvelope,
   type Subjects,
   type ToolResultEvent,
 } from '@toolmesh/protocol';
@@ -44,6 +45,8 @@ export interface ToolCallRequest {
    * (default: the call ends `interrupted` instead).
    */
   rerunOnTakeover?: boolean;
+  /** A 2026-07-28 MCP client's envelope, for an MCP tool (passed to the server as is). */
+  mcp?: McpCallEnvelope;
   /** Ask for a wakeup of this agent when the result is written (agent workers use this). */
   agentId?: string;
   turnId?: string;
@@ -205,6 +208,7 @@ export function createClient(opts: ClientOptions): Client {
       after_execution: req.afterExecution ?? 'suspend',
       ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}),
       ...(req.rerunOnTakeover !== undefined ? { rerun_on_takeover: req.rerunOnTakeover } : {}),
+      ...(req.mcp ? { mcp: req.mcp } : {}),
       ...(req.context !== undefined ? { context: req.context } : {}),
     });
     const h = natsHeaders();

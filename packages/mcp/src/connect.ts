@@ -24,6 +24,7 @@ import { pino, type Logger } from 'pino';
 import type { Sandbox } from '@toolmesh/sandbox';
 import { messageWithCause } from '@toolmesh/protocol';
 import { McpClientError, mapRequestError } from './errors.ts';
+import { createModernChannel, type ModernChannel } from './modern.ts';
 import { orderedTransport } from './ordered.ts';
 import { createSandboxStdioTransport, type SandboxStdioTransport } from './sandbox-transport.ts';
 
@@ -145,6 +146,8 @@ export interface McpConnection {
     params: Record<string, unknown>,
     options?: { signal?: AbortSignal; timeoutMs?: number },
   ): Promise<{ result: Record<string, unknown> } | { error: McpRpcError }>;
+  /** The server over streamable HTTP on the 2026-07-28 revision (stateless requests). */
+  readonly modern?: ModernChannel;
   /** Runs `fn` once when the connection ends, however it ends. */
   onClose(fn: (why: string) => void): void;
   close(): Promise<void>;
@@ -180,13 +183,21 @@ export async function connectMcp(
   const requestInit: RequestInit = endpoint.headers ? { headers: { ...endpoint.headers } } : {};
   const fetchOpt = endpoint.fetch ? { fetch: endpoint.fetch } : {};
   try {
-    return await open(
+    const conn = await open(
       'streamable_http',
       new StreamableHTTPClientTransport(url, { requestInit, ...fetchOpt }),
       options,
       timeout,
       log,
     );
+    // The same server on the 2026-07-28 revision, for what a 2026 client asks (modern.ts).
+    return Object.assign(conn, {
+      modern: createModernChannel({
+        url,
+        ...(endpoint.headers ? { headers: endpoint.headers } : {}),
+        ...fetchOpt,
+      }),
+    });
   } catch (err) {
     const status = httpStatusOf(err);
     const fallback =

@@ -12,6 +12,8 @@ export type {
   McpTool,
 } from './connect.ts';
 export { McpClientError, McpErrorReason, isMcpClientError } from './errors.ts';
+export { MODERN_PROTOCOL_VERSION } from './modern.ts';
+export type { ModernChannel, ModernReply, ModernRequestOptions } from './modern.ts';
 export { mapToolNames } from './names.ts';
 export type { ToolIdMapping } from './names.ts';
 export { createSandboxStdioTransport } from './sandbox-transport.ts';

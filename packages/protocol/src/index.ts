@@ -43,6 +43,7 @@ export {
   CALL_CONTEXT_MAX_BYTES,
   CallContext,
   ToolCall,
+  McpCallEnvelope,
   ErrorBody,
   ToolResultContent,
   ToolResultEvent,

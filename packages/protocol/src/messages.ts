@@ -44,6 +44,27 @@ export const CallContext = z
   });
 export type CallContext = z.infer<typeof CallContext>;
 
+/**
+ * What a 2026-07-28 MCP client sent with its request, passed on to the MCP server on that
+ * revision: its capabilities, and on a re-sent request its answers to the server's input
+ * requests with the server's own requestState (SEP-2322). The mesh's signed wrapper of that
+ * state never travels here: the api checks it and unwraps it first.
+ */
+export const McpCallEnvelope = z.strictObject({
+  client_capabilities: z.record(z.string(), z.unknown()),
+  input_responses: z.record(z.string(), z.unknown()).optional(),
+  request_state: z.string().max(65_536).optional(),
+  /**
+   * The client's Mcp-Param-* headers (SEP-2243), names lower-cased, passed on as sent so the
+   * server checks them against the arguments.
+   */
+  param_headers: z
+    .record(z.string().regex(/^mcp-param-[a-z0-9!#$%&'*+.^_`|~-]{1,128}$/), z.string().max(8_192))
+    .refine((h) => Object.keys(h).length <= 32, { message: 'at most 32 Mcp-Param headers' })
+    .optional(),
+});
+export type McpCallEnvelope = z.infer<typeof McpCallEnvelope>;
+
 export const ToolCall = z.strictObject({
   v: version,
   tool_call_id: toolCallId,
@@ -55,6 +76,7 @@ export const ToolCall = z.strictObject({
   // its caller allows it to run again (protocol section 10.5).
   rerun_on_takeover: z.boolean().optional(),
   context: CallContext.optional(),
+  mcp: McpCallEnvelope.optional(),
 });
 export type ToolCall = z.infer<typeof ToolCall>;
 export type ToolCallInput = z.input<typeof ToolCall>;
@@ -227,6 +249,7 @@ export const McpRpcRequest = z.strictObject({
   v: version,
   method: z.enum(McpPassthroughMethod),
   params: z.record(z.string(), z.unknown()),
+  mcp: McpCallEnvelope.optional(),
 });
 export type McpRpcRequest = z.infer<typeof McpRpcRequest>;
 

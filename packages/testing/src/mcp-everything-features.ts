@@ -26,17 +26,32 @@ export const TEST_IMAGE_BASE64 =
 /** A minimal WAV file. */
 const TEST_AUDIO_BASE64 = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=';
 
-/** SEP-1613: listed as is, to check that `$schema`, `$defs` and `additionalProperties` survive. */
+/**
+ * SEP-1613 and SEP-2106: listed as is, to check that `$schema`, `$defs` (with an `$anchor`),
+ * `additionalProperties`, composition (`allOf`/`anyOf`) and conditionals (`if`/`then`/`else`)
+ * survive.
+ */
 export const JSON_SCHEMA_2020_12_INPUT_SCHEMA = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   type: 'object' as const,
   $defs: {
     address: {
+      $anchor: 'addressDef',
       type: 'object',
       properties: { street: { type: 'string' }, city: { type: 'string' } },
     },
   },
-  properties: { name: { type: 'string' }, address: { $ref: '#/$defs/address' } },
+  properties: {
+    name: { type: 'string' },
+    address: { $ref: '#/$defs/address' },
+    contactMethod: { type: 'string', enum: ['phone', 'email'] },
+    phone: { type: 'string' },
+    email: { type: 'string' },
+  },
+  allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+  if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+  then: { required: ['phone'] },
+  else: { required: ['email'] },
   additionalProperties: false,
 };
 

@@ -6,14 +6,18 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
   StreamableHTTPServerTransport,
   type EventStore,
 } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { createEverythingServer, type EverythingState } from './mcp-everything-features.ts';
 import { createEverythingTriggers, type EverythingTriggers } from './mcp-everything-triggers.ts';
+import { createModernEverything } from './mcp-everything-modern.ts';
 
 export interface McpEverythingFixture {
   readonly url: string;
@@ -62,6 +66,31 @@ function eventStore(): EventStore {
   };
 }
 
+function toWebRequest(req: IncomingMessage): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) {
+      headers.append(name, v);
+    }
+  }
+  return new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, {
+    method: req.method ?? 'POST',
+    headers,
+  });
+}
+
+async function sendWeb(res: ServerResponse, web: Response): Promise<void> {
+  res.writeHead(web.status, Object.fromEntries(web.headers));
+  if (!web.body) return void res.end();
+  const body = Readable.fromWeb(web.body as WebReadableStream<Uint8Array>);
+  res.once('close', () => body.destroy());
+  await new Promise<void>((resolve) => {
+    body.once('close', resolve);
+    body.once('error', () => resolve());
+    body.pipe(res);
+  });
+}
+
 export async function startMcpEverythingServer(
   o: { port?: number } = {},
 ): Promise<McpEverythingFixture> {
@@ -76,6 +105,7 @@ export async function startMcpEverythingServer(
 
   const extras = createEverythingTriggers(() => [...sessions.values()].map((s) => s.server), state);
 
+  const modern = createModernEverything(state);
   const refuse = (res: ServerResponse, status: number, code: number, message: string) => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
@@ -99,6 +129,13 @@ export async function startMcpEverythingServer(
       methods.push(String(body.method));
     }
     const id = req.headers['mcp-session-id'];
+    if (req.method === 'POST' && id === undefined) {
+      const web = toWebRequest(req);
+      // 2026-07-28: stateless, one server per request (mcp-everything-modern.ts).
+      if (!(await isLegacyRequest(web, body))) {
+        return sendWeb(res, await modern.fetch(web, { parsedBody: body }));
+      }
+    }
     if (typeof id === 'string') {
       const known = sessions.get(id);
       if (!known) return refuse(res, 404, -32001, 'Session not found');
@@ -136,6 +173,7 @@ export async function startMcpEverythingServer(
     methods,
     triggers: extras.triggers,
     async stop() {
+      await modern.close();
       await Promise.all([...sessions.values()].map((s) => s.server.close().catch(() => undefined)));
       sessions.clear();
       http.closeAllConnections();

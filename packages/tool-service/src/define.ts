@@ -4,6 +4,7 @@
 // deadline or cancel, and what it returns becomes the result.
 import type { Logger } from 'pino';
 import type { z } from 'zod';
+import type { McpCallEnvelope } from '@toolmesh/protocol';
 
 /** An estimate of what a call cost, written on its execution row and card metadata. */
 export interface CallCost {
@@ -17,6 +18,8 @@ export interface ToolContext {
   readonly toolCallId: string;
   readonly toolName: string;
   readonly agentId: string | undefined;
+  /** A 2026-07-28 MCP client's envelope, when the call came from one (MCP tools use it). */
+  readonly mcp?: McpCallEnvelope | undefined;
   /** Epoch milliseconds at which the call times out. */
   readonly deadline: number;
   /** Fires on deadline or cancel; `signal.reason` is a TimeoutError or CancelError. */

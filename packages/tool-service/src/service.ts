@@ -426,6 +426,7 @@ export function createToolService(opts: ToolServiceOptions): ToolService {
             toolCallId: ids.toolCallId,
             toolName: call.tool_name,
             agentId: ids.agentId,
+            ...(call.mcp ? { mcp: call.mcp } : {}),
             logger: clog,
             annotate: (m) => Object.assign(annotations, m),
             charge: (c) => {

@@ -23,6 +23,7 @@ import {
   MCP_ASK_NO_CLIENT,
   splitToolName,
   type McpAskMethod,
+  type McpCallEnvelope,
   type ToolProgressEvent,
   type ToolResultContent,
 } from '@toolmesh/protocol';
@@ -66,7 +67,7 @@ export function toCallToolResult(
   if (content.status === 'succeeded') {
     const result = content.result;
     const upstream = origin === 'mcp' ? mcpResultOf(result) : undefined;
-    if (upstream) return { ...upstream, _meta: meta };
+    if (upstream) return { ...upstream, ...inputRequiredIn(result), _meta: meta };
     const text = typeof result === 'string' ? result : JSON.stringify(result ?? null);
     const structured =
       typeof result === 'object' && result !== null && !Array.isArray(result)
@@ -89,6 +90,16 @@ export function toCallToolResult(
     structuredContent: { status: content.status, error },
     _meta: meta,
   };
+}
+
+/**
+ * The server's `input_required` answer to a 2026-07-28 call (SEP-2322), kept in the card by the
+ * tools service: it rides on the result as `mcpInputRequired` for modern-input.ts to hand on.
+ */
+export const INPUT_REQUIRED_KEY = 'mcpInputRequired';
+function inputRequiredIn(result: unknown): Record<string, unknown> {
+  const ir = (result as Record<string, unknown>)['mcp_input_required'];
+  return typeof ir === 'object' && ir !== null ? { [INPUT_REQUIRED_KEY]: ir } : {};
 }
 
 /** The upstream answer inside an MCP tool's card, if the card holds one. */
@@ -127,6 +138,8 @@ export interface MeshCall {
   arguments: Record<string, unknown>;
   idempotencyKey?: string | undefined;
   traceparent?: string | undefined;
+  /** A 2026-07-28 client's envelope: an MCP tool's server gets the call on that revision. */
+  mcp?: McpCallEnvelope | undefined;
   /** Aborted when the client cancels the request (or the connection is gone). */
   signal: AbortSignal;
   /**
@@ -324,6 +337,7 @@ export function createMeshCalls(deps: CallDeps) {
       toolCallId: id,
       ...(deadline !== undefined ? { timeoutMs: deadline } : {}),
       ...(call.traceparent ? { traceparent: call.traceparent } : {}),
+      ...(call.mcp ? { mcp: call.mcp } : {}),
     };
     const enqueue = () =>
       store.executions.enqueue({

@@ -27,7 +27,7 @@ import {
 import type { ArtifactStore } from '@toolmesh/artifacts';
 import { LONG_RUNNING_TOOLS } from '@toolmesh/skills';
 import type { Client } from '@toolmesh/client';
-import type { McpAskMethod, ToolProgressEvent } from '@toolmesh/protocol';
+import type { McpAskMethod, McpCallEnvelope, ToolProgressEvent } from '@toolmesh/protocol';
 import type { Store, ToolRecord } from '@toolmesh/store';
 import { ApiError } from '../errors.ts';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
@@ -248,6 +248,8 @@ export function createFacade(deps: {
       /** The client's log level: the MCP server's log messages during the call at or above it
        * are passed on; none without one. */
       logLevel?: string | undefined;
+      /** A 2026-07-28 client's envelope, for the MCP server (modern-input.ts). */
+      mcp?: McpCallEnvelope | undefined;
     },
   ): Promise<CallToolResult | CreateTaskResult | Parked> {
     let name = params.name;
@@ -433,6 +435,7 @@ export function createFacade(deps: {
       detach: detach?.signal,
       onProgress,
       ask: extra.ask,
+      mcp: extra.mcp,
     });
     return result === DETACHED && parked ? { parked } : result;
   }
@@ -593,6 +596,8 @@ export function createFacade(deps: {
     }
   }
 
-  return { newServer, visibleTools, handleList, handleCall, federation, watches };
+  /** The registry row a tools/call of a scope names (cached rows; param-headers.ts). */
+  const resolveTool = (scope: FacadeScope, name: string) => resolve(scope, name);
+  return { newServer, visibleTools, handleList, handleCall, federation, watches, resolveTool };
 }
 export type Facade = ReturnType<typeof createFacade>;

@@ -26,7 +26,7 @@ import type { CreateTaskResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Client } from '@toolmesh/client';
 import type { Store } from '@toolmesh/store';
 import type { MeshCalls } from './calls.ts';
-import { IDEMPOTENCY_META_KEY } from './calls.ts';
+import { IDEMPOTENCY_META_KEY, INPUT_REQUIRED_KEY } from './calls.ts';
 import type { Facade, FacadeScope, Parked } from './facade.ts';
 import { FACADE_NAME, FACADE_VERSION } from './facade.ts';
 import {
@@ -36,6 +36,14 @@ import {
   registerModernTasks,
 } from './modern-tasks.ts';
 import { declaresElicitation, parkedAnswer, resumeParked } from './modern-approval.ts';
+import {
+  envelopeOf,
+  inputRequiredFor,
+  openState,
+  upstreamProtocolError,
+  type InputBinding,
+  type InputStates,
+} from './modern-input.ts';
 import type { readArtifact } from './resources.ts';
 import type { ApprovalDecider } from '../approvals.ts';
 import {
@@ -71,6 +79,8 @@ export interface ModernDeps {
   upstream: Upstream;
   /** What the project's MCP servers notify (resource updates, list changes). */
   notices: UpstreamNotices;
+  /** Seals and checks the requestState of an MCP server's input requests. */
+  inputStates: InputStates;
 }
 
 function createProjectHandler(
@@ -101,16 +111,24 @@ function createProjectHandler(
     // The two SDK lines type JSON Schemas apart; the values are the same registry JSON.
     server.setRequestHandler('tools/list', async () => (await facade.handleList(scope)) as never);
     server.setRequestHandler('tools/call', async (req, c) => {
+      const state = c.mcpReq.requestState();
+      const binding: InputBinding = {
+        project,
+        server: scope.server,
+        method: 'tools/call',
+        name: String(req.params.name),
+      };
+      // A re-sent request answering the MCP server's input requests: the server's own state
+      // comes out of the mesh's seal (modern-input.ts), checked, and goes back to it.
+      const opened = openState(deps.inputStates, state, binding);
       // A re-sent request of a call that waited for its approval (modern-approval.ts): decided
       // by its answer and answered from that call's card, never published again.
-      const state = c.mcpReq.requestState();
-      if (state !== undefined) {
-        if (typeof state !== 'string') throw new Error('requestState is not a string');
+      if (opened === 'foreign') {
         return await resumeParked(
           deps,
           scope,
           req.params,
-          state,
+          state as string,
           c.mcpReq.inputResponses,
           c.mcpReq.signal,
         );
@@ -131,6 +149,7 @@ function createProjectHandler(
           // A client that answers elicitation is asked to decide an approval the call waits
           // for, with an input_required result; any other waits as before.
           park: !task && declaresElicitation(c.mcpReq.envelope),
+          mcp: envelopeOf(c.mcpReq, opened?.upstream, c.http?.req),
         },
       );
       if ('parked' in result) {
@@ -147,6 +166,12 @@ function createProjectHandler(
         }
         return createdTask(row) as never;
       }
+      const asked = (result as Record<string, unknown>)[INPUT_REQUIRED_KEY];
+      if (asked && typeof asked === 'object') {
+        return inputRequiredFor(deps.inputStates, asked as Record<string, unknown>, binding);
+      }
+      const refused = upstreamProtocolError(result);
+      if (refused) throw refused;
       return result as never;
     });
     registerModernTasks(server, { ...deps, project, caller: scope.caller ?? 'mcp' });
@@ -180,6 +205,7 @@ function createProjectHandler(
         { project: scope.project, server: scope.server },
         deps.upstream,
         (uri) => deps.readResource(scope.project, uri),
+        deps.inputStates,
       );
     }
     server.setRequestHandler(

@@ -13,6 +13,14 @@ import {
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { McpPassthroughMethod } from '@toolmesh/protocol';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import {
+  envelopeOf,
+  inputRequiredFor,
+  openState,
+  type InputBinding,
+  type InputStates,
+} from './modern-input.ts';
 import type { Upstream } from './upstream.ts';
 
 /**
@@ -24,6 +32,14 @@ export const FEDERATED_CAPABILITIES = {
   prompts: { listChanged: true },
   logging: {},
 } satisfies ServerCapabilities;
+/** What a 2.x handler reads of its request's context here. */
+interface ModernContext {
+  mcpReq: {
+    envelope?: unknown;
+    inputResponses?: Record<string, unknown> | undefined;
+    requestState(): unknown;
+  };
+}
 
 /** What a server's own endpoint declares beyond tools. */
 export const PASSTHROUGH_CAPABILITIES = {
@@ -76,12 +92,13 @@ export function registerModernPassthrough(
   server: {
     setRequestHandler(
       method: McpPassthroughMethod,
-      handler: (req: { params?: unknown }) => Promise<never>,
+      handler: (req: { params?: unknown }, ctx: ModernContext) => Promise<never>,
     ): void;
   },
   scope: PassthroughScope,
   upstream: Upstream,
   readArtifact: ReadArtifact,
+  inputStates: InputStates,
 ): void {
   const forward = (method: McpPassthroughMethod) => (req: { params?: unknown }) =>
     upstream.request(
@@ -96,11 +113,41 @@ export function registerModernPassthrough(
     'resources/subscribe',
     'resources/unsubscribe',
     'prompts/list',
-    'prompts/get',
     'completion/complete',
   ] as const) {
     server.setRequestHandler(method, forward(method));
   }
+  // A prompt may need the client's input (SEP-2322): it goes on the 2026-07-28 revision with
+  // the client's envelope, and an input_required answer comes back with a sealed state.
+  server.setRequestHandler('prompts/get', async (req, ctx) => {
+    const params = (req.params ?? {}) as Record<string, unknown>;
+    const binding: InputBinding = {
+      project: scope.project,
+      server: scope.server,
+      method: 'prompts/get',
+      name: String(params['name']),
+    };
+    const opened = openState(inputStates, ctx.mcpReq.requestState(), binding);
+    if (opened === 'foreign') {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        'invalid requestState: not one this server issued',
+      );
+    }
+    const { inputResponses: _i, requestState: _s, ...rest } = params;
+    const answer = await upstream.request(
+      scope.project,
+      scope.server,
+      'prompts/get',
+      rest,
+      envelopeOf(ctx.mcpReq, opened?.upstream),
+    );
+    return (
+      answer['resultType'] === 'input_required'
+        ? inputRequiredFor(inputStates, answer, binding)
+        : answer
+    ) as never;
+  });
   server.setRequestHandler('resources/read', (req) => {
     const uri = (req.params as { uri?: unknown } | undefined)?.uri;
     return typeof uri === 'string' && uri.startsWith(ARTIFACT_URI)

@@ -9,6 +9,7 @@ import {
   SYSTEM_CHANNEL,
   decodeMessage,
   encodeMessage,
+  type McpCallEnvelope,
   type McpPassthroughMethod,
   type Subjects,
 } from '@toolmesh/protocol';
@@ -35,6 +36,8 @@ export interface Upstream {
     server: string,
     method: McpPassthroughMethod,
     params: Record<string, unknown> | undefined,
+    /** A 2026-07-28 client's envelope: the server gets the request on that revision. */
+    mcp?: McpCallEnvelope,
   ): Promise<Record<string, unknown>>;
 }
 
@@ -45,13 +48,13 @@ export function createUpstream(o: {
   timeoutMs: number;
 }): Upstream {
   return {
-    async request(project, server, method, params) {
+    async request(project, server, method, params, mcp) {
       const subject = o.subjects.mcpRpc({ project, channel: SYSTEM_CHANNEL, server });
       let reply;
       try {
         const msg = await o.nc.request(
           subject,
-          encodeMessage('mcp_rpc', { v: 1, method, params: params ?? {} }),
+          encodeMessage('mcp_rpc', { v: 1, method, params: params ?? {}, ...(mcp ? { mcp } : {}) }),
           { timeout: o.timeoutMs },
         );
         reply = decodeMessage('mcp_rpc_reply', msg.data);

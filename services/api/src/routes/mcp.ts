@@ -26,7 +26,7 @@ import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
 import { createMeshCalls } from '../mcp/calls.ts';
 import { createApprovalDecider } from '../approvals.ts';
-import { createFacade } from '../mcp/facade.ts';
+import { createFacade, type FacadeScope } from '../mcp/facade.ts';
 import { createMcpAuth } from '../mcp/oauth.ts';
 import { createToolCache } from '../mcp/tool-cache.ts';
 import { createModernHandlers } from '../mcp/modern.ts';
@@ -38,6 +38,8 @@ import { createSessionEventStore, type SessionEventStore } from '../mcp/event-st
 import { createHostGuard } from '../mcp/host-guard.ts';
 import { isEventStream, sendWebResponse, toWebRequest, withPrimingEvent } from '../mcp/web-http.ts';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
+import { createInputStates } from '../mcp/modern-input.ts';
+import { HEADER_MISMATCH, paramHeaderMismatch } from '../mcp/param-headers.ts';
 import { createSlots, holdStream } from '../slots.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
@@ -177,8 +179,28 @@ export const mcpRoutes =
       readResource: (project, uri) => readArtifact(deps, project, uri),
       decider,
       upstream,
+      inputStates: createInputStates(config.secrets.key, log),
     });
     app.addHook('onClose', () => modern.close());
+
+    /** SEP-2243: a 2026-07-28 tools/call whose Mcp-Param headers disagree with its body. */
+    async function paramHeadersOf(body: unknown, web: Request, scope: FacadeScope) {
+      const msg = body as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
+      if (msg?.method !== 'tools/call' || typeof msg.params?.['name'] !== 'string') return;
+      const tool = await facade.resolveTool(scope, msg.params['name']);
+      if (!tool) return;
+      const bad = paramHeaderMismatch(tool.parameters, msg.params['arguments'], web.headers);
+      if (!bad) return;
+      return {
+        jsonrpc: '2.0',
+        id: msg.id ?? null,
+        error: {
+          code: HEADER_MISMATCH,
+          message: `Bad Request: the request headers and body disagree: ${bad.message}`,
+          data: { mismatch: { header: bad.header } },
+        },
+      };
+    }
     const sessions = new Map<string, Session>();
     const { mcp_session_idle_ms: idleMs, mcp_sse_retry_ms: retryMs } = config.api;
     // Sessions per instance and per project: one project filling the instance would refuse
@@ -328,6 +350,15 @@ export const mcpRoutes =
               const end = facade.watches.listen(project, mcpServer, uris);
               reply.raw.once('close', end);
             }
+          }
+          const mismatch = await paramHeadersOf(req.body, web, {
+            project,
+            agent,
+            server: mcpServer,
+          });
+          if (mismatch) {
+            // As the SDK answers its own header checks: a JSON-RPC body, not an api error.
+            return sendWebResponse(reply, Response.json(mismatch, { status: 400 }));
           }
           const res = await modern.for(project, mcpServer).fetch(web, {
             parsedBody: req.body,

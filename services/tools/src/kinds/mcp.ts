@@ -7,7 +7,7 @@
 // the next attempt or call reconnects; isError is a final tool_error with the content in details.
 // What the server asks meanwhile (sampling, elicitation) is answered by mcp/ask.ts; an input
 // request nobody answered in time fails the call input_expired.
-import { isMcpClientError, type McpCallResult } from '@toolmesh/mcp';
+import { isMcpClientError, MODERN_PROTOCOL_VERSION, type McpCallResult } from '@toolmesh/mcp';
 import { ToolError } from '@toolmesh/protocol';
 import type { McpToolSpec } from '@toolmesh/store';
 import { egressDeniedIn } from '../egress.ts';
@@ -16,6 +16,7 @@ import type { McpPool, PooledConnection } from '../mcp/pool.ts';
 import { createCallAsks, type AskDeps } from '../mcp/ask.ts';
 import type { RegistryTool } from '@toolmesh/tool-service';
 import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
+import { callModern } from './mcp-modern.ts';
 
 export interface McpExecutorOptions {
   pool: McpPool;
@@ -55,6 +56,14 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
         pooled = await o.pool.get(tool.project, spec.server, signal);
         redactSecrets();
         ctx.annotate({ mcp_transport: pooled.conn.transport });
+        // A 2026-07-28 client's call, to a server that speaks that revision, goes on it.
+        const modern = pooled.conn.modern;
+        if (ctx.mcp && modern && (await modern.supported(ctx.signal))) {
+          ctx.annotate({ mcp_protocol_version: MODERN_PROTOCOL_VERSION });
+          const out = await callModern(modern, spec.tool, args, tool.parameters, ctx);
+          redactSecrets();
+          return out;
+        }
         const res = await pooled.conn.callTool(spec.tool, args, {
           signal,
           onProgress: (p) => ctx.progress({ ...p }),

@@ -9,7 +9,7 @@
 import type { Msg, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { subscribeGuarded, type Bus } from '@toolmesh/bus';
-import { mapToolNames } from '@toolmesh/mcp';
+import { mapToolNames, type McpConnection, type McpTool } from '@toolmesh/mcp';
 import {
   encodeMessage,
   errorCodeOf,
@@ -80,6 +80,7 @@ export async function refreshServer(
     }
     try {
       listed = await pooled.conn.listTools({ signal });
+      listed = [...listed, ...(await modernOnlyTools(pooled.conn, listed, signal))];
     } catch (err) {
       await deps.pool.drop(project, server, pooled.conn);
       throw err;
@@ -257,4 +258,26 @@ export function serveDiscovery(deps: DiscoveryDeps): Subscription {
       })();
     },
   });
+}
+
+/**
+ * Tools a server lists on the 2026-07-28 revision only (a tool that needs that revision's
+ * multi-round-trip input, say): registered too, so that a 2026 client can call them through
+ * the mesh. A server that does not speak the revision, or fails to list on it, adds none.
+ */
+async function modernOnlyTools(
+  conn: McpConnection,
+  listed: readonly McpTool[],
+  signal: AbortSignal,
+): Promise<McpTool[]> {
+  if (!conn.modern || !(await conn.modern.supported(signal))) return [];
+  const reply = await conn.modern
+    .request('tools/list', {}, { clientCapabilities: {}, signal })
+    .catch(() => undefined);
+  const tools = reply && 'result' in reply ? reply.result['tools'] : undefined;
+  if (!Array.isArray(tools)) return [];
+  const known = new Set(listed.map((t) => t.name));
+  return (tools as McpTool[]).filter(
+    (t) => typeof t?.name === 'string' && typeof t.inputSchema === 'object' && !known.has(t.name),
+  );
 }

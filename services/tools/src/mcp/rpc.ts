@@ -33,10 +33,26 @@ async function answer(deps: McpRpcDeps, msg: Msg): Promise<McpRpcReply> {
   const signal = AbortSignal.timeout(deps.timeoutMs);
   const pooled = await deps.pool.get(parsed.project, parsed.server, signal);
   const send = async (): Promise<McpRpcReply> => {
-    const res = await pooled.conn.request(req.method, req.params, {
-      signal,
-      timeoutMs: deps.timeoutMs,
-    });
+    // A 2026-07-28 client's request goes on that revision when the server speaks it: its
+    // capabilities, answers and requestState reach the server, and `input_required` comes back.
+    const modern = pooled.conn.modern;
+    const res =
+      req.mcp && modern && (await modern.supported(signal))
+        ? await modern.request(
+            req.method,
+            {
+              ...req.params,
+              ...(req.mcp.input_responses ? { inputResponses: req.mcp.input_responses } : {}),
+              ...(req.mcp.request_state !== undefined
+                ? { requestState: req.mcp.request_state }
+                : {}),
+            },
+            { clientCapabilities: req.mcp.client_capabilities, signal },
+          )
+        : await pooled.conn.request(req.method, req.params, {
+            signal,
+            timeoutMs: deps.timeoutMs,
+          });
     return 'error' in res ? { v: 1, error: res.error } : { v: 1, result: res.result };
   };
   const uri = req.params['uri'];
