@@ -51,8 +51,9 @@ export interface Subjects {
   toolProgress(s: Scope & { target: string }): string;
   /** Cancel of an async task of a target: a core NATS request the owning instance answers. */
   taskCancel(s: Scope & { target: string }): string;
-  /** Every task cancel of a target across projects and channels (each instance subscribes). */
-  taskCancelFilter(target: string): string;
+  /** Every task cancel of a target (of every target, without one) across projects and
+   *  channels (each instance subscribes to its own target's). */
+  taskCancelFilter(target?: string): string;
   /**
    * Every tool call for a target, across channels of one project (a consumer filter on the
    * project's command stream) or, without a project, of every project.
@@ -73,6 +74,8 @@ export interface Subjects {
   mcpRpc(s: Scope & { server: string }): string;
   /** Every MCP passthrough request across projects and channels. */
   mcpRpcFilter(): string;
+  /** Every request an MCP server asks of a call's client, across projects and channels. */
+  mcpAskFilter(): string;
   /**
    * `<root>.v1.<project>.<channel>.ctl.ask.<tool_call_id>.request`: the MCP server running a
    * call asks its client (sampling, elicitation); the api instance waiting for the call answers.
@@ -110,6 +113,20 @@ export interface Subjects {
   allCommandsFilter(): string;
   /** Subject filters of the event stream. */
   eventStreamSubjects(): string[];
+  /** Every result and progress event of every tool, project and channel. */
+  toolEventsFilter(): string;
+  /** Agent facts of one kind (every kind, without one), of every project and channel. */
+  agentEventFilter(event?: AgentEvent): string;
+  /** Every agent's stream chunks, of every project and channel. */
+  agentChunkFilter(): string;
+  /** Every event (`evt`) of every project and channel. */
+  allEventsFilter(): string;
+  /** Every lossy stream chunk (`str`) of every project and channel. */
+  allStreamsFilter(): string;
+  /** Every core request (`ctl`) of every project and channel. */
+  allControlFilter(): string;
+  /** Everything under this root (an operator's reach). */
+  rootFilter(): string;
   /** Parses a subject of this root; throws `invalid_id` or `invalid_message` naming the problem. */
   parse(subject: string): ParsedSubject;
 }
@@ -151,13 +168,15 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     toolProgress: (s) =>
       scoped(root, s, 'evt', 'tool', assertId(IdKind.target, s.target), 'progress'),
     taskCancel: (s) => scoped(root, s, 'ctl', 'task', assertId(IdKind.target, s.target), 'cancel'),
-    taskCancelFilter: (target) => `${prefix}*.*.ctl.task.${assertId(IdKind.target, target)}.cancel`,
+    taskCancelFilter: (target) =>
+      `${prefix}*.*.ctl.task.${target === undefined ? '*' : assertId(IdKind.target, target)}.cancel`,
     toolCallFilter: (target, project) =>
       `${prefix}${projectToken(project)}.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
     mcpRefresh: (s) => scoped(root, s, 'ctl', 'mcp', assertId(IdKind.target, s.server), 'refresh'),
     mcpRefreshFilter: () => `${prefix}*.*.ctl.mcp.*.refresh`,
     mcpRpc: (s) => scoped(root, s, 'ctl', 'mcp', assertId(IdKind.target, s.server), 'rpc'),
     mcpRpcFilter: () => `${prefix}*.*.ctl.mcp.*.rpc`,
+    mcpAskFilter: () => `${prefix}*.*.ctl.ask.*.request`,
     mcpAsk: (s) =>
       scoped(root, s, 'ctl', 'ask', assertId(IdKind.toolCall, s.toolCallId), 'request'),
     allToolCallsFilter: (project) => `${prefix}${projectToken(project)}.*.cmd.tool.>`,
@@ -181,6 +200,14 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     ],
     allCommandsFilter: () => `${prefix}*.*.cmd.>`,
     eventStreamSubjects: () => [`${prefix}*.*.evt.>`],
+    toolEventsFilter: () => `${prefix}*.*.evt.tool.>`,
+    agentEventFilter: (event) =>
+      `${prefix}*.*.evt.agent.${event === undefined ? '>' : `*.${event}`}`,
+    agentChunkFilter: () => `${prefix}*.*.str.agent.>`,
+    allEventsFilter: () => `${prefix}*.*.evt.>`,
+    allStreamsFilter: () => `${prefix}*.*.str.>`,
+    allControlFilter: () => `${prefix}*.*.ctl.>`,
+    rootFilter: () => `${root}.>`,
     parse: (subject) => parseSubject(root, subject),
   };
 }

@@ -12,7 +12,7 @@ import type { Bus } from '@toolmesh/bus';
 import {
   ApprovalOptions,
   Header,
-  MsgId,
+  decidedCallEnvelope,
   type ErrorBody,
   type ToolCall,
   type ToolResultContent,
@@ -161,9 +161,10 @@ export function refusalOf(a: ApprovalRecord): ToolResultContent | undefined {
 
 /** Publishes a decided call again, so the service that serves it applies the decision. */
 export async function dispatchDecided(bus: Bus, store: Store, a: DecidedApproval): Promise<void> {
-  await bus.publish(a.subject, new Uint8Array(a.body), {
-    msgId: MsgId.approvalDecided(a.project_id, a.tool_call_id),
-    headers: { ...a.headers, [Header.approvalId]: a.approval_id },
+  const envelope = decidedCallEnvelope(a);
+  await bus.publish(envelope.subject, envelope.data, {
+    msgId: envelope.msgID,
+    headers: envelope.headers,
   });
   await store.approvals.markDispatched(a.approval_id);
 }
