@@ -26,7 +26,7 @@ import type {
 } from '@toolmesh/store';
 import type { Delivery } from '@toolmesh/bus';
 import { emitProgress } from './emit.ts';
-import type { CallIds } from './intake.ts';
+import type { CallIds } from './stages/intake.ts';
 
 export type GateOutcome =
   /** No approval needed, or it was given: run the call. */

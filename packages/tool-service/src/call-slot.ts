@@ -2,7 +2,7 @@
 // service on one store): a call takes a slot before its handler runs, or ends quota_exceeded.
 import type { Store } from '@toolmesh/store';
 import type { ToolResultContent } from '@toolmesh/protocol';
-import type { CallIds } from './intake.ts';
+import type { CallIds } from './stages/intake.ts';
 import { failure } from './takeover.ts';
 
 /** Added to a call's deadline to make its quota slot's expiry. */

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Bus, Disposition } from '@toolmesh/bus';
 import type { Store } from '@toolmesh/store';
 import { Header, MsgId, encodeMessage, type ToolResultContent } from '@toolmesh/protocol';
-import type { CallIds } from './intake.ts';
+import type { CallIds } from './stages/intake.ts';
 
 export interface EmittedResult {
   cardId: string;

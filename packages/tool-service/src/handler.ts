@@ -25,7 +25,7 @@ function errorBody(
   return details ? { code, message, details } : { code, message };
 }
 
-export async function execute(
+export async function runHandler(
   def: RunnableTool,
   args: unknown,
   ctx: Omit<ToolContext, 'signal' | 'deadline'>,

@@ -1,19 +1,20 @@
-// Where every result becomes its one card: the card (with the closed execution row, and the
+// Stage 7, finish: where every result becomes its one card: the card (with the closed execution row, and the
 // agent's inbox row when one waits) written by one statement, retried through a passing outage,
 // then the result event (and the agent's wakeup) published. The lease is left to lapse rather
 // than rewritten as done: one KV write less per call; a copy of the call arriving meanwhile
 // finds the card.
 import type { Logger } from 'pino';
-import type { Bus, Disposition, Lease } from '@toolmesh/bus';
+import { isTerminalError, type Bus, type Disposition, type Lease } from '@toolmesh/bus';
 import type { Store } from '@toolmesh/store';
-import { RetryableError, errorCodeOf, type ToolResultContent } from '@toolmesh/protocol';
-import type { CallCost } from './define.ts';
-import { emitResult } from './emit.ts';
+import { MeshError, RetryableError, errorCodeOf, type ToolResultContent } from '@toolmesh/protocol';
+import type { CallCost } from '../define.ts';
+import { emitResult } from '../emit.ts';
+import type { CallInHand, Finish } from './context.ts';
 import type { CallIds } from './intake.ts';
-import { countResult, traced } from './observe.ts';
-import type { Persist } from './persist.ts';
-import { sanitizeResult } from './sanitize.ts';
-import { failure } from './takeover.ts';
+import { countResult, traced } from '../observe.ts';
+import type { Persist } from '../persist.ts';
+import { sanitizeResult } from '../sanitize.ts';
+import { failure } from '../takeover.ts';
 
 export interface FinishDeps {
   bus: Bus;
@@ -111,4 +112,37 @@ export async function finishCall(
     recorded.inserted ? 'tool call finished' : 'tool call already had its result; re-emitted',
   );
   return { type: 'ack' };
+}
+
+/**
+ * A call whose stages threw. Infrastructure trouble is thrown again (the consumer naks it with
+ * backoff), unless this was the last delivery the server allows: then, as for an error every
+ * delivery would meet (a stack overflow on the message, a value Postgres refuses), a failure is
+ * filed now rather than leaving the caller without any result.
+ */
+export async function fileUnhandled(
+  finish: Finish,
+  c: CallInHand,
+  err: unknown,
+): Promise<Disposition> {
+  const { ids, clog } = c;
+  if (isTerminalError(err)) {
+    // Redelivering it 50 times only delays the caller's answer by minutes. Filed now, without
+    // the arguments and context, which may be the cause.
+    clog.error({ err }, 'call cannot be handled on any delivery; filed failed at once');
+    const code = err instanceof MeshError ? err.code : 'internal_error';
+    const plain: CallIds = { ...ids, arguments: undefined, context: undefined };
+    const message = `the call cannot be handled: ${(err as Error).message}`.slice(0, 2_000);
+    try {
+      return await finish(plain, failure(code, message), undefined, clog);
+    } catch (again) {
+      if (again instanceof RetryableError) throw again;
+      clog.error({ err: again }, 'the failure could not be filed either; message terminated');
+      return { type: 'term', reason: message };
+    }
+  }
+  if (!c.lastDelivery) throw err; // the consumer naks with backoff
+  clog.error({ err }, 'failure on the last allowed delivery');
+  const message = `gave up after ${c.d.deliveryCount} deliveries: ${(err as Error).message}`;
+  return finish(ids, failure('retries_exhausted', message), undefined, clog);
 }

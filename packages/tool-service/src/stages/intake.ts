@@ -1,6 +1,8 @@
-// Turns a raw delivery into a validated call, or into a rejection carrying the error code and
-// whatever ids could be recovered, so that even a malformed message gets a failed result.
-import type { Delivery } from '@toolmesh/bus';
+// Stage 1, intake: turns a raw delivery into a validated call, or into a rejection carrying the
+// error code and whatever ids could be recovered, so that even a malformed message gets a failed
+// result.
+import type { Logger } from 'pino';
+import type { Delivery, Disposition } from '@toolmesh/bus';
 import {
   Header,
   IdKind,
@@ -18,7 +20,7 @@ import {
   type Subjects,
   type ToolCall,
 } from '@toolmesh/protocol';
-import type { RunnableTool, ToolDefinition } from './define.ts';
+import type { RunnableTool, ToolDefinition } from '../define.ts';
 
 export interface CallIds {
   project: string;
@@ -294,4 +296,32 @@ export function bindStatic(
   } catch (err) {
     return reject(ids, err);
   }
+}
+
+/**
+ * Stage 1, intake: the delivery read as a call (or as a rejection that can still be filed), or
+ * how to settle a message that is neither. A registry service sees every tool call: those of
+ * targets it does not serve are another service's, acked here before any lookup or lease.
+ */
+export function receive(
+  d: Delivery,
+  subjects: Subjects,
+  limits: IntakeLimits,
+  log: Logger,
+  serves?: (target: string) => boolean,
+): { accepted: Intake | Rejection; ids: CallIds } | { disposition: Disposition } {
+  const accepted = intake(d, subjects, limits);
+  const { ids } = accepted;
+  if (serves && (!ids || !serves(ids.target))) return { disposition: { type: 'ack' } };
+  if (!ids) {
+    // Project or channel cannot be trusted: there is no place to file a result. The SDK and
+    // the CLI refuse such ids before publishing; plain-NATS publishers see this in the logs.
+    const r = accepted as Rejection;
+    log.warn(
+      { subject: d.subject, seq: d.streamSeq, code: r.code, reason: r.message },
+      'call rejected at the edge',
+    );
+    return { disposition: { type: 'term', reason: `${r.code}: ${r.message}` } };
+  }
+  return { accepted, ids };
 }
