@@ -1,9 +1,9 @@
 export { createStore } from './store.ts';
 export type { Store, TxStore } from './store.ts';
-export { CardKind } from './cards.ts';
-export type { Card, CardsRepo } from './cards.ts';
-export { ExecutionStatus, cappedArguments } from './executions.ts';
-export type { Execution, ExecutionsRepo, StartExecution } from './executions.ts';
+export { CardKind } from './calls/cards.ts';
+export type { Card, CardsRepo } from './calls/cards.ts';
+export { ExecutionStatus, cappedArguments } from './calls/executions.ts';
+export type { Execution, ExecutionsRepo, StartExecution } from './calls/executions.ts';
 export type {
   ExecutionFilter,
   CostTotal,
@@ -12,27 +12,27 @@ export type {
   HistoryRow,
   HistorySummary,
   MostUsedTool,
-} from './execution-stats.ts';
+} from './ops/execution-stats.ts';
 export type { InboxItem, InboxRepo, NewTaskItem } from './inbox.ts';
-export { TaskState } from './tasks.ts';
-export type { Task, NewTask, TasksRepo } from './tasks.ts';
-export type { CancelTaskOutcome, CanceledCall } from './task-cancel.ts';
-export type { RetentionBatch, RetentionRepo } from './retention.ts';
-export type { ClaimKey, IdempotencyKeysRepo, KeyClaim } from './idempotency-keys.ts';
-export type { RecordToolResult, RecordedResult, ResultsRepo } from './results.ts';
-export { isRetryablePgError, toStoreError } from './errors.ts';
-export { createPool } from './pool.ts';
-export { isReportedOutage } from './outage.ts';
-export type { PoolOptions } from './pool.ts';
+export { TaskState } from './calls/tasks.ts';
+export type { Task, NewTask, TasksRepo } from './calls/tasks.ts';
+export type { CancelTaskOutcome, CanceledCall } from './calls/task-cancel.ts';
+export type { RetentionBatch, RetentionRepo } from './ops/retention.ts';
+export type { ClaimKey, IdempotencyKeysRepo, KeyClaim } from './calls/idempotency-keys.ts';
+export type { RecordToolResult, RecordedResult, ResultsRepo } from './calls/results.ts';
+export { isRetryablePgError, toStoreError } from './core/errors.ts';
+export { createPool } from './core/pool.ts';
+export { isReportedOutage } from './core/outage.ts';
+export type { PoolOptions } from './core/pool.ts';
 export {
   migrate,
   loadMigrations,
   ensureDatabase,
   MigrationError,
   MIGRATIONS_DIR,
-} from './migrate.ts';
-export type { Migration, MigrateOptions, EnsureDatabaseOptions } from './migrate.ts';
-export { KeyRole, PROJECT_KEY_PATTERN, hashKey, mergeSettings } from './projects.ts';
+} from './core/migrate.ts';
+export type { Migration, MigrateOptions, EnsureDatabaseOptions } from './core/migrate.ts';
+export { KeyRole, PROJECT_KEY_PATTERN, hashKey, mergeSettings } from './registry/projects.ts';
 export type {
   Project,
   ApiKey,
@@ -40,8 +40,8 @@ export type {
   ProjectQuotas,
   ProjectSettings,
   ProjectSettingsPatch,
-} from './projects.ts';
-export { ToolOrigin } from './tools.ts';
+} from './registry/projects.ts';
+export { ToolOrigin } from './registry/tools.ts';
 export type {
   ToolRecord,
   NewTool,
@@ -51,8 +51,8 @@ export type {
   ToolUsage,
   ToolsRepo,
   ToolAnnotations,
-} from './tools.ts';
-export { InternalTool } from './profiles.ts';
+} from './registry/tools.ts';
+export { InternalTool } from './agents/profiles.ts';
 export type {
   ProfileRecord,
   NewProfile,
@@ -60,7 +60,7 @@ export type {
   ProfileUpdate,
   ProfileDelete,
   ProfilesRepo,
-} from './profiles.ts';
+} from './agents/profiles.ts';
 export type {
   AgentRecord,
   AgentToolRecord,
@@ -69,9 +69,9 @@ export type {
   AgentWrite,
   AttachTool,
   AgentsRepo,
-} from './agents.ts';
-export type { SkillRecord, SkillVersion, NewSkillVersion, SkillsRepo } from './skills.ts';
-export type { ArtifactRecord, NewArtifact, ArtifactsRepo } from './artifacts.ts';
+} from './agents/agents.ts';
+export type { SkillRecord, SkillVersion, NewSkillVersion, SkillsRepo } from './skills/skills.ts';
+export type { ArtifactRecord, NewArtifact, ArtifactsRepo } from './skills/artifacts.ts';
 export type {
   LockAttempt,
   NewSandbox,
@@ -81,24 +81,24 @@ export type {
   SandboxState,
   SandboxesRepo,
   SessionLock,
-} from './sandboxes.ts';
+} from './skills/sandboxes.ts';
 export type {
   HeadProcess,
   ReapClaim,
   ReapFailure,
   ReapReason,
   SandboxReapRepo,
-} from './sandbox-reap.ts';
-export { SkillTaskStatus } from './skill-tasks.ts';
-export { SkillJobStepStatus } from './skill-jobs.ts';
-export type { SkillJobRecord, SkillJobStep, NewSkillJob, SkillJobsRepo } from './skill-jobs.ts';
+} from './skills/sandbox-reap.ts';
+export { SkillTaskStatus } from './skills/skill-tasks.ts';
+export { SkillJobStepStatus } from './skills/skill-jobs.ts';
+export type { SkillJobRecord, SkillJobStep, NewSkillJob, SkillJobsRepo } from './skills/skill-jobs.ts';
 export type {
   SkillTaskRecord,
   NewSkillTask,
   FinishSkillTask,
   SkillTasksRepo,
-} from './skill-tasks.ts';
-export type { ServiceInstanceRecord, InstanceHeartbeat, InstancesRepo } from './instances.ts';
+} from './skills/skill-tasks.ts';
+export type { ServiceInstanceRecord, InstanceHeartbeat, InstancesRepo } from './core/instances.ts';
 export { TurnStatus } from './turns.ts';
 export type {
   TurnRecord,
@@ -122,8 +122,8 @@ export type {
   ThreadTurn,
   ThreadTurnsQuery,
   ThreadsRepo,
-} from './threads.ts';
-export { McpServerState, McpTransport } from './mcp-servers.ts';
+} from './agents/threads.ts';
+export { McpServerState, McpTransport } from './registry/mcp-servers.ts';
 export type {
   DiscoveredTool,
   McpAuth,
@@ -137,35 +137,35 @@ export type {
   McpSyncOutcome,
   McpToolSpec,
   NewMcpServer,
-} from './mcp-servers.ts';
-export type { McpTaskRecord, McpTasksRepo } from './mcp-tasks.ts';
-export { importSource } from './openapi-imports.ts';
-export { definitionHash } from './tool-definitions.ts';
-export type { PendingDefinition, ToolDefinition } from './tool-definitions.ts';
-export type { ImportedTool, ImportOutcome, OpenApiImportsRepo } from './openapi-imports.ts';
-export { createSecretBox, SecretsKeyError } from './secrets.ts';
-export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
-export type { LockedOAuthTokens, OAuthTokenRow, OAuthTokensRepo } from './oauth-tokens.ts';
-export { apiBucket, busBucket } from './rate-buckets.ts';
-export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';
-export { Quota } from './quotas.ts';
-export type { Admission, QuotaRefusal, QuotasRepo } from './quotas.ts';
-export type { BusCredential, BusCredentialsRepo } from './bus-credentials.ts';
-export { CatchUp, ScheduleKind } from './schedules.ts';
-export type { Firing, NewFiring, NewSchedule, Schedule, SchedulesRepo } from './schedules.ts';
-export { FilePathError, normalizeFilePath } from './files.ts';
-export type { FileEntry, FileLimits, FilesRepo, ProjectFile, WriteOutcome } from './files.ts';
-export type { Document, DocumentHit, DocumentsRepo, NewDocument } from './documents.ts';
-export { SkillEnvStatus } from './skill-envs.ts';
-export type { SkillEnvKey, SkillEnvRecord, SkillEnvsRepo, UnusedSkillEnv } from './skill-envs.ts';
+} from './registry/mcp-servers.ts';
+export type { McpTaskRecord, McpTasksRepo } from './calls/mcp-tasks.ts';
+export { importSource } from './registry/openapi-imports.ts';
+export { definitionHash } from './registry/tool-definitions.ts';
+export type { PendingDefinition, ToolDefinition } from './registry/tool-definitions.ts';
+export type { ImportedTool, ImportOutcome, OpenApiImportsRepo } from './registry/openapi-imports.ts';
+export { createSecretBox, SecretsKeyError } from './registry/secrets.ts';
+export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './registry/secrets.ts';
+export type { LockedOAuthTokens, OAuthTokenRow, OAuthTokensRepo } from './registry/oauth-tokens.ts';
+export { apiBucket, busBucket } from './calls/rate-buckets.ts';
+export type { BucketSpec, RateBucketsRepo } from './calls/rate-buckets.ts';
+export { Quota } from './calls/quotas.ts';
+export type { Admission, QuotaRefusal, QuotasRepo } from './calls/quotas.ts';
+export type { BusCredential, BusCredentialsRepo } from './registry/bus-credentials.ts';
+export { CatchUp, ScheduleKind } from './agents/schedules.ts';
+export type { Firing, NewFiring, NewSchedule, Schedule, SchedulesRepo } from './agents/schedules.ts';
+export { FilePathError, normalizeFilePath } from './skills/files.ts';
+export type { FileEntry, FileLimits, FilesRepo, ProjectFile, WriteOutcome } from './skills/files.ts';
+export type { Document, DocumentHit, DocumentsRepo, NewDocument } from './skills/documents.ts';
+export { SkillEnvStatus } from './skills/skill-envs.ts';
+export type { SkillEnvKey, SkillEnvRecord, SkillEnvsRepo, UnusedSkillEnv } from './skills/skill-envs.ts';
 export type {
   ArtifactListing,
   ConsoleReadsRepo,
   MinuteBucket,
   TaskListing,
   ToolFailures,
-} from './console-reads.ts';
-export { ApprovalStatus } from './approvals.ts';
+} from './ops/console-reads.ts';
+export { ApprovalStatus } from './calls/approvals.ts';
 export type {
   ApprovalPolicyRow,
   ApprovalRecord,
@@ -175,4 +175,4 @@ export type {
   ParkCall,
   RequiredBy,
   TargetApproval,
-} from './approvals.ts';
+} from './calls/approvals.ts';
