@@ -4,8 +4,8 @@
 // that lost its lease (it stalled, another took over) can no longer change the turn.
 import { randomUUID } from 'node:crypto';
 import type { ToolResultContent } from '@toolmesh/protocol';
-import type { Card } from './calls/cards.ts';
-import type { Db } from './core/db.ts';
+import type { Card } from './cards.ts';
+import type { Db } from './db.ts';
 import {
   applyInbox,
   fireDeadlines,
@@ -21,7 +21,7 @@ import {
   type StepContextRow,
 } from './step-context.ts';
 import { commitStep, finishTurn } from './turn-commits.ts';
-import { createBatcher } from './core/batcher.ts';
+import { createBatcher } from './batcher.ts';
 import { CARD_COLUMNS as CARD } from './turn-cards.ts';
 
 export const TurnStatus = {

@@ -8,8 +8,16 @@
 // state.call_slots while they run (see migration 0012).
 import type { Db } from '../core/db.ts';
 import { createSandboxesRepo, type NewSandbox, type SandboxRecord } from '../skills/sandboxes.ts';
-import { createSkillJobsRepo, type NewSkillJob, type SkillJobRecord } from '../skills/skill-jobs.ts';
-import { createSkillTasksRepo, type NewSkillTask, type SkillTaskRecord } from '../skills/skill-tasks.ts';
+import {
+  createSkillJobsRepo,
+  type NewSkillJob,
+  type SkillJobRecord,
+} from '../skills/skill-jobs.ts';
+import {
+  createSkillTasksRepo,
+  type NewSkillTask,
+  type SkillTaskRecord,
+} from '../skills/skill-tasks.ts';
 
 export const Quota = {
   calls: 'calls',

@@ -5,7 +5,10 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { OAuth2Auth } from '@toolmesh/protocol';
 import type { Db } from '../core/db.ts';
+import type { DiscoveredTool, McpSyncOutcome } from './mcp-tool-records.ts';
 import { syncMcpTools } from './mcp-tools-sync.ts';
+
+export type { DiscoveredTool, McpSyncOutcome, McpToolSpec } from './mcp-tool-records.ts';
 
 export const McpTransport = { http: 'http', stdio: 'stdio' } as const;
 export type McpTransport = (typeof McpTransport)[keyof typeof McpTransport];
@@ -106,46 +109,6 @@ export type McpImportOutcome =
   | { outcome: 'created' | 'updated'; server: McpServerRecord; tools: string[] }
   /** The name is held by a server registered by hand, or imported from another entry. */
   | { outcome: 'conflict'; message: string };
-
-/** One tool as a discovery found it, already mapped to a registry token. */
-export interface DiscoveredTool {
-  /** The token after `<server>.`: an id. */
-  token: string;
-  /** The name the server knows it by (what tools/call is sent). */
-  mcpName: string;
-  description: string;
-  parameters: Record<string, unknown>;
-  /** The `$schema` the server declared for its input schema, kept out of `parameters`. */
-  schemaDialect?: string;
-  /** The server's annotation hints for the tool (readOnlyHint and the like). */
-  annotations?: Record<string, boolean>;
-  /** The server's JSON Schema of the tool's structured result. */
-  outputSchema?: Record<string, unknown>;
-}
-
-/** What a sync did, by full tool name. */
-export interface McpSyncOutcome {
-  added: string[];
-  updated: string[];
-  /** Vanished from the server's listing: disabled. */
-  disabled: string[];
-  /** Taken by a tool that is not this server's (another origin or server). */
-  refused: string[];
-  /** Their definition changed: held (calls fail definition_changed) until approved. */
-  held: string[];
-  toolCount: number;
-}
-
-/** `spec` of an mcp tool row. `vanished` marks a tool disabled because the server dropped it. */
-export interface McpToolSpec {
-  server: string;
-  tool: string;
-  /** The JSON Schema dialect the server declared (`$schema`), when it declared one. */
-  schema?: string;
-  vanished?: boolean;
-  /** Disabled because its server was switched off; switching the server on enables it again. */
-  server_disabled?: boolean;
-}
 
 export interface McpServersRepo {
   /** Undefined when the name is taken in the project. */

@@ -8,7 +8,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../core/db.ts';
 import { definitionHash, type PendingDefinition } from './tool-definitions.ts';
-import type { DiscoveredTool, McpSyncOutcome, McpToolSpec } from './mcp-servers.ts';
+import type { DiscoveredTool, McpSyncOutcome, McpToolSpec } from './mcp-tool-records.ts';
 
 export async function syncMcpTools(
   tx: Db,

@@ -3,7 +3,7 @@
 // cursor carries started_at as Postgres text because a JS Date would drop its microseconds and
 // skip or repeat rows that share a millisecond. Category filters join the tool registry.
 import type { Db } from '../core/db.ts';
-import type { Execution, ExecutionStatus } from '../calls/executions.ts';
+import type { Execution, ExecutionStatus } from './execution-record.ts';
 
 export interface ExecutionFilter {
   tool?: string | undefined;

@@ -3,9 +3,9 @@
 // fenced and its lease renewal fails), the calls it waits on are marked canceled (the scan then
 // neither fires their deadlines nor republishes them), and a `final` card says the task was
 // canceled. The caller publishes a cancel for each returned call, wherever it runs.
-import type { Card } from './cards.ts';
+import type { Card } from '../calls/cards.ts';
 import type { Db } from '../core/db.ts';
-import type { Task } from './tasks.ts';
+import type { Task } from './task-record.ts';
 import { lockThreadOf } from '../thread-queue.ts';
 import { startNextOfThread, type StartedTurn } from '../turn-events.ts';
 import { insertCard } from '../turn-cards.ts';

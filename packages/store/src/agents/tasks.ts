@@ -4,35 +4,10 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../core/db.ts';
 import { cancelTask, type CancelTaskOutcome } from './task-cancel.ts';
+import type { Task } from './task-record.ts';
 
-export const TaskState = {
-  pending: 'pending',
-  running: 'running',
-  succeeded: 'succeeded',
-  failed: 'failed',
-  canceled: 'canceled',
-} as const;
-export type TaskState = (typeof TaskState)[keyof typeof TaskState];
-
-export interface Task {
-  task_id: string;
-  project_id: string;
-  agent_id: string;
-  channel: string;
-  input: unknown;
-  status: TaskState;
-  final_card_id: string | null;
-  error: Record<string, unknown> | null;
-  created_at: Date;
-  updated_at: Date;
-  /** The W3C trace context the task was created in, when traces are recorded. */
-  traceparent: string | null;
-  /** The API key that started the task (null for the admin key, a schedule or older tasks). */
-  key_id: string | null;
-  /** The thread the task is a message of (threads.ts), and its place there. */
-  thread_id: string | null;
-  thread_seq: number | null;
-}
+export { TaskState } from './task-record.ts';
+export type { Task } from './task-record.ts';
 
 export interface NewTask {
   projectId: string;
