@@ -22,7 +22,8 @@ import type {
   ApprovalRecord,
   DecidedApproval,
   RequiredBy,
-  Store,
+  CallsStore,
+  RegistryStore,
 } from '@toolmesh/store';
 import type { Delivery } from '@toolmesh/bus';
 import { emitProgress } from './emit.ts';
@@ -52,7 +53,7 @@ export interface ApprovalGate {
 
 export interface ApprovalGateOptions {
   bus: Bus;
-  store: Store;
+  store: CallsStore & RegistryStore;
   instanceId: string;
   logger: Logger;
   defaultTimeoutMs: number;
@@ -160,7 +161,11 @@ export function refusalOf(a: ApprovalRecord): ToolResultContent | undefined {
 }
 
 /** Publishes a decided call again, so the service that serves it applies the decision. */
-export async function dispatchDecided(bus: Bus, store: Store, a: DecidedApproval): Promise<void> {
+export async function dispatchDecided(
+  bus: Bus,
+  store: CallsStore & RegistryStore,
+  a: DecidedApproval,
+): Promise<void> {
   const envelope = decidedCallEnvelope(a);
   await bus.publish(envelope.subject, envelope.data, {
     msgId: envelope.msgID,

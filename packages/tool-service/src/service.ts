@@ -13,7 +13,7 @@
 // never turned into a result.
 import type { Logger } from 'pino';
 import type { Bus, Consumption, Delivery, Disposition } from '@toolmesh/bus';
-import { cappedArguments, type Store } from '@toolmesh/store';
+import { cappedArguments, type CallsStore, type RegistryStore } from '@toolmesh/store';
 import type { ToolDefinition } from './define.ts';
 import { reemitCard } from './emit.ts';
 import type { ToolServiceLimits } from './limits.ts';
@@ -36,7 +36,7 @@ export type { ToolServiceLimits } from './limits.ts';
 
 interface CommonOptions {
   bus: Bus;
-  store: Store;
+  store: CallsStore & RegistryStore;
   limits: ToolServiceLimits;
   instanceId: string;
   logger: Logger;

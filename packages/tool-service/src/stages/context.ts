@@ -2,7 +2,7 @@
 // hand as it passes from stage to stage (service.ts composes them).
 import type { Logger } from 'pino';
 import type { Bus, Delivery, Disposition, Lease } from '@toolmesh/bus';
-import type { Store } from '@toolmesh/store';
+import type { CallsStore, RegistryStore } from '@toolmesh/store';
 import type { ToolResultContent } from '@toolmesh/protocol';
 import type { CallCost } from '../define.ts';
 import type { ToolServiceLimits } from '../limits.ts';
@@ -20,7 +20,7 @@ export type Finish = (
 
 export interface ServiceParts {
   bus: Bus;
-  store: Store;
+  store: CallsStore & RegistryStore;
   limits: ToolServiceLimits;
   instanceId: string;
   /** The service's name: its target (a static service) or the registry service's name. */

@@ -5,7 +5,7 @@
 // finds the card.
 import type { Logger } from 'pino';
 import { isTerminalError, type Bus, type Disposition, type Lease } from '@toolmesh/bus';
-import type { Store } from '@toolmesh/store';
+import type { CallsStore, RegistryStore } from '@toolmesh/store';
 import { MeshError, RetryableError, errorCodeOf, type ToolResultContent } from '@toolmesh/protocol';
 import type { CallCost } from '../define.ts';
 import { emitResult } from '../emit.ts';
@@ -18,7 +18,7 @@ import { failure } from '../takeover.ts';
 
 export interface FinishDeps {
   bus: Bus;
-  store: Store;
+  store: CallsStore & RegistryStore;
   /** `<service>@<instance>`: the cards' author. */
   author: string;
   instanceId: string;

@@ -3,7 +3,7 @@
 // first came this far, or filed before), and its calls in flight across every instance
 // (call-slot.ts), whose slot is given back before the result goes out.
 import type { Lease } from '@toolmesh/bus';
-import type { Store } from '@toolmesh/store';
+import type { CallsStore, RegistryStore } from '@toolmesh/store';
 import { createBusRate } from '../bus-rate.ts';
 import { takeCallSlot } from '../call-slot.ts';
 import { releasingOnError, type CallInHand, type ServiceParts, type Settled } from './context.ts';
@@ -17,7 +17,7 @@ export interface Quota {
 }
 
 export interface QuotaOptions {
-  store: Store;
+  store: CallsStore & RegistryStore;
   /** Calls of one project in flight at once; 0: no quota. */
   callsPerProject: number;
   /** Calls a project may start a minute, unless its settings say otherwise; 0: no rate. */
