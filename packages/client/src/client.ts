@@ -12,13 +12,12 @@ import {
   Header,
   IdKind,
   MeshError,
-  MsgId,
   RetryableError,
   assertId,
   createSubjects,
   decodeMessage,
   encodeMessage,
-  splitToolName,
+  toolCallEnvelope,
   type AfterExecution,
   type CallContext,
   type McpCallEnvelope,
@@ -196,27 +195,26 @@ export function createClient(opts: ClientOptions): Client {
     resendNonce?: string,
   ): Promise<Published> {
     const timeoutMs = po.publishTimeoutMs ?? opts.publishTimeoutMs;
-    const { target, tool } = splitToolName(req.tool);
     const toolCallId = assertId(IdKind.toolCall, req.toolCallId ?? uuidv7());
-    if (req.agentId !== undefined) assertId(IdKind.agent, req.agentId);
-    const subject = subjects.toolCall({ project: req.project, channel: req.channel, target, tool });
-    const body = encodeMessage('tool_call', {
-      v: 1,
-      tool_call_id: toolCallId,
-      tool_name: req.tool,
-      arguments: req.arguments ?? {},
-      after_execution: req.afterExecution ?? 'suspend',
-      ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}),
-      ...(req.rerunOnTakeover !== undefined ? { rerun_on_takeover: req.rerunOnTakeover } : {}),
-      ...(req.mcp ? { mcp: req.mcp } : {}),
-      ...(req.context !== undefined ? { context: req.context } : {}),
+    const envelope = toolCallEnvelope(subjects, {
+      project: req.project,
+      channel: req.channel,
+      call: {
+        tool_call_id: toolCallId,
+        tool_name: req.tool,
+        arguments: req.arguments ?? {},
+        after_execution: req.afterExecution ?? 'suspend',
+        ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}),
+        ...(req.rerunOnTakeover !== undefined ? { rerun_on_takeover: req.rerunOnTakeover } : {}),
+        ...(req.context !== undefined ? { context: req.context } : {}),
+      },
+      turn: { agentId: req.agentId, turnId: req.turnId, turnEpoch: req.turnEpoch },
+      credentialId: opts.credentialId,
+      resendNonce,
     });
+    const { subject } = envelope;
     const h = natsHeaders();
-    h.set(Header.toolCallId, toolCallId);
-    if (opts.credentialId !== undefined) h.set(Header.credentialId, opts.credentialId);
-    if (req.agentId !== undefined) h.set(Header.agentId, req.agentId);
-    if (req.turnId !== undefined) h.set(Header.turnId, req.turnId);
-    if (req.turnEpoch !== undefined) h.set(Header.turnEpoch, String(req.turnEpoch));
+    for (const [k, v] of Object.entries(envelope.headers)) h.set(k, v);
     const explicit = req.traceparent;
     const parent = explicit === undefined ? undefined : contextFromTraceparent(explicit);
     return withSpan(
@@ -230,13 +228,9 @@ export function createClient(opts: ClientOptions): Client {
         const traceparent = traceHeaders()[Header.traceparent] ?? explicit;
         if (traceparent !== undefined) h.set(Header.traceparent, traceparent);
         try {
-          const msgID =
-            resendNonce === undefined
-              ? MsgId.toolCall(req.project, toolCallId)
-              : MsgId.toolCallResend(req.project, toolCallId, resendNonce);
-          const ack = await streamPublisher(nc).publish(subject, body, {
+          const ack = await streamPublisher(nc).publish(subject, envelope.data, {
             headers: h,
-            msgId: msgID,
+            msgId: envelope.msgID,
             ...(timeoutMs !== undefined ? { timeoutMs } : {}),
           });
           return { toolCallId, subject, seq: ack.seq, duplicate: ack.duplicate };

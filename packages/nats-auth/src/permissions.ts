@@ -1,8 +1,10 @@
 // What each NATS user may publish and subscribe to. Subjects are scoped to the deployment's
-// subject root (so a test run's users cannot touch another root's streams) and built from the
-// protocol's grammar; the lists are allow-lists, so anything unnamed (`$SYS.>`, another root,
-// the JetStream API for project credentials) is refused by the server.
-import { assertId, assertRoot, IdKind, PROTOCOL_VERSION } from '@toolmesh/protocol';
+// subject root (so a test run's users cannot touch another root's streams) and derived from the
+// protocol's own subject builders (`Subjects` filters, the lease bucket's name): what a
+// publisher is allowed is the same pattern its envelope (`toolCallEnvelope`) is built on. The
+// lists are allow-lists, so anything unnamed (`$SYS.>`, another root, the JetStream API for
+// project credentials) is refused by the server.
+import { assertId, createNames, createSubjects, IdKind } from '@toolmesh/protocol';
 import { ServiceUser } from './keys.ts';
 
 export interface SubjectPermissions {
@@ -31,10 +33,10 @@ export function projectCredentialPermissions(
   project: string,
   inboxPrefix: string,
 ): SubjectPermissions {
-  const p = `${assertRoot(root)}.${PROTOCOL_VERSION}.${assertId(IdKind.project, project)}.*`;
+  const s = createSubjects(root);
   return {
-    pub: [`${p}.cmd.tool.>`, `${p}.cmd.sys.cancel`],
-    sub: [`${p}.evt.>`, `${p}.str.>`, `${inboxPrefix}.>`],
+    pub: [s.allToolCallsFilter(project), s.cancelFilter(project)],
+    sub: [...s.projectActivityFilters(project), `${inboxPrefix}.>`],
   };
 }
 
@@ -45,47 +47,47 @@ export function projectCredentialPermissions(
  * requester's `_INBOX`. The sandbox reaper never talks to NATS and gets nothing.
  */
 export function servicePermissions(root: string, user: ServiceUser): SubjectPermissions {
-  const r = assertRoot(root);
-  const v = `${r}.${PROTOCOL_VERSION}`;
-  const leases = `$KV.${r}_leases.>`;
+  const s = createSubjects(root);
+  const leases = `$KV.${createNames(root).leaseBucket}.>`;
   const jetStream = ['$JS.API.>', '$JS.ACK.>', leases];
   const inbox = `${SERVICE_INBOX}.>`;
   // JetStream's announcement of a new stream: a consumer of every project's command stream
   // (tool services, the agent worker) starts on a new project's stream at once.
   const streamCreated = '$JS.EVENT.ADVISORY.STREAM.CREATED.*';
-  const registryChanged = `${v}.*.sys.evt.sys.registry.changed`;
+  const registryChanged = s.registryChangedFilter();
   // A tool service publishes a call again once its approval is decided and its decider died
   // before publishing it, or it timed out (the approval gate's scan, which runs in every tool
   // service): `cmd.tool.>`, on any target the scan finds.
   const toolService = {
-    pub: [`${v}.*.*.evt.tool.>`, `${v}.*.*.cmd.agent.*.wakeup`, `${v}.*.*.cmd.tool.>`],
-    sub: [`${v}.*.*.cmd.sys.cancel`, registryChanged, streamCreated],
+    pub: [s.toolEventsFilter(), s.agentWakeupFilter(), s.allToolCallsFilter()],
+    sub: [s.cancelFilter(), registryChanged, streamCreated],
   };
   switch (user) {
     case ServiceUser.sandboxReaper:
       return { pub: [], sub: [] };
     case ServiceUser.api:
       // Tool calls, cancels and wakeups; task-cancel and MCP-refresh requests; task events of
-      // the tasks it cancels; registry changes and key revocations (every api instance drops a revoked key it cached). It watches
-      // results, progress, agent facts, chunks and those two system events.
+      // the tasks it cancels; registry changes and key revocations (every api instance drops a
+      // revoked key it cached). It watches results, progress, agent facts, chunks and those two
+      // system events.
       return {
         pub: [
-          `${v}.*.*.cmd.>`,
-          `${v}.*.*.ctl.>`,
+          s.allCommandsFilter(),
+          s.allControlFilter(),
           // A task the api cancels, and the thread's next message it starts, are announced by it.
-          `${v}.*.*.evt.agent.*.task`,
+          s.agentEventFilter('task'),
           registryChanged,
-          `${v}.*.sys.evt.sys.key.revoked`,
+          s.keyRevokedFilter(),
           inbox,
           ...jetStream,
         ],
         // And what MCP servers ask the clients of the calls it waits for (sampling, elicitation),
         // and what they notify its sessions of (resource updates, list changes, log messages).
         sub: [
-          `${v}.*.*.evt.>`,
-          `${v}.*.*.str.>`,
-          `${v}.*.*.ctl.ask.*.request`,
-          `${v}.*.sys.ctl.mcp.*.notify`,
+          s.allEventsFilter(),
+          s.allStreamsFilter(),
+          s.mcpAskFilter(),
+          s.allMcpNotifyFilter(),
           inbox,
           leases,
         ],
@@ -93,10 +95,10 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
     case ServiceUser.agentWorker:
       return {
         pub: [
-          `${v}.*.*.cmd.tool.>`,
-          `${v}.*.*.cmd.sys.cancel`,
-          `${v}.*.*.evt.agent.>`,
-          `${v}.*.*.str.agent.>`,
+          s.allToolCallsFilter(),
+          s.cancelFilter(),
+          s.agentEventFilter(),
+          s.agentChunkFilter(),
           inbox,
           ...jetStream,
         ],
@@ -105,8 +107,8 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
     case ServiceUser.skills:
       // Async tasks are cancelled by a request to the instance that owns them.
       return {
-        pub: [...toolService.pub, `${v}.*.*.ctl.task.*.cancel`, inbox, ...jetStream],
-        sub: [...toolService.sub, `${v}.*.*.ctl.task.*.cancel`, inbox, leases],
+        pub: [...toolService.pub, s.taskCancelFilter(), inbox, ...jetStream],
+        sub: [...toolService.sub, s.taskCancelFilter(), inbox, leases],
       };
     case ServiceUser.tools:
       // MCP discovery answers refresh requests and announces what it found; passthrough
@@ -115,18 +117,18 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
         pub: [
           ...toolService.pub,
           registryChanged,
-          `${v}.*.*.ctl.ask.*.request`,
+          s.mcpAskFilter(),
           // What an MCP server notifies on a pooled connection, for the api's sessions.
-          `${v}.*.sys.ctl.mcp.*.notify`,
+          s.allMcpNotifyFilter(),
           inbox,
           ...jetStream,
         ],
         sub: [
           ...toolService.sub,
-          `${v}.*.*.ctl.mcp.*.refresh`,
-          `${v}.*.*.ctl.mcp.*.rpc`,
+          s.mcpRefreshFilter(),
+          s.mcpRpcFilter(),
           // An input request of a call it runs was answered (the answer is in Postgres).
-          `${v}.*.*.ctl.input.*.answered`,
+          s.inputAnsweredFilter(),
           inbox,
           leases,
         ],
@@ -134,8 +136,8 @@ export function servicePermissions(root: string, user: ServiceUser): SubjectPerm
     case ServiceUser.admin:
       // Scripts and tests: the whole root and every stream of the account (reset, cleanup).
       return {
-        pub: [`${r}.>`, inbox, '$JS.>', '$KV.>'],
-        sub: [`${r}.>`, inbox, '$KV.>', streamCreated],
+        pub: [s.rootFilter(), inbox, '$JS.>', '$KV.>'],
+        sub: [s.rootFilter(), inbox, '$KV.>', streamCreated],
       };
     default:
       return user satisfies never;

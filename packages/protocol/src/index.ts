@@ -38,6 +38,8 @@ export { msgIdKeyOf, randomMsgIdKey, sealMsgId, toolCallIdOfMsgId } from './msg-
 export type { MsgIdKey } from './msg-id.ts';
 export type { Names } from './names.ts';
 export { Header } from './headers.ts';
+export { toolCallEnvelope, decidedCallEnvelope } from './envelope.ts';
+export type { Envelope, CallTurn, ToolCallEnvelopeInput, ParkedCall } from './envelope.ts';
 export {
   AfterExecution,
   CALL_CONTEXT_MAX_BYTES,

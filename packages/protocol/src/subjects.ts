@@ -56,8 +56,9 @@ export interface Subjects {
   toolProgress(s: Scope & { target: string }): string;
   /** Cancel of an async task of a target: a core NATS request the owning instance answers. */
   taskCancel(s: Scope & { target: string }): string;
-  /** Every task cancel of a target across projects and channels (each instance subscribes). */
-  taskCancelFilter(target: string): string;
+  /** Every task cancel of a target (of every target, without one) across projects and
+   *  channels (each instance subscribes to its own target's). */
+  taskCancelFilter(target?: string): string;
   /**
    * Every tool call for a target, across channels of one project (a consumer filter on the
    * project's command stream) or, without a project, of every project.
@@ -78,6 +79,12 @@ export interface Subjects {
   mcpRpc(s: Scope & { server: string }): string;
   /** Every MCP passthrough request across projects and channels. */
   mcpRpcFilter(): string;
+  /** Every request an MCP server asks of a call's client, across projects and channels. */
+  mcpAskFilter(): string;
+  /** What every project's MCP servers notify (the api's sessions; the tools services publish). */
+  allMcpNotifyFilter(): string;
+  /** Every project's answered input requests (the tools services wait for them). */
+  inputAnsweredFilter(): string;
   /**
    * `<root>.v1.<project>.sys.ctl.mcp.<server>.notify`: a notification an MCP server sent on a
    * pooled connection (resource updated, list changed, log message), published by the tools
@@ -129,6 +136,20 @@ export interface Subjects {
   allCommandsFilter(): string;
   /** Subject filters of the event stream. */
   eventStreamSubjects(): string[];
+  /** Every result and progress event of every tool, project and channel. */
+  toolEventsFilter(): string;
+  /** Agent facts of one kind (every kind, without one), of every project and channel. */
+  agentEventFilter(event?: AgentEvent): string;
+  /** Every agent's stream chunks, of every project and channel. */
+  agentChunkFilter(): string;
+  /** Every event (`evt`) of every project and channel. */
+  allEventsFilter(): string;
+  /** Every lossy stream chunk (`str`) of every project and channel. */
+  allStreamsFilter(): string;
+  /** Every core request (`ctl`) of every project and channel. */
+  allControlFilter(): string;
+  /** Everything under this root (an operator's reach). */
+  rootFilter(): string;
   /** Parses a subject of this root; throws `invalid_id` or `invalid_message` naming the problem. */
   parse(subject: string): ParsedSubject;
 }
@@ -170,7 +191,8 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     toolProgress: (s) =>
       scoped(root, s, 'evt', 'tool', assertId(IdKind.target, s.target), 'progress'),
     taskCancel: (s) => scoped(root, s, 'ctl', 'task', assertId(IdKind.target, s.target), 'cancel'),
-    taskCancelFilter: (target) => `${prefix}*.*.ctl.task.${assertId(IdKind.target, target)}.cancel`,
+    taskCancelFilter: (target) =>
+      `${prefix}*.*.ctl.task.${target === undefined ? '*' : assertId(IdKind.target, target)}.cancel`,
     toolCallFilter: (target, project) =>
       `${prefix}${projectToken(project)}.*.cmd.tool.${assertId(IdKind.target, target)}.>`,
     mcpRefresh: (s) => scoped(root, s, 'ctl', 'mcp', assertId(IdKind.target, s.server), 'refresh'),
@@ -188,6 +210,9 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
       ),
     mcpNotifyFilter: (project) =>
       `${prefix}${assertId(IdKind.project, project)}.${SYSTEM_CHANNEL}.ctl.mcp.*.notify`,
+    mcpAskFilter: () => `${prefix}*.*.ctl.ask.*.request`,
+    allMcpNotifyFilter: () => `${prefix}*.${SYSTEM_CHANNEL}.ctl.mcp.*.notify`,
+    inputAnsweredFilter: () => `${prefix}*.*.ctl.input.*.answered`,
     mcpAsk: (s) =>
       scoped(root, s, 'ctl', 'ask', assertId(IdKind.toolCall, s.toolCallId), 'request'),
     inputAnswered: (s) =>
@@ -213,6 +238,14 @@ export function createSubjects(root: string = DEFAULT_ROOT): Subjects {
     ],
     allCommandsFilter: () => `${prefix}*.*.cmd.>`,
     eventStreamSubjects: () => [`${prefix}*.*.evt.>`],
+    toolEventsFilter: () => `${prefix}*.*.evt.tool.>`,
+    agentEventFilter: (event) =>
+      `${prefix}*.*.evt.agent.${event === undefined ? '>' : `*.${event}`}`,
+    agentChunkFilter: () => `${prefix}*.*.str.agent.>`,
+    allEventsFilter: () => `${prefix}*.*.evt.>`,
+    allStreamsFilter: () => `${prefix}*.*.str.>`,
+    allControlFilter: () => `${prefix}*.*.ctl.>`,
+    rootFilter: () => `${root}.>`,
     parse: (subject) => parseSubject(root, subject),
   };
 }

@@ -1,104 +1,6 @@
 export { createStore } from './store.ts';
 export type { Store, TxStore } from './store.ts';
-export { CardKind } from './cards.ts';
-export type { Card, CardsRepo } from './cards.ts';
-export { ExecutionStatus, cappedArguments } from './executions.ts';
-export type { Execution, ExecutionsRepo, StartExecution } from './executions.ts';
-export type {
-  ExecutionFilter,
-  CostTotal,
-  ExecutionMetrics,
-  HistoryKey,
-  HistoryRow,
-  HistorySummary,
-  MostUsedTool,
-} from './execution-stats.ts';
 export type { InboxItem, InboxRepo, NewTaskItem } from './inbox.ts';
-export { TaskState } from './tasks.ts';
-export type { Task, NewTask, TasksRepo } from './tasks.ts';
-export type { CancelTaskOutcome, CanceledCall } from './task-cancel.ts';
-export type { RetentionBatch, RetentionRepo } from './retention.ts';
-export type { ClaimKey, IdempotencyKeysRepo, KeyClaim } from './idempotency-keys.ts';
-export type { RecordToolResult, RecordedResult, ResultsRepo } from './results.ts';
-export { isRetryablePgError, toStoreError } from './errors.ts';
-export { createPool } from './pool.ts';
-export { isReportedOutage } from './outage.ts';
-export type { PoolOptions } from './pool.ts';
-export {
-  migrate,
-  loadMigrations,
-  ensureDatabase,
-  MigrationError,
-  MIGRATIONS_DIR,
-} from './migrate.ts';
-export type { Migration, MigrateOptions, EnsureDatabaseOptions } from './migrate.ts';
-export { KeyRole, PROJECT_KEY_PATTERN, hashKey, mergeSettings } from './projects.ts';
-export type {
-  Project,
-  ApiKey,
-  ProjectsRepo,
-  ProjectQuotas,
-  ProjectSettings,
-  ProjectSettingsPatch,
-} from './projects.ts';
-export { ToolOrigin } from './tools.ts';
-export type {
-  ToolRecord,
-  NewTool,
-  ToolFacets,
-  ToolFilter,
-  ToolPatch,
-  ToolUsage,
-  ToolsRepo,
-  ToolAnnotations,
-} from './tools.ts';
-export { InternalTool } from './profiles.ts';
-export type {
-  ProfileRecord,
-  NewProfile,
-  ProfilePatch,
-  ProfileUpdate,
-  ProfileDelete,
-  ProfilesRepo,
-} from './profiles.ts';
-export type {
-  AgentRecord,
-  AgentToolRecord,
-  NewAgent,
-  AgentPatch,
-  AgentWrite,
-  AttachTool,
-  AgentsRepo,
-} from './agents.ts';
-export type { SkillRecord, SkillVersion, NewSkillVersion, SkillsRepo } from './skills.ts';
-export type { ArtifactRecord, NewArtifact, ArtifactsRepo } from './artifacts.ts';
-export type {
-  LockAttempt,
-  NewSandbox,
-  SandboxProviderKind,
-  SandboxListing,
-  SandboxRecord,
-  SandboxState,
-  SandboxesRepo,
-  SessionLock,
-} from './sandboxes.ts';
-export type {
-  HeadProcess,
-  ReapClaim,
-  ReapFailure,
-  ReapReason,
-  SandboxReapRepo,
-} from './sandbox-reap.ts';
-export { SkillTaskStatus } from './skill-tasks.ts';
-export { SkillJobStepStatus } from './skill-jobs.ts';
-export type { SkillJobRecord, SkillJobStep, NewSkillJob, SkillJobsRepo } from './skill-jobs.ts';
-export type {
-  SkillTaskRecord,
-  NewSkillTask,
-  FinishSkillTask,
-  SkillTasksRepo,
-} from './skill-tasks.ts';
-export type { ServiceInstanceRecord, InstanceHeartbeat, InstancesRepo } from './instances.ts';
 export { TurnStatus } from './turns.ts';
 export type {
   TurnRecord,
@@ -115,16 +17,110 @@ export type {
 } from './turns.ts';
 export type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-events.ts';
 export type { StepContext } from './step-context.ts';
+export {
+  createCoreStore,
+  isRetryablePgError,
+  toStoreError,
+  createPool,
+  isReportedOutage,
+  migrate,
+  loadMigrations,
+  ensureDatabase,
+  MigrationError,
+  MIGRATIONS_DIR,
+} from './core/index.ts';
 export type {
-  NewThread,
-  NextMessage,
-  Thread,
-  ThreadTurn,
-  ThreadTurnsQuery,
-  ThreadsRepo,
-} from './threads.ts';
-export { McpServerState, McpTransport } from './mcp-servers.ts';
+  CoreStore,
+  PoolOptions,
+  Migration,
+  MigrateOptions,
+  EnsureDatabaseOptions,
+  ServiceInstanceRecord,
+  InstanceHeartbeat,
+  InstancesRepo,
+} from './core/index.ts';
+export {
+  createCallsStore,
+  CardKind,
+  ExecutionStatus,
+  cappedArguments,
+  apiBucket,
+  busBucket,
+  Quota,
+  ApprovalStatus,
+  InputAction,
+  InputRequestStatus,
+} from './calls/index.ts';
 export type {
+  CallsStore,
+  Card,
+  CardsRepo,
+  Execution,
+  ExecutionsRepo,
+  StartExecution,
+  ExecutionFilter,
+  CostTotal,
+  ExecutionMetrics,
+  HistoryKey,
+  HistoryRow,
+  HistorySummary,
+  MostUsedTool,
+  ClaimKey,
+  IdempotencyKeysRepo,
+  KeyClaim,
+  RecordToolResult,
+  RecordedResult,
+  ResultsRepo,
+  McpTaskRecord,
+  McpTasksRepo,
+  BucketSpec,
+  RateBucketsRepo,
+  Admission,
+  QuotaRefusal,
+  QuotasRepo,
+  ApprovalPolicyRow,
+  ApprovalRecord,
+  ApprovalsRepo,
+  DecidedApproval,
+  Decision,
+  ParkCall,
+  RequiredBy,
+  TargetApproval,
+  InputAnswer,
+  InputRequestRecord,
+  InputRequestsRepo,
+  NewInputRequest,
+} from './calls/index.ts';
+export {
+  createRegistryStore,
+  KeyRole,
+  PROJECT_KEY_PATTERN,
+  hashKey,
+  mergeSettings,
+  ToolOrigin,
+  McpServerState,
+  McpTransport,
+  importSource,
+  definitionHash,
+  createSecretBox,
+  SecretsKeyError,
+} from './registry/index.ts';
+export type {
+  RegistryStore,
+  Project,
+  ApiKey,
+  ProjectsRepo,
+  ProjectQuotas,
+  ProjectSettings,
+  ProjectSettingsPatch,
+  ToolRecord,
+  NewTool,
+  ToolFacets,
+  ToolFilter,
+  ToolPatch,
+  ToolUsage,
+  ToolsRepo,
+  ToolAnnotations,
   DiscoveredTool,
   McpAuth,
   McpImportOutcome,
@@ -137,49 +133,120 @@ export type {
   McpSyncOutcome,
   McpToolSpec,
   NewMcpServer,
-} from './mcp-servers.ts';
-export type { McpTaskRecord, McpTasksRepo } from './mcp-tasks.ts';
-export { importSource } from './openapi-imports.ts';
-export { definitionHash } from './tool-definitions.ts';
-export type { PendingDefinition, ToolDefinition } from './tool-definitions.ts';
-export type { ImportedTool, ImportOutcome, OpenApiImportsRepo } from './openapi-imports.ts';
-export { createSecretBox, SecretsKeyError } from './secrets.ts';
-export type { SealedSecret, SecretBox, SecretListing, SecretsRepo } from './secrets.ts';
-export type { LockedOAuthTokens, OAuthTokenRow, OAuthTokensRepo } from './oauth-tokens.ts';
-export { apiBucket, busBucket } from './rate-buckets.ts';
-export type { BucketSpec, RateBucketsRepo } from './rate-buckets.ts';
-export { Quota } from './quotas.ts';
-export type { Admission, QuotaRefusal, QuotasRepo } from './quotas.ts';
-export type { BusCredential, BusCredentialsRepo } from './bus-credentials.ts';
-export { CatchUp, ScheduleKind } from './schedules.ts';
-export type { Firing, NewFiring, NewSchedule, Schedule, SchedulesRepo } from './schedules.ts';
-export { FilePathError, normalizeFilePath } from './files.ts';
-export type { FileEntry, FileLimits, FilesRepo, ProjectFile, WriteOutcome } from './files.ts';
-export type { Document, DocumentHit, DocumentsRepo, NewDocument } from './documents.ts';
-export { SkillEnvStatus } from './skill-envs.ts';
-export type { SkillEnvKey, SkillEnvRecord, SkillEnvsRepo, UnusedSkillEnv } from './skill-envs.ts';
+  PendingDefinition,
+  ToolDefinition,
+  ImportedTool,
+  ImportOutcome,
+  OpenApiImportsRepo,
+  SealedSecret,
+  SecretBox,
+  SecretListing,
+  SecretsRepo,
+  LockedOAuthTokens,
+  OAuthTokenRow,
+  OAuthTokensRepo,
+  BusCredential,
+  BusCredentialsRepo,
+} from './registry/index.ts';
+export {
+  createSkillsStore,
+  SkillTaskStatus,
+  SkillJobStepStatus,
+  FilePathError,
+  normalizeFilePath,
+  SkillEnvStatus,
+} from './skills/index.ts';
 export type {
+  SkillsStore,
+  SkillRecord,
+  SkillVersion,
+  NewSkillVersion,
+  SkillsRepo,
+  ArtifactRecord,
+  NewArtifact,
+  ArtifactsRepo,
+  LockAttempt,
+  NewSandbox,
+  SandboxProviderKind,
+  SandboxListing,
+  SandboxRecord,
+  SandboxState,
+  SandboxesRepo,
+  SessionLock,
+  HeadProcess,
+  ReapClaim,
+  ReapFailure,
+  ReapReason,
+  SandboxReapRepo,
+  SkillJobRecord,
+  SkillJobStep,
+  NewSkillJob,
+  SkillJobsRepo,
+  SkillTaskRecord,
+  NewSkillTask,
+  FinishSkillTask,
+  SkillTasksRepo,
+  FileEntry,
+  FileLimits,
+  FilesRepo,
+  ProjectFile,
+  WriteOutcome,
+  Document,
+  DocumentHit,
+  DocumentsRepo,
+  NewDocument,
+  SkillEnvKey,
+  SkillEnvRecord,
+  SkillEnvsRepo,
+  UnusedSkillEnv,
+} from './skills/index.ts';
+export {
+  createAgentsStore,
+  TaskState,
+  InternalTool,
+  CatchUp,
+  ScheduleKind,
+} from './agents/index.ts';
+export type {
+  AgentsStore,
+  Task,
+  NewTask,
+  TasksRepo,
+  CancelTaskOutcome,
+  CanceledCall,
+  ProfileRecord,
+  NewProfile,
+  ProfilePatch,
+  ProfileUpdate,
+  ProfileDelete,
+  ProfilesRepo,
+  AgentRecord,
+  AgentToolRecord,
+  NewAgent,
+  AgentPatch,
+  AgentWrite,
+  AttachTool,
+  AgentsRepo,
+  NewThread,
+  NextMessage,
+  Thread,
+  ThreadTurn,
+  ThreadTurnsQuery,
+  ThreadsRepo,
+  Firing,
+  NewFiring,
+  NewSchedule,
+  Schedule,
+  SchedulesRepo,
+} from './agents/index.ts';
+export { createOpsStore } from './ops/index.ts';
+export type {
+  OpsStore,
+  RetentionBatch,
+  RetentionRepo,
   ArtifactListing,
   ConsoleReadsRepo,
   MinuteBucket,
   TaskListing,
   ToolFailures,
-} from './console-reads.ts';
-export { InputAction, InputRequestStatus } from './input-requests.ts';
-export type {
-  InputAnswer,
-  InputRequestRecord,
-  InputRequestsRepo,
-  NewInputRequest,
-} from './input-requests.ts';
-export { ApprovalStatus } from './approvals.ts';
-export type {
-  ApprovalPolicyRow,
-  ApprovalRecord,
-  ApprovalsRepo,
-  DecidedApproval,
-  Decision,
-  ParkCall,
-  RequiredBy,
-  TargetApproval,
-} from './approvals.ts';
+} from './ops/index.ts';

@@ -4,8 +4,8 @@ import type { Pool } from 'pg';
 import { usePostgres, type TestPostgres } from '@toolmesh/testing';
 import { pino } from 'pino';
 import { afterAll, beforeAll } from 'vitest';
-import { migrate } from './migrate.ts';
-import { createPool } from './pool.ts';
+import { migrate } from './core/migrate.ts';
+import { createPool } from './core/pool.ts';
 import { createStore, type Store } from './store.ts';
 
 export interface StoreFixture {

@@ -12,7 +12,7 @@ import type { Bus } from '@toolmesh/bus';
 import {
   ApprovalOptions,
   Header,
-  MsgId,
+  decidedCallEnvelope,
   type ErrorBody,
   type ToolCall,
   type ToolResultContent,
@@ -22,11 +22,12 @@ import type {
   ApprovalRecord,
   DecidedApproval,
   RequiredBy,
-  Store,
+  CallsStore,
+  RegistryStore,
 } from '@toolmesh/store';
 import type { Delivery } from '@toolmesh/bus';
 import { emitProgress } from './emit.ts';
-import type { CallIds } from './intake.ts';
+import type { CallIds } from './stages/intake.ts';
 
 export type GateOutcome =
   /** No approval needed, or it was given: run the call. */
@@ -52,7 +53,7 @@ export interface ApprovalGate {
 
 export interface ApprovalGateOptions {
   bus: Bus;
-  store: Store;
+  store: CallsStore & RegistryStore;
   instanceId: string;
   logger: Logger;
   defaultTimeoutMs: number;
@@ -160,10 +161,15 @@ export function refusalOf(a: ApprovalRecord): ToolResultContent | undefined {
 }
 
 /** Publishes a decided call again, so the service that serves it applies the decision. */
-export async function dispatchDecided(bus: Bus, store: Store, a: DecidedApproval): Promise<void> {
-  await bus.publish(a.subject, new Uint8Array(a.body), {
-    msgId: MsgId.approvalDecided(a.project_id, a.tool_call_id),
-    headers: { ...a.headers, [Header.approvalId]: a.approval_id },
+export async function dispatchDecided(
+  bus: Bus,
+  store: CallsStore & RegistryStore,
+  a: DecidedApproval,
+): Promise<void> {
+  const envelope = decidedCallEnvelope(a);
+  await bus.publish(envelope.subject, envelope.data, {
+    msgId: envelope.msgID,
+    headers: envelope.headers,
   });
   await store.approvals.markDispatched(a.approval_id);
 }

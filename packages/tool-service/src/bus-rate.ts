@@ -7,7 +7,7 @@
 // in one statement and spends it here, so the database sees one statement per batch rather
 // than per call; tokens are taken before they are spent, so no batch lets a project past its
 // rate, and one not spent within a minute is dropped.
-import type { Store } from '@toolmesh/store';
+import type { CallsStore, RegistryStore } from '@toolmesh/store';
 import type { ToolResultContent } from '@toolmesh/protocol';
 import { failure } from './takeover.ts';
 
@@ -28,7 +28,10 @@ export interface BusRate {
 
 type Held = { tokens: number; until: number; perMinute: number };
 
-export function createBusRate(store: Store, defaultPerMinute: number): BusRate {
+export function createBusRate(
+  store: CallsStore & RegistryStore,
+  defaultPerMinute: number,
+): BusRate {
   const held = new Map<string, Held>();
   // One statement per project at a time: calls arriving while it runs wait for its batch rather
   // than each asking for one (the first would take the bucket and the rest find it empty).

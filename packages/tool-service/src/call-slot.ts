@@ -1,8 +1,8 @@
 // The per-project quota of calls in flight (state.call_slots, shared by every instance and every
 // service on one store): a call takes a slot before its handler runs, or ends quota_exceeded.
-import type { Store } from '@toolmesh/store';
+import type { CallsStore, RegistryStore } from '@toolmesh/store';
 import type { ToolResultContent } from '@toolmesh/protocol';
-import type { CallIds } from './intake.ts';
+import type { CallIds } from './stages/intake.ts';
 import { failure } from './takeover.ts';
 
 /** Added to a call's deadline to make its quota slot's expiry. */
@@ -10,7 +10,7 @@ const CALL_SLOT_MARGIN_MS = 60_000;
 
 /** Takes a slot for the call; the failed result to file instead when the project is full. */
 export async function takeCallSlot(
-  store: Store,
+  store: CallsStore & RegistryStore,
   ids: CallIds,
   instanceId: string,
   timeoutMs: number,

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Bus, Consumption, Delivery, Disposition } from '@toolmesh/bus';
 import { decodeMessage, type CancelRequest } from '@toolmesh/protocol';
-import { CancelReason } from './execute.ts';
+import { CancelReason } from './handler.ts';
 
 export interface CancelRegistry {
   register(project: string, toolCallId: string, controller: AbortController): () => void;

@@ -3,9 +3,9 @@
 // live listeners while JetStream keeps one copy inside the dedupe window.
 import type { Logger } from 'pino';
 import type { Bus, Disposition } from '@toolmesh/bus';
-import type { Store } from '@toolmesh/store';
+import type { CallsStore, RegistryStore } from '@toolmesh/store';
 import { Header, MsgId, encodeMessage, type ToolResultContent } from '@toolmesh/protocol';
-import type { CallIds } from './intake.ts';
+import type { CallIds } from './stages/intake.ts';
 
 export interface EmittedResult {
   cardId: string;
@@ -80,7 +80,7 @@ export function emitProgress(bus: Bus, ids: CallIds, detail?: Record<string, unk
 /** Answers a copy of a call that already has its card by publishing that card again. */
 export async function reemitCard(
   bus: Bus,
-  store: Store,
+  store: CallsStore & RegistryStore,
   ids: CallIds,
   clog: Logger,
 ): Promise<Disposition | undefined> {

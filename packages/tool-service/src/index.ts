@@ -9,7 +9,7 @@ export type {
   RegistryToolServiceOptions,
   ToolServiceLimits,
 } from './service.ts';
-export { TimeoutReason, CancelReason } from './execute.ts';
+export { TimeoutReason, CancelReason } from './handler.ts';
 export { limitsFromConfig } from './limits.ts';
 export { createRegistry } from './registry.ts';
 export type { Registry, RegistryOptions, RegistryTool } from './registry.ts';

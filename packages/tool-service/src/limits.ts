@@ -1,6 +1,32 @@
 // The runtime's limits from the [tools] section, the same for every tool service.
 import type { ToolsConfig } from '@toolmesh/config';
-import type { ToolServiceLimits } from './service.ts';
+
+export interface ToolServiceLimits {
+  concurrency: number;
+  /** Slots one project may hold while another project is active (optional: no cap). */
+  maxProjectInFlight?: number;
+  maxCallBytes: number;
+  /** tools.max_arguments_depth (optional: 64). */
+  maxArgumentsDepth?: number;
+  maxResultBytes: number;
+  /** Largest arguments kept on the execution row (optional: 8 KiB). */
+  executionArgumentsMaxBytes?: number;
+  defaultTimeoutMs: number;
+  maxTimeoutMs: number;
+  ackWaitMs: number;
+  /** -1 for unlimited deliveries. */
+  maxDeliver: number;
+  leaseTtlMs: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  persistRetryMaxMs: number;
+  /** Approvals: the default wait for a decision (optional: 1 h). */
+  approvalTimeoutMs?: number;
+  /** How often this instance files approvals past their deadline (optional: 1 s). */
+  approvalScanIntervalMs?: number;
+  /** How long a project's approval settings are trusted without a change event (30 s). */
+  policyCacheTtlMs?: number;
+}
 
 export function limitsFromConfig(t: ToolsConfig): ToolServiceLimits {
   return {

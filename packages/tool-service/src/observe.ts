@@ -2,7 +2,7 @@
 // under the consumer span of its delivery, and its count and duration by tool and status.
 import type { ToolResultContent } from '@toolmesh/protocol';
 import { metrics, withSpan } from '@toolmesh/telemetry';
-import type { CallIds } from './intake.ts';
+import type { CallIds } from './stages/intake.ts';
 
 /** Runs one hop of a call in a span carrying the call's ids. */
 export function traced<T>(name: string, ids: CallIds, fn: () => Promise<T>): Promise<T> {

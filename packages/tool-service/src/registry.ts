@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { Bus } from '@toolmesh/bus';
 import { decodeMessage } from '@toolmesh/protocol';
-import type { Store, ToolOrigin, ToolRecord } from '@toolmesh/store';
+import type { RegistryStore, ToolOrigin, ToolRecord } from '@toolmesh/store';
 
 export interface RegistryTool {
   readonly project: string;
@@ -37,7 +37,7 @@ export interface Registry {
 }
 
 export interface RegistryOptions {
-  store: Store;
+  store: RegistryStore;
   bus: Bus;
   ttlMs: number;
   logger: Logger;

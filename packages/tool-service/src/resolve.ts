@@ -12,7 +12,7 @@ import {
   type Intake,
   type IntakeLimits,
   type Rejection,
-} from './intake.ts';
+} from './stages/intake.ts';
 
 export interface ResolveRequest {
   readonly project: string;

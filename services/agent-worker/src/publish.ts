@@ -3,10 +3,8 @@
 // deadline, `evt.agent.<agent>.task|step|state` facts and lossy `str.agent.<agent>.chunk` tokens.
 import type { Bus } from '@toolmesh/bus';
 import {
-  Header,
-  MsgId,
   encodeMessage,
-  splitToolName,
+  toolCallEnvelope,
   type AgentState,
   type ErrorBody,
   type TaskStatus,
@@ -31,27 +29,21 @@ const scopeOf = (t: { project_id: string; channel: string }) => ({
 export function createPublisher(bus: Bus) {
   return {
     toolCall: async (t: TurnScope, epoch: number, c: OutgoingCall): Promise<void> => {
-      const { target, tool } = splitToolName(c.toolName);
-      await bus.publish(
-        bus.subjects.toolCall({ ...scopeOf(t), target, tool }),
-        encodeMessage('tool_call', {
-          v: 1,
+      const envelope = toolCallEnvelope(bus.subjects, {
+        ...scopeOf(t),
+        call: {
           tool_call_id: c.toolCallId,
           tool_name: c.toolName,
           arguments: c.arguments,
           after_execution: 'suspend',
           ...(c.timeoutMs !== undefined ? { timeout_ms: c.timeoutMs } : {}),
-        }),
-        {
-          msgId: MsgId.toolCall(t.project_id, c.toolCallId),
-          headers: {
-            [Header.agentId]: t.agent_id,
-            [Header.turnId]: t.turn_id,
-            [Header.turnEpoch]: String(epoch),
-            [Header.toolCallId]: c.toolCallId,
-          },
         },
-      );
+        turn: { agentId: t.agent_id, turnId: t.turn_id, turnEpoch: epoch },
+      });
+      await bus.publish(envelope.subject, envelope.data, {
+        msgId: envelope.msgID,
+        headers: envelope.headers,
+      });
     },
 
     cancel: async (

@@ -5,7 +5,7 @@
 // tool service's approval scan publishes decided calls left unpublished.
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { Header, MsgId } from '@toolmesh/protocol';
+import { decidedCallEnvelope } from '@toolmesh/protocol';
 import { streamPublisher } from '@toolmesh/stream-publish';
 import type { DecidedApproval, Decision, Store } from '@toolmesh/store';
 
@@ -34,12 +34,12 @@ export function createApprovalDecider(deps: {
   const log = deps.logger.child({ component: 'approvals' });
 
   async function dispatch(a: DecidedApproval): Promise<void> {
+    const envelope = decidedCallEnvelope(a);
     const h = natsHeaders();
-    for (const [k, v] of Object.entries(a.headers)) h.set(k, v);
-    h.set(Header.approvalId, a.approval_id);
-    await publisher.publish(a.subject, new Uint8Array(a.body), {
+    for (const [k, v] of Object.entries(envelope.headers)) h.set(k, v);
+    await publisher.publish(envelope.subject, envelope.data, {
       headers: h,
-      msgId: MsgId.approvalDecided(a.project_id, a.tool_call_id),
+      msgId: envelope.msgID,
     });
     await deps.store.approvals.markDispatched(a.approval_id);
   }

@@ -6,11 +6,11 @@
 // at once keeps its install. On e2b an environment lives in each sandbox's own VM and goes with
 // it: only its row is deleted.
 import type { Logger } from 'pino';
-import type { Store } from '@toolmesh/store';
+import type { SkillsStore } from '@toolmesh/store';
 import type { Destroyers } from './providers.ts';
 
 export interface UnusedEnvsOptions {
-  store: Store;
+  store: SkillsStore;
   destroyers: Destroyers;
   olderThanMs: number;
   batchSize: number;

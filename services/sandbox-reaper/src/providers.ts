@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from '@toolmesh/config';
 import { createLocalSandboxReaper, type SandboxProvider } from '@toolmesh/sandbox';
 import { createE2bProviderFromConfig } from '@toolmesh/service';
-import type { Store } from '@toolmesh/store';
+import type { SkillsStore } from '@toolmesh/store';
 
 /** What the reaper needs of a provider: destroy by id. A full SandboxProvider fits. */
 export interface SandboxDestroyer {
@@ -20,7 +20,7 @@ export type Destroyers = ReadonlyMap<SandboxDestroyer['kind'], SandboxDestroyer>
 
 export async function destroyersFromConfig(
   config: Config,
-  store: Store,
+  store: SkillsStore,
   logger: Logger,
 ): Promise<Destroyers> {
   const local = await createLocalSandboxReaper({

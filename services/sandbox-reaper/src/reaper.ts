@@ -5,7 +5,7 @@
 // provider this reaper lacks fails the same way (another reaper may have it).
 import type { Logger } from 'pino';
 import { metrics } from '@toolmesh/telemetry';
-import type { ReapClaim, Store } from '@toolmesh/store';
+import type { ReapClaim, SkillsStore } from '@toolmesh/store';
 import type { Destroyers } from './providers.ts';
 
 export interface PassSummary {
@@ -23,7 +23,7 @@ export interface PassSummary {
 }
 
 export interface SandboxReaperOptions {
-  store: Store;
+  store: SkillsStore;
   destroyers: Destroyers;
   /** The name claims are taken under: `reaper:<instance id>`. */
   owner: string;

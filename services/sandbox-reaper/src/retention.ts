@@ -5,7 +5,7 @@
 // short statement over rows locked with SKIP LOCKED, so tool services closing rows never wait.
 import type { Logger } from 'pino';
 import type { RetentionConfig } from '@toolmesh/config';
-import type { Store } from '@toolmesh/store';
+import type { CallsStore, OpsStore } from '@toolmesh/store';
 
 export interface RetentionLoop {
   /** One pass now: every batch due. Resolves with what it deleted. */
@@ -23,7 +23,7 @@ export interface RetentionLoop {
 const MAX_BATCHES_PER_PASS = 100;
 
 export function startRetention(
-  store: Store,
+  store: CallsStore & OpsStore,
   cfg: RetentionConfig,
   logger: Logger,
   /**
