@@ -3,16 +3,21 @@
 // and a step's writes are fenced by the run token of the lease it was started under: an instance
 // that lost its lease (it stalled, another took over) can no longer change the turn.
 import { randomUUID } from 'node:crypto';
-import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
-import {
-  applyInbox,
-  fireDeadlines,
-  type AppliedInbox,
-  type StartedTurn,
-  type TimedOutCall,
-} from './turn-events.ts';
+import { applyInbox, fireDeadlines } from './turn-events.ts';
+import type {
+  AppliedInbox,
+  ClaimedTurn,
+  CommitStep,
+  Conversation,
+  FinishedTurn,
+  FinishTurn,
+  TimedOutCall,
+  TurnCallRecord,
+  TurnRecord,
+  TurnScope,
+} from './turn-records.ts';
 import {
   contextOf,
   createRegistryCache,
@@ -24,84 +29,20 @@ import { commitStep, finishTurn } from './turn-commits.ts';
 import { createBatcher } from './batcher.ts';
 import { CARD_COLUMNS as CARD } from './turn-cards.ts';
 
-export const TurnStatus = {
-  ready: 'ready',
-  running: 'running',
-  waiting: 'waiting',
-  succeeded: 'succeeded',
-  failed: 'failed',
-  canceled: 'canceled',
-} as const;
-export type TurnStatus = (typeof TurnStatus)[keyof typeof TurnStatus];
-
-export interface TurnRecord {
-  turn_id: string;
-  project_id: string;
-  agent_id: string;
-  channel: string;
-  task_id: string;
-  status: TurnStatus;
-  epoch: number;
-  step: number;
-  /** Claims since the last recorded step (1 for a step's first run). */
-  claims: number;
-  run_token: string | null;
-  run_owner: string | null;
-  lease_until: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export interface TurnCallRecord {
-  tool_call_id: string;
-  turn_id: string;
-  epoch: number;
-  seq: number;
-  tool_name: string;
-  arguments: Record<string, unknown>;
-  status: 'pending' | 'done' | 'timeout' | 'canceled';
-  deadline_ms: number;
-  published_at: Date | null;
-  result_card_id: string | null;
-}
-
-/** A tool call of a step: published (no `answer`) or answered at once by the worker. */
-export interface StepCall {
-  toolCallId: string;
-  toolName: string;
-  arguments: Record<string, unknown>;
-  deadlineMs: number;
-  /**
-   * Set when the worker answers the call itself: a refusal (not allowed, bad arguments) or an
-   * internal tool (list_available_tools). Such a call is never published.
-   */
-  answer?: ToolResultContent | undefined;
-}
-
-export interface CommitStep {
-  /** The assistant message as the model gave it (text and calls), the conversation's record. */
-  assistant: Record<string, unknown>;
-  calls: StepCall[];
-  author: string;
-}
-
-export interface FinishTurn {
-  status: 'succeeded' | 'failed';
-  content: Record<string, unknown>;
-  error?: Record<string, unknown> | undefined;
-  author: string;
-}
-
-export interface FinishedTurn {
-  card: Card;
-  /** The turn of the thread's next message, started in the same transaction. */
-  next: StartedTurn | undefined;
-}
-
-/** A claimed turn: the lease's run token fences every write of the step. */
-export interface ClaimedTurn extends TurnRecord {
-  run_token: string;
-}
+// The records live in turn-records.ts, which the statements' modules share; named here too, the
+// repository's front.
+export { TurnStatus } from './turn-records.ts';
+export type {
+  ClaimedTurn,
+  CommitStep,
+  Conversation,
+  FinishedTurn,
+  FinishTurn,
+  StepCall,
+  TurnCallRecord,
+  TurnRecord,
+  TurnScope,
+} from './turn-records.ts';
 
 /** What a wakeup's statement found: the applied inbox (when asked) and the claimed turn. */
 export interface WokenTurn {
@@ -161,21 +102,6 @@ export interface TurnsRepo {
   get(projectId: string, turnId: string): Promise<TurnRecord | undefined>;
   byTask(projectId: string, taskId: string): Promise<TurnRecord | undefined>;
   calls(turnId: string): Promise<TurnCallRecord[]>;
-}
-
-export interface Conversation {
-  /** Cards written for the turn (messages, calls, finals), oldest first. */
-  cards: Card[];
-  calls: TurnCallRecord[];
-  /** The card that answered each call, by tool call id. */
-  results: Map<string, Card>;
-}
-
-export interface TurnScope {
-  project_id: string;
-  agent_id: string;
-  channel: string;
-  turn_epoch: number;
 }
 
 const TURN = `turn_id, project_id, agent_id, channel, task_id, status, epoch, step, claims,
