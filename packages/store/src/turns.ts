@@ -79,8 +79,11 @@ export interface TurnsRepo {
   renew(turnId: string, runToken: string, leaseMs: number): Promise<boolean>;
   /** Writes a step's cards and calls and suspends (or re-readies) the turn; undefined if fenced. */
   commitStep(t: ClaimedTurn, s: CommitStep): Promise<{ epoch: number; step: number } | undefined>;
-  /** Starts the deadlines of published calls. */
-  markPublished(projectId: string, toolCallIds: string[]): Promise<void>;
+  /**
+   * Starts the deadlines of published calls still pending, from when each was acknowledged:
+   * `ackedMsAgo[i]` ms before now (0 when not given). A call answered already is left as it is.
+   */
+  markPublished(projectId: string, toolCallIds: string[], ackedMsAgo?: number[]): Promise<void>;
   /** Agents with inbox rows pending longer than this: their wakeup was lost or never sent. */
   stalledInboxes(
     olderThanMs: number,
@@ -146,30 +149,39 @@ export function createTurnsRepo(db: Db): TurnsRepo {
   // Steps that published their calls in the same turn of the event loop (many agents at once)
   // start their deadlines in one statement.
   let batchKey = 0;
-  const published = createBatcher<{ projectId: string; ids: string[] }, true>({
+  const published = createBatcher<{ projectId: string; ids: string[]; ago: number[] }, true>({
     maxBatch: 100,
     maxInFlight: 2,
     key: () => String(batchKey++),
     run: async (items) => {
-      const byProject = new Map<string, string[]>();
+      const byProject = new Map<string, [string, number][]>();
       for (const i of items)
-        byProject.set(i.projectId, [...(byProject.get(i.projectId) ?? []), ...i.ids]);
+        byProject.set(i.projectId, [
+          ...(byProject.get(i.projectId) ?? []),
+          ...i.ids.map((id, n) => [id, i.ago[n] ?? 0] as [string, number]),
+        ]);
       // The ids' md5s as one array: an index condition on (project_id, md5(tool_call_id)) for
       // any statistics, where a join could hash every call of the table. The ids come as JSON,
       // not as a text[]: the planner cannot see how many there are, so the cached plan serves
       // every batch (with an array each execution's own plan looked cheaper, and was made anew).
+      // A call already answered (the worker marks its calls a moment after their publish, and
+      // a fast tool has answered by then) is not written: the statement then changes no row,
+      // and a transaction that writes nothing costs no WAL flush.
       await Promise.all(
-        [...byProject].map(([projectId, ids]) =>
+        [...byProject].map(([projectId, pairs]) =>
           db.query(
             'turns_mark_published',
-            `UPDATE state.turn_calls SET published_at = now(),
-               deadline_at = now() + make_interval(secs => deadline_ms::float8 / 1000)
-             WHERE project_id = $1
-               AND md5(tool_call_id) = ANY (ARRAY(
-                 SELECT md5(x) FROM jsonb_array_elements_text($2::jsonb) x))
-               AND tool_call_id = ANY (ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))
-               AND published_at IS NULL`,
-            [projectId, JSON.stringify(ids)],
+            `UPDATE state.turn_calls c
+               SET published_at = now() - make_interval(secs => a.ago / 1000),
+                   deadline_at = now() + make_interval(secs => (c.deadline_ms - a.ago) / 1000)
+             FROM (SELECT x->>0 AS id, (x->>1)::float8 AS ago
+                   FROM jsonb_array_elements($2::jsonb) x) a
+             WHERE c.project_id = $1
+               AND md5(c.tool_call_id) = ANY (ARRAY(
+                 SELECT md5(x->>0) FROM jsonb_array_elements($2::jsonb) x))
+               AND c.tool_call_id = a.id
+               AND c.published_at IS NULL AND c.status = 'pending'`,
+            [projectId, JSON.stringify(pairs)],
           ),
         ),
       );
@@ -230,8 +242,8 @@ export function createTurnsRepo(db: Db): TurnsRepo {
 
     commitStep: (t, s) => commitStep(db, t, s),
 
-    markPublished: async (projectId, ids) => {
-      await published.submit({ projectId, ids });
+    markPublished: async (projectId, ids, ackedMsAgo) => {
+      await published.submit({ projectId, ids, ago: ackedMsAgo ?? [] });
     },
 
     stalledInboxes: (olderThanMs, limit) =>

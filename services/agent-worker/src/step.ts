@@ -13,6 +13,7 @@ import { ModelError, type Llm, type ModelAnswer, type ModelCall } from './llm.ts
 import { withThreadHistory } from './history.ts';
 import { buildMessages, systemPrompt } from './prompt.ts';
 import type { Publisher } from './publish.ts';
+import type { PublishedMarks } from './published-marks.ts';
 import { deferredSubmit, submittedResult } from './submit.ts';
 import {
   LIST_AVAILABLE_TOOLS,
@@ -28,6 +29,8 @@ export interface StepDeps {
   store: Store;
   llm: Llm;
   publish: Publisher;
+  /** Where the step leaves its acknowledged calls, whose deadlines start from then. */
+  published: PublishedMarks;
   agent: AgentConfig;
   llmConfig: LlmConfig;
   instanceId: string;
@@ -274,7 +277,8 @@ export async function runStep(
     }
     const outgoing = calls.filter((c) => !c.answer);
     // The calls, the step event and the state go out together (one socket write); the calls'
-    // deadlines start once every call is acknowledged.
+    // deadlines start once every call is acknowledged (written a moment later, off the step's
+    // path: published-marks.ts).
     await Promise.all([
       Promise.all(
         outgoing.map((c) =>
@@ -286,12 +290,10 @@ export async function runStep(
           }),
         ),
       ).then(() =>
-        outgoing.length
-          ? store.turns.markPublished(
-              turn.project_id,
-              outgoing.map((c) => c.toolCallId),
-            )
-          : undefined,
+        deps.published.mark(
+          turn.project_id,
+          outgoing.map((c) => c.toolCallId),
+        ),
       ),
       publish.step(
         turn,
