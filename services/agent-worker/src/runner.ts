@@ -13,8 +13,8 @@ import {
 } from '@toolmesh/telemetry';
 import type { AppliedInbox, StepContext } from '@toolmesh/store';
 import type { Publisher } from './publish.ts';
-import { createPublishedMarks } from './published-marks.ts';
-import { runStep, type StepDeps } from './step.ts';
+import { createPublishedMarks } from './turn/published-marks.ts';
+import { runStep, type StepDeps } from './turn/step.ts';
 
 export interface Runner {
   /** Applies the agent's inbox and runs its due steps; resolves when none is left. */
