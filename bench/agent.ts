@@ -1,16 +1,23 @@
 // `pnpm bench agent`: whole agent turns through the mesh: a task started over the api, the
 // worker asks a scripted model, which calls builtin.echo; the skills service answers; the worker
 // resumes, asks the model again, which calls submit_result; the task event arrives. One at a
-// time and in bursts of 100 at once (spread over 20 agents), against the floor measured in the
-// same run: the same work without the worker (the worker's two requests to the scripted model,
-// replayed, and one builtin.echo call through the SDK).
+// time and in bursts of 100 at once (100 agents: 100 independent turns), against two figures
+// measured in the same run on the same servers: the floor, the same work without the worker (the
+// worker's two requests to the scripted model, replayed, and one builtin.echo call through the
+// SDK); and a peer, the same turn as a DBOS durable workflow (bench/agent-dbos.ts: each model
+// call and the tool call a DBOS step, on the same Postgres server and model server). CPU per
+// turn is measured per process over the measured bursts.
 import type { ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { createClient } from '@toolmesh/client';
-import { freePort, startScriptedOpenAI } from '@toolmesh/testing';
+import { freePort, startScriptedOpenAI, usePostgres } from '@toolmesh/testing';
+import { createPool } from '@toolmesh/store';
+import { pino } from 'pino';
 import { agentWorld } from './agent-world.ts';
 import {
   bursts,
@@ -23,18 +30,31 @@ import {
   benchServers,
 } from './support.ts';
 import { summarize, table } from './stats.ts';
+import {
+  cpuMeter,
+  natsServerPid,
+  postmasterPid,
+  processCpuSeconds,
+  treeCpuSeconds,
+} from './cpu.ts';
 import { createTimeline, type Timeline } from './timeline.ts';
 
+const DBOS_VERSION = (
+  JSON.parse(
+    await readFile(join(ROOT_DIR, 'node_modules/@dbos-inc/dbos-sdk/package.json'), 'utf8'),
+  ) as { version: string }
+).version;
 const SEQUENTIAL = Number(process.env['BENCH_SEQUENTIAL'] ?? 100);
 const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 100);
 /** Bursts of CONCURRENT measured, after one that is not (see below). */
 const BURSTS = Number(process.env['BENCH_BURSTS'] ?? 5);
 const WARMUP = 10;
-const AGENTS = 20;
+/** An agent runs its turns one after another: one agent per turn of a burst makes them independent. */
+const AGENTS = Number(process.env['BENCH_AGENTS'] ?? CONCURRENT);
 /** BENCH_TIMELINE=1: after the measured turns, this many more with their hops timed (timeline.ts). */
 const TIMELINE_TURNS = process.env['BENCH_TIMELINE'] ? SEQUENTIAL : 0;
 
-const { nats, db } = await benchServers();
+const { nats, db, durability } = await benchServers();
 const scratch = await mkdtemp(join(tmpdir(), 'toolmesh-bench-agent-'));
 // mkdtemp makes it 0700; as root, sandboxed commands run as sandbox.uid, which must pass through.
 await chmod(scratch, 0o711);
@@ -71,11 +91,24 @@ try {
   const profile = process.env['BENCH_PROFILE']
     ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT_DIR, '.tmp/profiles')}`]
     : [];
-  const start = (entry: string, ready: string) =>
-    spawnReady([...profile, join(ROOT_DIR, entry)], env, ready).then((c) => children.push(c));
-  await start('services/skills/src/main.ts', 'tool service started');
-  await start('services/agent-worker/src/main.ts', 'agent worker started');
-  await start('services/api/src/main.ts', 'api listening');
+  const start = async (entry: string, ready: string) => {
+    const c = await spawnReady([...profile, join(ROOT_DIR, entry)], env, ready);
+    children.push(c);
+    return c.pid!;
+  };
+  const skillsPid = await start('services/skills/src/main.ts', 'tool service started');
+  const workerPid = await start('services/agent-worker/src/main.ts', 'agent worker started');
+  const apiPid = await start('services/api/src/main.ts', 'api listening');
+  const postmaster = await pgPostmaster(db.url);
+  const natsPid = await natsServerPid(nats.url);
+  const meter = cpuMeter({
+    api: () => processCpuSeconds(apiPid),
+    'agent-worker': () => processCpuSeconds(workerPid),
+    skills: () => processCpuSeconds(skillsPid),
+    ...(natsPid === undefined ? {} : { 'nats-server': () => processCpuSeconds(natsPid) }),
+    ...(postmaster === undefined ? {} : { postgres: () => treeCpuSeconds(postmaster) }),
+    'bench (driver)': () => processCpuSeconds(process.pid),
+  });
 
   const { turn } = await agentWorld({
     nc,
@@ -93,7 +126,9 @@ try {
   // connection's backend loads its catalog caches and compiles the plpgsql functions it calls.
   // Then BURSTS bursts are measured.
   await drive(CONCURRENT, CONCURRENT, turn);
+  const cpu = await meter.start();
   const conc = await bursts(BURSTS, CONCURRENT, turn);
+  const cpuPerTurn = await cpu.msPer(BURSTS * CONCURRENT);
   if (TIMELINE_TURNS > 0) {
     const t = createTimeline(nc, nats.root);
     timeline = t;
@@ -149,6 +184,25 @@ try {
   const shortFloor = await floorRuns(floorOf([short, short]));
   await stopAnalyzing();
 
+  // --- the peer: the same turn as a DBOS workflow, in a database of its own on the same server ---
+  const firstFile = join(scratch, 'first-request.json');
+  await writeFile(firstFile, JSON.stringify(first));
+  const dbosDb = await usePostgres();
+  let peer: DbosFigures;
+  try {
+    peer = await runDbosPeer({
+      DBOS_SYSTEM_DATABASE_URL: dbosDb.url,
+      BENCH_MODEL_URL: model.url,
+      BENCH_FIRST_REQUEST: firstFile,
+      BENCH_SEQUENTIAL: String(SEQUENTIAL),
+      BENCH_CONCURRENT: String(CONCURRENT),
+      BENCH_BURSTS: String(BURSTS),
+      BENCH_POSTMASTER_PID: String(postmaster ?? 0),
+    });
+  } finally {
+    await dbosDb.cleanup();
+  }
+
   const s = summarize(seq.latencies);
   const c = summarize(conc.latencies);
   const fs = summarize(floor.sequential.latencies);
@@ -176,6 +230,16 @@ try {
     short_floor_per_s: shortPerS,
     short_ratio_p50: ratio(s.p50_ms, ss.p50_ms),
     short_ratio_throughput: ratio(turnsPerS, shortPerS),
+    cpu_ms_per_turn: cpuPerTurn,
+    dbos_p50_ms: peer.p50_ms,
+    dbos_p99_ms: peer.p99_ms,
+    dbos_per_s: peer.per_s,
+    dbos_concurrent_p50_ms: peer.concurrent_p50_ms,
+    dbos_cpu_ms_per_turn: peer.cpu_ms_per_turn,
+    ratio_p50_to_dbos: ratio(s.p50_ms, peer.p50_ms),
+    ratio_throughput_to_dbos: ratio(turnsPerS, peer.per_s),
+    dbos_sdk: DBOS_VERSION,
+    durability,
     turns: SEQUENTIAL,
     node: process.version,
     cpus: cpus().length,
@@ -187,10 +251,22 @@ try {
       { run: 'floor, one at a time', 'p50 ms': fs.p50_ms, 'p99 ms': fs.p99_ms, 'per s': '' },
       { run: 'short floor, one at a time', 'p50 ms': ss.p50_ms, 'p99 ms': ss.p99_ms, 'per s': '' },
       {
+        run: 'DBOS loop, one at a time',
+        'p50 ms': peer.p50_ms,
+        'p99 ms': peer.p99_ms,
+        'per s': '',
+      },
+      {
         run: `agent turns, ${CONCURRENT} at once (x${BURSTS})`,
         'p50 ms': c.p50_ms,
         'p99 ms': c.p99_ms,
         'per s': turnsPerS,
+      },
+      {
+        run: `DBOS loop, ${CONCURRENT} at once (x${BURSTS})`,
+        'p50 ms': peer.concurrent_p50_ms,
+        'p99 ms': peer.concurrent_p99_ms,
+        'per s': peer.per_s,
       },
       {
         run: `floor, ${CONCURRENT} at once (x${BURSTS})`,
@@ -210,6 +286,12 @@ try {
     `\nratio to floor: p50 ${result.ratio_p50}x one at a time; throughput ${result.ratio_throughput}x` +
       ` (to the short floor: ${result.short_ratio_p50}x; ${result.short_ratio_throughput}x)`,
   );
+  console.log(
+    `to the DBOS loop: p50 ${result.ratio_p50_to_dbos}x one at a time (goal: at most 1);` +
+      ` throughput ${result.ratio_throughput_to_dbos}x (goal: at least 1.5)`,
+  );
+  console.log(`CPU ms per turn, ${CONCURRENT} at once, toolmesh: ${fmtCpu(cpuPerTurn)}`);
+  console.log(`CPU ms per turn, ${CONCURRENT} at once, DBOS:     ${fmtCpu(peer.cpu_ms_per_turn)}`);
   await writeResult('agent', result);
 } finally {
   await stopChildren(children);
@@ -218,4 +300,49 @@ try {
   await nats.cleanup();
   await db.cleanup();
   await rm(scratch, { recursive: true, force: true });
+}
+
+interface DbosFigures {
+  p50_ms: number;
+  p99_ms: number;
+  concurrent_p50_ms: number;
+  concurrent_p99_ms: number;
+  per_s: number;
+  cpu_ms_per_turn: Record<string, number>;
+}
+
+/** Runs bench/agent-dbos.ts and returns the figures it prints. */
+async function runDbosPeer(env: Record<string, string>): Promise<DbosFigures> {
+  const child = spawn(process.execPath, [join(ROOT_DIR, 'bench/agent-dbos.ts')], {
+    cwd: ROOT_DIR,
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-65_536)));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  const line = out.split('\n').find((l) => l.startsWith('result '));
+  if (code !== 0 || line === undefined) throw new Error(`the DBOS peer exited ${code}: ${out}`);
+  return JSON.parse(line.slice('result '.length)) as DbosFigures;
+}
+
+async function pgPostmaster(url: string): Promise<number | undefined> {
+  const pool = createPool({
+    url,
+    max: 1,
+    statementTimeoutMs: 5_000,
+    connectTimeoutMs: 5_000,
+    logger: pino({ level: 'warn' }),
+  });
+  try {
+    return await postmasterPid(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+function fmtCpu(c: Record<string, number>): string {
+  return Object.entries(c)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
 }

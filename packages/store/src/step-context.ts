@@ -10,7 +10,7 @@ import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
 import type { ProfileRecord } from './profiles.ts';
 import type { ToolRecord } from './tools.ts';
-import type { Conversation, TurnCallRecord, TurnRecord } from './turns.ts';
+import type { Conversation, TurnCallRecord, TurnRecord } from './turn-records.ts';
 
 export interface StepContext {
   /** The profile the agent points at; undefined when it has none (or the agent is gone). */

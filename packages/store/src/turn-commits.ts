@@ -10,7 +10,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
 import { CARD_COLUMNS } from './turn-cards.ts';
-import type { ClaimedTurn, CommitStep, FinishedTurn, FinishTurn } from './turns.ts';
+import type { ClaimedTurn, CommitStep, FinishedTurn, FinishTurn } from './turn-records.ts';
 
 const COMMIT_STEP_SQL = `
 WITH turn AS (

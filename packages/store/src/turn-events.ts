@@ -3,34 +3,11 @@
 // lock the turn before touching its calls, the same order every other turn write uses.
 import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Db } from './db.ts';
+import type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-records.ts';
+
+export type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-records.ts';
 import { lockThreadOf } from './thread-queue.ts';
 import { insertCard } from './turn-cards.ts';
-
-export interface StartedTurn {
-  taskId: string;
-  turnId: string;
-  channel: string;
-}
-
-export interface AppliedInbox {
-  /** Turns started for new tasks. */
-  started: StartedTurn[];
-  /** Turns whose last awaited result arrived: a step is due. */
-  resumed: string[];
-  /** Rows that changed nothing (a stale epoch, a call already answered, no such turn). */
-  ignored: { correlationId: string; reason: string }[];
-  applied: number;
-}
-
-export interface TimedOutCall {
-  project_id: string;
-  agent_id: string;
-  channel: string;
-  turn_id: string;
-  tool_call_id: string;
-  tool_name: string;
-  deadline_ms: number;
-}
 
 /**
  * After a turn of a thread ended (in the same transaction): the thread's next message starts

@@ -3,16 +3,21 @@
 // and a step's writes are fenced by the run token of the lease it was started under: an instance
 // that lost its lease (it stalled, another took over) can no longer change the turn.
 import { randomUUID } from 'node:crypto';
-import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Card } from './cards.ts';
 import type { Db } from './db.ts';
-import {
-  applyInbox,
-  fireDeadlines,
-  type AppliedInbox,
-  type StartedTurn,
-  type TimedOutCall,
-} from './turn-events.ts';
+import { applyInbox, fireDeadlines } from './turn-events.ts';
+import type {
+  AppliedInbox,
+  ClaimedTurn,
+  CommitStep,
+  Conversation,
+  FinishedTurn,
+  FinishTurn,
+  TimedOutCall,
+  TurnCallRecord,
+  TurnRecord,
+  TurnScope,
+} from './turn-records.ts';
 import {
   contextOf,
   createRegistryCache,
@@ -24,84 +29,20 @@ import { commitStep, finishTurn } from './turn-commits.ts';
 import { createBatcher } from './batcher.ts';
 import { CARD_COLUMNS as CARD } from './turn-cards.ts';
 
-export const TurnStatus = {
-  ready: 'ready',
-  running: 'running',
-  waiting: 'waiting',
-  succeeded: 'succeeded',
-  failed: 'failed',
-  canceled: 'canceled',
-} as const;
-export type TurnStatus = (typeof TurnStatus)[keyof typeof TurnStatus];
-
-export interface TurnRecord {
-  turn_id: string;
-  project_id: string;
-  agent_id: string;
-  channel: string;
-  task_id: string;
-  status: TurnStatus;
-  epoch: number;
-  step: number;
-  /** Claims since the last recorded step (1 for a step's first run). */
-  claims: number;
-  run_token: string | null;
-  run_owner: string | null;
-  lease_until: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export interface TurnCallRecord {
-  tool_call_id: string;
-  turn_id: string;
-  epoch: number;
-  seq: number;
-  tool_name: string;
-  arguments: Record<string, unknown>;
-  status: 'pending' | 'done' | 'timeout' | 'canceled';
-  deadline_ms: number;
-  published_at: Date | null;
-  result_card_id: string | null;
-}
-
-/** A tool call of a step: published (no `answer`) or answered at once by the worker. */
-export interface StepCall {
-  toolCallId: string;
-  toolName: string;
-  arguments: Record<string, unknown>;
-  deadlineMs: number;
-  /**
-   * Set when the worker answers the call itself: a refusal (not allowed, bad arguments) or an
-   * internal tool (list_available_tools). Such a call is never published.
-   */
-  answer?: ToolResultContent | undefined;
-}
-
-export interface CommitStep {
-  /** The assistant message as the model gave it (text and calls), the conversation's record. */
-  assistant: Record<string, unknown>;
-  calls: StepCall[];
-  author: string;
-}
-
-export interface FinishTurn {
-  status: 'succeeded' | 'failed';
-  content: Record<string, unknown>;
-  error?: Record<string, unknown> | undefined;
-  author: string;
-}
-
-export interface FinishedTurn {
-  card: Card;
-  /** The turn of the thread's next message, started in the same transaction. */
-  next: StartedTurn | undefined;
-}
-
-/** A claimed turn: the lease's run token fences every write of the step. */
-export interface ClaimedTurn extends TurnRecord {
-  run_token: string;
-}
+// The records live in turn-records.ts, which the statements' modules share; named here too, the
+// repository's front.
+export { TurnStatus } from './turn-records.ts';
+export type {
+  ClaimedTurn,
+  CommitStep,
+  Conversation,
+  FinishedTurn,
+  FinishTurn,
+  StepCall,
+  TurnCallRecord,
+  TurnRecord,
+  TurnScope,
+} from './turn-records.ts';
 
 /** What a wakeup's statement found: the applied inbox (when asked) and the claimed turn. */
 export interface WokenTurn {
@@ -138,8 +79,11 @@ export interface TurnsRepo {
   renew(turnId: string, runToken: string, leaseMs: number): Promise<boolean>;
   /** Writes a step's cards and calls and suspends (or re-readies) the turn; undefined if fenced. */
   commitStep(t: ClaimedTurn, s: CommitStep): Promise<{ epoch: number; step: number } | undefined>;
-  /** Starts the deadlines of published calls. */
-  markPublished(projectId: string, toolCallIds: string[]): Promise<void>;
+  /**
+   * Starts the deadlines of published calls still pending, from when each was acknowledged:
+   * `ackedMsAgo[i]` ms before now (0 when not given). A call answered already is left as it is.
+   */
+  markPublished(projectId: string, toolCallIds: string[], ackedMsAgo?: number[]): Promise<void>;
   /** Agents with inbox rows pending longer than this: their wakeup was lost or never sent. */
   stalledInboxes(
     olderThanMs: number,
@@ -161,21 +105,6 @@ export interface TurnsRepo {
   get(projectId: string, turnId: string): Promise<TurnRecord | undefined>;
   byTask(projectId: string, taskId: string): Promise<TurnRecord | undefined>;
   calls(turnId: string): Promise<TurnCallRecord[]>;
-}
-
-export interface Conversation {
-  /** Cards written for the turn (messages, calls, finals), oldest first. */
-  cards: Card[];
-  calls: TurnCallRecord[];
-  /** The card that answered each call, by tool call id. */
-  results: Map<string, Card>;
-}
-
-export interface TurnScope {
-  project_id: string;
-  agent_id: string;
-  channel: string;
-  turn_epoch: number;
 }
 
 const TURN = `turn_id, project_id, agent_id, channel, task_id, status, epoch, step, claims,
@@ -220,30 +149,39 @@ export function createTurnsRepo(db: Db): TurnsRepo {
   // Steps that published their calls in the same turn of the event loop (many agents at once)
   // start their deadlines in one statement.
   let batchKey = 0;
-  const published = createBatcher<{ projectId: string; ids: string[] }, true>({
+  const published = createBatcher<{ projectId: string; ids: string[]; ago: number[] }, true>({
     maxBatch: 100,
     maxInFlight: 2,
     key: () => String(batchKey++),
     run: async (items) => {
-      const byProject = new Map<string, string[]>();
+      const byProject = new Map<string, [string, number][]>();
       for (const i of items)
-        byProject.set(i.projectId, [...(byProject.get(i.projectId) ?? []), ...i.ids]);
+        byProject.set(i.projectId, [
+          ...(byProject.get(i.projectId) ?? []),
+          ...i.ids.map((id, n) => [id, i.ago[n] ?? 0] as [string, number]),
+        ]);
       // The ids' md5s as one array: an index condition on (project_id, md5(tool_call_id)) for
       // any statistics, where a join could hash every call of the table. The ids come as JSON,
       // not as a text[]: the planner cannot see how many there are, so the cached plan serves
       // every batch (with an array each execution's own plan looked cheaper, and was made anew).
+      // A call already answered (the worker marks its calls a moment after their publish, and
+      // a fast tool has answered by then) is not written: the statement then changes no row,
+      // and a transaction that writes nothing costs no WAL flush.
       await Promise.all(
-        [...byProject].map(([projectId, ids]) =>
+        [...byProject].map(([projectId, pairs]) =>
           db.query(
             'turns_mark_published',
-            `UPDATE state.turn_calls SET published_at = now(),
-               deadline_at = now() + make_interval(secs => deadline_ms::float8 / 1000)
-             WHERE project_id = $1
-               AND md5(tool_call_id) = ANY (ARRAY(
-                 SELECT md5(x) FROM jsonb_array_elements_text($2::jsonb) x))
-               AND tool_call_id = ANY (ARRAY(SELECT jsonb_array_elements_text($2::jsonb)))
-               AND published_at IS NULL`,
-            [projectId, JSON.stringify(ids)],
+            `UPDATE state.turn_calls c
+               SET published_at = now() - make_interval(secs => a.ago / 1000),
+                   deadline_at = now() + make_interval(secs => (c.deadline_ms - a.ago) / 1000)
+             FROM (SELECT x->>0 AS id, (x->>1)::float8 AS ago
+                   FROM jsonb_array_elements($2::jsonb) x) a
+             WHERE c.project_id = $1
+               AND md5(c.tool_call_id) = ANY (ARRAY(
+                 SELECT md5(x->>0) FROM jsonb_array_elements($2::jsonb) x))
+               AND c.tool_call_id = a.id
+               AND c.published_at IS NULL AND c.status = 'pending'`,
+            [projectId, JSON.stringify(pairs)],
           ),
         ),
       );
@@ -304,8 +242,8 @@ export function createTurnsRepo(db: Db): TurnsRepo {
 
     commitStep: (t, s) => commitStep(db, t, s),
 
-    markPublished: async (projectId, ids) => {
-      await published.submit({ projectId, ids });
+    markPublished: async (projectId, ids, ackedMsAgo) => {
+      await published.submit({ projectId, ids, ago: ackedMsAgo ?? [] });
     },
 
     stalledInboxes: (olderThanMs, limit) =>

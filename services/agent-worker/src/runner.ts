@@ -13,7 +13,8 @@ import {
 } from '@toolmesh/telemetry';
 import type { AppliedInbox, StepContext } from '@toolmesh/store';
 import type { Publisher } from './publish.ts';
-import { runStep, type StepDeps } from './step.ts';
+import { createPublishedMarks } from './turn/published-marks.ts';
+import { runStep, type StepDeps } from './turn/step.ts';
 
 export interface Runner {
   /** Applies the agent's inbox and runs its due steps; resolves when none is left. */
@@ -30,9 +31,20 @@ export interface Runner {
 /** Rows one scan pass handles of each kind (deadlines, republishes, inboxes), so it stays short. */
 const SCAN_BATCH = 100;
 
-export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
-  const { store, agent: cfg, instanceId } = deps;
-  const log: Logger = deps.logger.child({ component: 'runner' });
+/** How often the calls steps published are marked (published-marks.ts); well under a lease. */
+const MARK_EVERY_MS = 200;
+
+export function createRunner(
+  stepDeps: Omit<StepDeps, 'published'> & { publish: Publisher },
+): Runner {
+  const { store, agent: cfg, instanceId } = stepDeps;
+  const log: Logger = stepDeps.logger.child({ component: 'runner' });
+  const published = createPublishedMarks({
+    store,
+    flushMs: Math.min(MARK_EVERY_MS, cfg.lease_ttl_ms / 5),
+    logger: log,
+  });
+  const deps: StepDeps = { ...stepDeps, published };
   let active = 0;
   const waiters: (() => void)[] = [];
   const background = new Set<Promise<unknown>>();
@@ -219,6 +231,7 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
     wake,
     scan,
     start: () => {
+      published.start();
       timer = setInterval(() => {
         scan().catch((err: unknown) => log.warn({ err }, 'scan failed'));
       }, cfg.scan_interval_ms);
@@ -228,6 +241,7 @@ export function createRunner(deps: StepDeps & { publish: Publisher }): Runner {
       clearInterval(timer);
       await scanning?.catch(() => undefined);
       await Promise.all(background);
+      await published.stop();
     },
     running: () => active,
   };

@@ -1,33 +1,50 @@
-// One step of a turn: rebuild what the model is shown from Postgres, ask the model, then either
-// finish the turn (submit_result, a plain answer, a model error, the step limit) or record the
-// calls it made and suspend until their results arrive. Nothing of the turn stays in memory
-// between steps, and every write is fenced by the step's lease: a step whose lease was taken
-// over stops without writing.
+// The agent turn, as a state machine over state.turns.status; each move is one statement of the
+// store's turns repository (its SQL in packages/store: turns.ts, turn-commits.ts, turn-events.ts,
+// migrations 0027, 0037 and 0041), and this module runs one step of it:
+//
+//   (task pending) --inbox applied--> ready      state.apply_inbox_task: start_task_turn, or a
+//                                                thread's oldest message (start_next_of_thread)
+//   ready | running with a lapsed lease
+//                  --claim-->          running    state.wake_step (inbox + claim + context, one
+//                                                statement) or turns_claim (the scan); a new run
+//                                                token fences every later write of the step
+//   running        --commit-->         waiting    turns_commit_step: the answer's cards and calls,
+//                                                epoch + 1 (ready when every call was answered here)
+//   running        --finish-->         succeeded | failed   state.finish_turn: the final card, the
+//                                                task's status, the thread's next message started
+//   waiting        --last result-->    ready      state.apply_inbox_result (a stale epoch or a
+//                                                second result is ignored), or a deadline fired
+//   unfinished     --cancel-->         canceled   the api (store task-cancel.ts)
+//
+// A model step makes two durable writes on its path: the claim and the commit (or finish). The
+// start of its calls' deadlines is written off the path (published-marks.ts).
+//
+// One step: rebuild what the model is shown from Postgres, ask the model, then either finish the
+// turn (submit_result, a plain answer, a model error, the step limit) or record the calls it made
+// and suspend until their results arrive. Nothing of the turn stays in memory between steps, and
+// every write is fenced by the step's lease: a step whose lease was taken over stops without
+// writing.
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import type { AgentConfig, LlmConfig } from '@toolmesh/config';
 import { isTerminalError } from '@toolmesh/bus';
-import type { ErrorBody, ErrorCode, ToolResultContent } from '@toolmesh/protocol';
-import type { ClaimedTurn, StepCall, StepContext, Store } from '@toolmesh/store';
-import { ModelError, type Llm, type ModelAnswer, type ModelCall } from './llm.ts';
-import { withThreadHistory } from './history.ts';
-import { buildMessages, systemPrompt } from './prompt.ts';
-import type { Publisher } from './publish.ts';
-import { deferredSubmit, submittedResult } from './submit.ts';
-import {
-  LIST_AVAILABLE_TOOLS,
-  SUBMIT_RESULT,
-  buildToolset,
-  functionName,
-  listAvailable,
-  toolNameOf,
-  type Toolset,
-} from './toolset.ts';
+import type { ErrorBody } from '@toolmesh/protocol';
+import type { ClaimedTurn, StepContext, Store } from '@toolmesh/store';
+import { ModelError, type Llm, type ModelAnswer } from '../llm.ts';
+import { withThreadHistory } from '../history.ts';
+import { buildMessages, systemPrompt } from '../prompt.ts';
+import type { Publisher } from '../publish.ts';
+import type { PublishedMarks } from './published-marks.ts';
+import { deferredSubmit, submittedResult } from '../submit.ts';
+import { SUBMIT_RESULT, buildToolset } from '../toolset.ts';
+import { planCalls } from './calls.ts';
 
 export interface StepDeps {
   store: Store;
   llm: Llm;
   publish: Publisher;
+  /** Where the step leaves its acknowledged calls, whose deadlines start from then. */
+  published: PublishedMarks;
   agent: AgentConfig;
   llmConfig: LlmConfig;
   instanceId: string;
@@ -36,80 +53,6 @@ export interface StepDeps {
 
 /** Chunks of one step are numbered in a block of their own, so seq orders a turn's chunks. */
 const SEQ_PER_STEP = 1_000_000;
-
-function refused(code: ErrorCode, message: string): ToolResultContent {
-  return { status: 'failed', error: { code, message }, duration_ms: 0 };
-}
-
-function parseArguments(text: string): Record<string, unknown> | undefined {
-  try {
-    const v: unknown = JSON.parse(text === '' ? '{}' : text);
-    return typeof v === 'object' && v !== null && !Array.isArray(v)
-      ? (v as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Turns the model's calls into step calls: registry tools are published (with the agent's
- * config for the tool merged over the model's arguments), list_available_tools is answered
- * here, the rest refused.
- */
-function planCalls(calls: ModelCall[], tools: Toolset, deps: StepDeps, profile: string | null) {
-  return calls.map((c): StepCall & { fn: string; said: string; timeoutMs?: number } => {
-    const toolCallId = uuidv7();
-    const args = parseArguments(c.arguments);
-    // Models often write a tool by its registry name (`skills.run_cmd`, as SKILL.md files and
-    // docs do) instead of its function name: the same allowed set answers both spellings.
-    const tool = tools.byFunction.get(c.name) ?? tools.byFunction.get(functionName(c.name));
-    const base = {
-      toolCallId,
-      fn: c.name,
-      said: JSON.stringify(args ?? {}),
-      arguments: args ?? {},
-      deadlineMs: 0,
-    };
-    if (c.name === LIST_AVAILABLE_TOOLS && tools.internal.has(c.name)) {
-      return {
-        ...base,
-        toolName: `internal.${LIST_AVAILABLE_TOOLS}`,
-        answer: { status: 'succeeded', result: listAvailable(tools, args ?? {}), duration_ms: 0 },
-      };
-    }
-    if (!tool) {
-      const name = toolNameOf(c.name);
-      const known = [...tools.byFunction.keys()];
-      const shown = known.slice(0, 50).join(', ') || 'none';
-      return {
-        ...base,
-        toolName: name,
-        answer: refused(
-          'tool_not_allowed',
-          `tool ${name} is not allowed for this agent (profile ${profile ?? 'none'}); tools it may call: ${shown}${known.length > 50 ? ', ... (list_available_tools lists them all)' : ''}. Nothing was called.`,
-        ),
-      };
-    }
-    if (!args) {
-      return {
-        ...base,
-        toolName: tool.name,
-        answer: refused('invalid_arguments', `arguments of ${tool.name} are not a JSON object`),
-      };
-    }
-    const own = tool.options['timeout_ms'];
-    const timeoutMs = typeof own === 'number' && own > 0 ? own : undefined;
-    return {
-      ...base,
-      toolName: tool.name,
-      // The agent's config for this tool wins over the model's values for the same keys.
-      arguments: { ...args, ...tools.config.get(tool.name) },
-      deadlineMs: timeoutMs ?? deps.agent.tool_deadline_ms,
-      timeoutMs,
-    };
-  });
-}
 
 /**
  * Runs one step; true when it left a turn of the agent due: this one (every call answered by the
@@ -255,7 +198,7 @@ export async function runStep(
 
     // A submit_result beside other calls waits for them (submit.ts): it is kept in the answer's
     // record, and the step after their results finishes the turn with it.
-    const calls = planCalls(others, tools, deps, profile?.name ?? null);
+    const calls = planCalls(others, tools, deps.agent.tool_deadline_ms, profile?.name ?? null);
     const committed = await store.turns.commitStep(turn, {
       assistant: {
         role: 'assistant',
@@ -274,7 +217,8 @@ export async function runStep(
     }
     const outgoing = calls.filter((c) => !c.answer);
     // The calls, the step event and the state go out together (one socket write); the calls'
-    // deadlines start once every call is acknowledged.
+    // deadlines start once every call is acknowledged (written a moment later, off the step's
+    // path: published-marks.ts).
     await Promise.all([
       Promise.all(
         outgoing.map((c) =>
@@ -286,12 +230,10 @@ export async function runStep(
           }),
         ),
       ).then(() =>
-        outgoing.length
-          ? store.turns.markPublished(
-              turn.project_id,
-              outgoing.map((c) => c.toolCallId),
-            )
-          : undefined,
+        deps.published.mark(
+          turn.project_id,
+          outgoing.map((c) => c.toolCallId),
+        ),
       ),
       publish.step(
         turn,
