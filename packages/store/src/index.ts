@@ -1,7 +1,7 @@
 export { createStore } from './store.ts';
 export type { Store, TxStore } from './store.ts';
-export type { InboxItem, InboxRepo, NewTaskItem } from './inbox.ts';
-export { TurnStatus } from './turns.ts';
+export type { InboxItem, InboxRepo, NewTaskItem } from './agents/index.ts';
+export { TurnStatus } from './agents/index.ts';
 export type {
   TurnRecord,
   TurnCallRecord,
@@ -14,9 +14,9 @@ export type {
   Conversation,
   TurnsRepo,
   WokenTurn,
-} from './turns.ts';
-export type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-events.ts';
-export type { StepContext } from './step-context.ts';
+} from './agents/index.ts';
+export type { AppliedInbox, StartedTurn, TimedOutCall } from './agents/index.ts';
+export type { StepContext } from './agents/index.ts';
 export {
   createCoreStore,
   isRetryablePgError,

@@ -14,7 +14,7 @@ import { createToolsRepo, type ToolsRepo } from './registry/tools.ts';
 import { createTasksRepo, type TasksRepo } from './agents/tasks.ts';
 import { createSchedulesRepo, type SchedulesRepo } from './agents/schedules.ts';
 import { createThreadsRepo, type ThreadsRepo } from './agents/threads.ts';
-import { createInboxRepo, type InboxRepo } from './inbox.ts';
+import { createInboxRepo, type InboxRepo } from './agents/inbox.ts';
 
 export interface Store
   extends CoreStore, CallsStore, RegistryStore, SkillsStore, AgentsStore, OpsStore {

@@ -31,3 +31,20 @@ export type {
 } from './threads.ts';
 export { CatchUp, ScheduleKind } from './schedules.ts';
 export type { Firing, NewFiring, NewSchedule, Schedule, SchedulesRepo } from './schedules.ts';
+export type { InboxItem, InboxRepo, NewTaskItem } from './inbox.ts';
+export { TurnStatus } from './turns.ts';
+export type {
+  TurnRecord,
+  TurnCallRecord,
+  TurnScope,
+  StepCall,
+  CommitStep,
+  FinishTurn,
+  FinishedTurn,
+  ClaimedTurn,
+  Conversation,
+  TurnsRepo,
+  WokenTurn,
+} from './turns.ts';
+export type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-events.ts';
+export type { StepContext } from './step-context.ts';

@@ -6,8 +6,8 @@ import { createProfilesRepo, type ProfilesRepo } from './profiles.ts';
 import { createTasksRepo, type TasksRepo } from './tasks.ts';
 import { createThreadsRepo, type ThreadsRepo } from './threads.ts';
 import { createSchedulesRepo, type SchedulesRepo } from './schedules.ts';
-import { createInboxRepo, type InboxRepo } from '../inbox.ts';
-import { createTurnsRepo, type TurnsRepo } from '../turns.ts';
+import { createInboxRepo, type InboxRepo } from './inbox.ts';
+import { createTurnsRepo, type TurnsRepo } from './turns.ts';
 
 export interface AgentsStore {
   readonly agents: AgentsRepo;

@@ -6,9 +6,9 @@
 import type { Card } from '../calls/cards.ts';
 import type { Db } from '../core/db.ts';
 import type { Task } from './task-record.ts';
-import { lockThreadOf } from '../thread-queue.ts';
-import { startNextOfThread, type StartedTurn } from '../turn-events.ts';
-import { insertCard } from '../turn-cards.ts';
+import { lockThreadOf } from './thread-queue.ts';
+import { startNextOfThread, type StartedTurn } from './turn-events.ts';
+import { insertCard } from './turn-cards.ts';
 
 export interface CanceledCall {
   tool_call_id: string;

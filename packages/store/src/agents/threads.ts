@@ -7,8 +7,8 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Card } from '../calls/cards.ts';
 import type { Db } from '../core/db.ts';
 import type { TaskState } from './task-record.ts';
-import { CARD_COLUMNS } from '../turn-cards.ts';
-import type { Conversation, TurnCallRecord, TurnStatus } from '../turns.ts';
+import { CARD_COLUMNS } from './turn-cards.ts';
+import type { Conversation, TurnCallRecord, TurnStatus } from './turns.ts';
 
 export interface Thread {
   thread_id: string;

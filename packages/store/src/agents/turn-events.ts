@@ -2,7 +2,7 @@
 // of its calls) and deadlines (a call nobody answered in time becomes a timeout result). Both
 // lock the turn before touching its calls, the same order every other turn write uses.
 import type { ToolResultContent } from '@toolmesh/protocol';
-import type { Db } from './db.ts';
+import type { Db } from '../core/db.ts';
 import type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-records.ts';
 
 export type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-records.ts';

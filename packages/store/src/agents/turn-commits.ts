@@ -7,8 +7,8 @@
 // message, steps that must see each other's writes. One statement is also one round trip and one commit, which is
 // most of what a step costs the worker besides the model.
 import { v7 as uuidv7 } from 'uuid';
-import type { Card } from './cards.ts';
-import type { Db } from './db.ts';
+import type { Card } from '../calls/cards.ts';
+import type { Db } from '../core/db.ts';
 import { CARD_COLUMNS } from './turn-cards.ts';
 import type { ClaimedTurn, CommitStep, FinishedTurn, FinishTurn } from './turn-records.ts';
 

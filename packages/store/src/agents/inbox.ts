@@ -1,7 +1,7 @@
 // The agent inbox (state.agent_inbox): what waits for an agent. Tool results are added through
 // results.ts in the same statement as their card; tasks are added by the api.
 import { v7 as uuidv7 } from 'uuid';
-import type { Db } from './db.ts';
+import type { Db } from '../core/db.ts';
 
 export interface InboxItem {
   inbox_id: string;

@@ -2,8 +2,8 @@
 // after the publish: each deadline counts from the call's own acknowledgement, and a call that
 // was answered in the meantime is not written.
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Store } from './store.ts';
-import { useMigratedStore } from './test-support.ts';
+import type { Store } from '../store.ts';
+import { useMigratedStore } from '../test-support.ts';
 
 const P = 'proj';
 const A = 'ada';

@@ -1,8 +1,8 @@
 // Cards the agent worker writes itself (messages, tool calls, refused or timed-out results,
 // finals), inside the transaction of the turn write they belong to.
 import { v7 as uuidv7 } from 'uuid';
-import type { Card } from './cards.ts';
-import type { Db } from './db.ts';
+import type { Card } from '../calls/cards.ts';
+import type { Db } from '../core/db.ts';
 
 export const CARD_COLUMNS =
   'card_id, project_id, kind, tool_call_id, author, content, metadata, created_at';

@@ -2,7 +2,7 @@
 // the turn statements share (turns.ts, turn-commits.ts, step-context.ts, turn-events.ts). Kept
 // apart so those modules depend on this one and not on each other.
 import type { ToolResultContent } from '@toolmesh/protocol';
-import type { Card } from './cards.ts';
+import type { Card } from '../calls/cards.ts';
 
 export const TurnStatus = {
   ready: 'ready',

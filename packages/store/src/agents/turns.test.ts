@@ -2,8 +2,8 @@
 // fences the old owner's writes, results of the current epoch resume the turn and others do not.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Store } from './store.ts';
-import { useMigratedStore } from './test-support.ts';
+import type { Store } from '../store.ts';
+import { useMigratedStore } from '../test-support.ts';
 
 const P = 'proj';
 const A = 'ada';

@@ -6,10 +6,10 @@
 // returns it beside the turn it claimed (state.wake_step). Dates come back as JSON text and are
 // turned back into Dates here, so the records are the same as the repositories' own.
 import type { AgentToolRecord } from './agents.ts';
-import type { Card } from './cards.ts';
-import type { Db } from './db.ts';
+import type { Card } from '../calls/cards.ts';
+import type { Db } from '../core/db.ts';
 import type { ProfileRecord } from './profiles.ts';
-import type { ToolRecord } from './tools.ts';
+import type { ToolRecord } from '../registry/tools.ts';
 import type { Conversation, TurnCallRecord, TurnRecord } from './turn-records.ts';
 
 export interface StepContext {

@@ -3,8 +3,8 @@
 // and a step's writes are fenced by the run token of the lease it was started under: an instance
 // that lost its lease (it stalled, another took over) can no longer change the turn.
 import { randomUUID } from 'node:crypto';
-import type { Card } from './cards.ts';
-import type { Db } from './db.ts';
+import type { Card } from '../calls/cards.ts';
+import type { Db } from '../core/db.ts';
 import { applyInbox, fireDeadlines } from './turn-events.ts';
 import type {
   AppliedInbox,
@@ -26,7 +26,7 @@ import {
   type StepContextRow,
 } from './step-context.ts';
 import { commitStep, finishTurn } from './turn-commits.ts';
-import { createBatcher } from './batcher.ts';
+import { createBatcher } from '../core/batcher.ts';
 import { CARD_COLUMNS as CARD } from './turn-cards.ts';
 
 // The records live in turn-records.ts, which the statements' modules share; named here too, the

@@ -6,7 +6,7 @@
 // thread idle and start two turns. The choosing and starting live in SQL (migration 0027:
 // state.apply_inbox, state.finish_turn, state.start_next_of_thread), one round trip each; this
 // is the lock the cancel path takes from TypeScript.
-import type { Db } from './db.ts';
+import type { Db } from '../core/db.ts';
 
 /** Locks the thread of a task; undefined when the task belongs to none. */
 export async function lockThreadOf(

@@ -1,4 +1,0 @@
-// The turn files (turns.ts and its neighbours) stay at the package root while issue 36's turn
-// redesign rewrites them; until they move into agents/, they reach their neighbours through
-// these forwarders. Delete each with that move.
-export type { ProfileRecord } from './agents/profiles.ts';
