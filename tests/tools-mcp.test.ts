@@ -463,7 +463,9 @@ describe('delete', () => {
       };
       return list.sandboxes.filter((s) => s.session_key.startsWith('mcp:local@'));
     };
-    expect(await active()).toHaveLength(1);
+    // A server process is running (a slow run of the tests above may have let it idle out).
+    expect((await call('local.echo', { text: 'live' })).status).toBe('succeeded');
+    await until(async () => ((await active()).length === 1 ? true : undefined));
     expect((await req('DELETE', '/mcp-servers/local')).status).toBe(204);
     await until(async () => ((await active()).length === 0 ? true : undefined));
     const r = await call('local.echo', { text: 'x' });
