@@ -206,6 +206,7 @@ export function createClient(opts: ClientOptions): Client {
         after_execution: req.afterExecution ?? 'suspend',
         ...(req.timeoutMs !== undefined ? { timeout_ms: req.timeoutMs } : {}),
         ...(req.rerunOnTakeover !== undefined ? { rerun_on_takeover: req.rerunOnTakeover } : {}),
+        ...(req.mcp ? { mcp: req.mcp } : {}),
         ...(req.context !== undefined ? { context: req.context } : {}),
       },
       turn: { agentId: req.agentId, turnId: req.turnId, turnEpoch: req.turnEpoch },
