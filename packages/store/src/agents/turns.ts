@@ -166,14 +166,17 @@ export function createTurnsRepo(db: Db): TurnsRepo {
       // every batch (with an array each execution's own plan looked cheaper, and was made anew).
       // A call already answered (the worker marks its calls a moment after their publish, and
       // a fast tool has answered by then) is not written: the statement then changes no row,
-      // and a transaction that writes nothing costs no WAL flush.
+      // and a transaction that writes nothing costs no WAL flush. A call parked for approval
+      // meanwhile has had its deadline pushed past the approval's (approvals.ts): the later
+      // deadline stands.
       await Promise.all(
         [...byProject].map(([projectId, pairs]) =>
           db.query(
             'turns_mark_published',
             `UPDATE state.turn_calls c
                SET published_at = now() - make_interval(secs => a.ago / 1000),
-                   deadline_at = now() + make_interval(secs => (c.deadline_ms - a.ago) / 1000)
+                   deadline_at = greatest(c.deadline_at,
+                     now() + make_interval(secs => (c.deadline_ms - a.ago) / 1000))
              FROM (SELECT x->>0 AS id, (x->>1)::float8 AS ago
                    FROM jsonb_array_elements($2::jsonb) x) a
              WHERE c.project_id = $1
