@@ -11,7 +11,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { loadConfig } from '@toolmesh/config';
 import { startMcpEverythingServer, type McpEverythingFixture } from '@toolmesh/testing';
 import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
-import { startFacadeMesh, type FacadeMesh } from './support.ts';
+import { registerMcpServers, startFacadeMesh, type FacadeMesh } from './support.ts';
 
 let mesh: FacadeMesh;
 const clients: Client[] = [];
@@ -102,16 +102,10 @@ describe("2026-07-28: an MCP server's changes (subscriptions/listen)", () => {
       pino({ level: mesh.api.config.log.level }),
     );
     other = await mesh.api.createProject();
-    for (const [p, url] of [
+    await registerMcpServers(mesh, 'everything', [
       [mesh.project, ours.url],
       [other, theirs.url],
-    ] as const) {
-      const res = await mesh.api.request('POST', `/v1/projects/${p.id}/mcp-servers`, {
-        key: p.key,
-        body: { name: 'everything', transport: 'http', url },
-      });
-      if (res.status !== 201) throw new Error(`registering the fixture failed: ${res.raw}`);
-    }
+    ]);
   }, 120_000);
   afterAll(async () => {
     await tools?.stop(1_000);

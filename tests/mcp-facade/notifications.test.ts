@@ -17,7 +17,7 @@ import {
 import { loadConfig } from '@toolmesh/config';
 import { startMcpEverythingServer, type McpEverythingFixture } from '@toolmesh/testing';
 import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
-import { startFacadeMesh, type FacadeMesh } from './support.ts';
+import { registerMcpServers, startFacadeMesh, type FacadeMesh } from './support.ts';
 
 let mesh: FacadeMesh;
 let ours: McpEverythingFixture;
@@ -37,16 +37,10 @@ beforeAll(async () => {
   );
   other = await mesh.api.createProject();
   // Both projects name their server `everything`: only the project tells the two apart.
-  for (const [p, url] of [
+  await registerMcpServers(mesh, 'everything', [
     [mesh.project, ours.url],
     [other, theirs.url],
-  ] as const) {
-    const res = await mesh.api.request('POST', `/v1/projects/${p.id}/mcp-servers`, {
-      key: p.key,
-      body: { name: 'everything', transport: 'http', url },
-    });
-    if (res.status !== 201) throw new Error(`registering the fixture failed: ${res.raw}`);
-  }
+  ]);
 }, 120_000);
 afterAll(async () => {
   await tools?.stop(1_000);

@@ -127,3 +127,18 @@ export function modernDispatch(url: URL, key: string) {
     return { kind: 'result', result: answer['result'] as JsonValue };
   };
 }
+
+/** Registers an HTTP MCP server as `name` in each project, failing the setup if one is refused. */
+export async function registerMcpServers(
+  mesh: FacadeMesh,
+  name: string,
+  servers: readonly (readonly [{ id: string; key: string }, string])[],
+): Promise<void> {
+  for (const [p, url] of servers) {
+    const res = await mesh.api.request('POST', `/v1/projects/${p.id}/mcp-servers`, {
+      key: p.key,
+      body: { name, transport: 'http', url },
+    });
+    if (res.status !== 201) throw new Error(`registering ${name} failed: ${res.raw}`);
+  }
+}
