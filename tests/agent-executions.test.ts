@@ -132,11 +132,13 @@ describe('retention', () => {
       target: 'builtin',
       instanceId: 'test',
     });
+    // id1 finished before id2: batches go oldest first, so id2 gone means id1 went before it.
     await store.pool.query(
-      `UPDATE state.tool_executions SET finished_at = now() - interval '3 hours',
-         started_at = now() - interval '3 hours'
+      `UPDATE state.tool_executions SET
+         finished_at = now() - CASE WHEN tool_call_id = $3 THEN interval '4 hours' ELSE interval '3 hours' END,
+         started_at = now() - interval '4 hours'
        WHERE project_id = $1 AND tool_call_id = ANY($2::text[])`,
-      [project, [id1, id2, 'ret-running']],
+      [project, [id1, id2, 'ret-running'], id1],
     );
     const cardsOf = async (id: string) =>
       (
@@ -179,7 +181,7 @@ describe('retention', () => {
     );
     try {
       await until(async () => ((await store.executions.get(project, id2)) ? undefined : true));
-      expect(await store.executions.get(project, id1)).toBeUndefined();
+      await until(async () => ((await store.executions.get(project, id1)) ? undefined : true));
       expect(await cardsOf(id1)).toEqual([]);
       expect(await cardsOf(id2)).toEqual([]);
       // Recent and running rows stay, with their cards.
