@@ -137,6 +137,19 @@ describe('an HTTP tool at loopback, on the settings of pnpm stack', () => {
     },
   );
 
+  it('an MCP server at 127.0.0.1 is refused by default: state error, the refusal its last_error', async () => {
+    const p = await strict.api.createProject();
+    const before = up.seen.length;
+    const res = await strict.request('POST', `/v1/projects/${p.id}/mcp-servers`, {
+      key: p.key,
+      body: { name: 'notes', transport: 'http', url: `http://127.0.0.1:${up.port}/mcp` },
+    });
+    expect(res.status, res.raw).toBeLessThan(300);
+    expect(res.body.state, res.raw).toBe('error');
+    expect(res.body.last_error, res.raw).toContain('`pnpm stack --allow-loopback`');
+    expect(up.seen.length).toBe(before);
+  });
+
   it.each(['127.0.0.1', 'localhost'])('reaches %s with --allow-loopback', async (host) => {
     const r = await call(open, `http://${host}:${up.port}/echo/allowed`);
     expect(r.content.error, JSON.stringify(r.content)).toBeUndefined();
