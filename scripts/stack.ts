@@ -8,10 +8,8 @@
 // a free one here, and a port that is taken is named with the key that changes it before
 // anything starts. A second stack beside a running one (another CG__API__PORT) keeps its
 // servers and files in .data/stacks/api-<port>, so the two never share a database or a store.
-//   --once     stop after the demo (exit code 0 when the demo succeeded)
-//   --cluster  run NATS as a three-node cluster on loopback ports, streams at replicas 3
-//   --json     the services' log lines as JSON even on a terminal (the default elsewhere)
-// STACK_DATA_DIR names another folder than .data (the keys, and the first stack's servers).
+// Its flags: `pnpm stack --help` (stack-args.ts). STACK_DATA_DIR names another folder than .data
+// (the keys, and the first stack's servers).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -36,6 +34,7 @@ import { ensureNatsAuth, type NatsAuthFiles } from './nats-auth.ts';
 import { DATA, ROOT, postgresDir, sandboxRootDir, stateDir } from './stack-state.ts';
 import { ensureLocalProject } from './stack-local.ts';
 import { localStackSettings } from './stack-examples.ts';
+import { parseStackArgs, STACK_USAGE, type StackArgs } from './stack-args.ts';
 import { stackFormatter } from './stack-output.ts';
 import { credsAuthenticator } from '@nats-io/transport-node';
 import { natsServerConfig } from '@toolmesh/nats-auth';
@@ -102,12 +101,24 @@ const SERVICES = [
 type Service = (typeof SERVICES)[number];
 /** How long a service may take to answer its probe with 200 (a first start builds sandboxes). */
 const READY_TIMEOUT_MS = 180_000;
-const onceMode = process.argv.includes('--once');
-/** The services' lines: readable on a terminal, JSON elsewhere and with --json. */
-const format = stackFormatter(process.argv, process.stdout);
-const clusterMode = process.argv.includes('--cluster');
 
 const say = (line: string) => console.log(`[stack] ${line}`);
+let args: StackArgs;
+try {
+  args = parseStackArgs(process.argv.slice(2));
+} catch (err) {
+  say((err as Error).message);
+  console.log(STACK_USAGE);
+  process.exit(2);
+}
+if (args.help) {
+  console.log(STACK_USAGE);
+  process.exit(0);
+}
+const onceMode = args.once;
+/** The services' lines: readable on a terminal, JSON elsewhere and with --json. */
+const format = stackFormatter(process.argv, process.stdout);
+const clusterMode = args.cluster;
 const servers: { stop(): Promise<void> }[] = [];
 const children: ChildProcess[] = [];
 let stopping = false;
@@ -389,6 +400,7 @@ try {
     loadConfig({ env: { ...process.env, ...env } }),
     ROOT,
     process.env,
+    { allowLoopback: args.allowLoopback },
   );
   Object.assign(env, offered.env);
   for (const line of offered.lines) say(line);

@@ -3,7 +3,10 @@
 // (its embedded defaults; the demo must draw its picture), then runs each page's blocks in order
 // in the clone, as a user would type them: `toolmesh` is the clone's own (node_modules/.bin, as
 // on the PATH after set-up), and no TOOLMESH_*, NATS_URL or DATABASE_URL is set. The one change
-// made to a block: the stack runs on a free port, which replaces the api's default 8080.
+// made to a block: the stack runs on a free port, which replaces the api's default 8080. A page
+// whose first block is a `pnpm stack` command with flags (`pnpm stack --allow-loopback`) has the
+// running stack stopped, as with Ctrl-C, and that command started in its place before its other
+// blocks; the pages after it run against that stack.
 //
 // What each tag gets:
 //   sh, bash          run: one bash per page, its blocks in order (`set -euo pipefail`), so a
@@ -53,6 +56,8 @@ const NOT_RUN: { file: string; first: string; why: string }[] = [
 ];
 
 const RUN_TAGS = new Set(['sh', 'bash']);
+/** A block that starts the stack, which the test starts in place of the running one. */
+const STACK_COMMAND = /^pnpm stack( --[a-z-]+)*$/;
 const CHECK_TAGS = new Set(['json', 'toml', 'python', 'mermaid', 'ini', 'text', 'ts']);
 
 async function pages(root: string): Promise<string[]> {
@@ -202,16 +207,51 @@ describe('blocks run against one stack', () => {
     await exec('git', ['clone', '--quiet', REPO_ROOT, clone]);
   }, 60_000);
 
+  /** Ctrl-C to the running stack, as its user stops it; resolves once it has exited. */
+  async function stopStack() {
+    if (!stack || stack.exitCode !== null) return;
+    // pnpm runs the script in a process group of its own: the signal goes to the stack's pid.
+    const pid = Number(
+      (await readFile(join(clone, '.data/stack.pid'), 'utf8').catch(() => '')).trim(),
+    );
+    if (pid > 0) process.kill(pid, 'SIGINT');
+    else stack.kill('SIGKILL');
+    await once(stack, 'exit');
+  }
+
+  /**
+   * Starts a page's `pnpm stack ...` command as written, on the test's free api port; resolves
+   * with whether its demo drew its picture.
+   */
+  async function startStack(command: string): Promise<boolean> {
+    stackOut = '';
+    port ||= await freePort();
+    stack = spawn('pnpm', command.split(' ').slice(1), {
+      cwd: clone,
+      // The stack's health ports left to the kernel: other tests on this machine hold the fixed ones.
+      env: {
+        ...userEnv(),
+        CG__API__PORT: String(port),
+        CG__REAPER__HEALTH_PORT: '0',
+        CG__TOOLS__HEALTH_PORT: '0',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const started = stack;
+    return new Promise<boolean>((resolve) => {
+      const seen = (b: Buffer) => {
+        stackOut += b.toString();
+        if (stackOut.includes('[stack] demo succeeded')) resolve(true);
+        if (stackOut.includes('[stack] demo FAILED')) resolve(false);
+      };
+      started.stdout!.on('data', seen);
+      started.stderr!.on('data', seen);
+      started.once('exit', () => resolve(false));
+    });
+  }
+
   afterAll(async () => {
-    if (stack && stack.exitCode === null) {
-      // Ctrl-C: pnpm runs the script in a process group of its own, so the stack's own pid.
-      const pid = Number(
-        (await readFile(join(clone, '.data/stack.pid'), 'utf8').catch(() => '')).trim(),
-      );
-      if (pid > 0) process.kill(pid, 'SIGINT');
-      else stack.kill('SIGKILL');
-      await once(stack, 'exit');
-    }
+    await stopStack();
     if (dir) {
       // As root in a private folder the stack keeps its sandboxes under /var/lib/toolmesh.
       const id = createHash('sha256').update(clone).digest('hex').slice(0, 12);
@@ -295,30 +335,12 @@ describe('blocks run against one stack', () => {
       join(clone, 'packages/cli/src/main.ts'),
     );
 
-    port = await freePort();
-    stack = spawn('pnpm', ['stack'], {
-      cwd: clone,
-      // The stack's health ports left to the kernel: other tests on this machine hold the fixed ones.
-      env: {
-        ...userEnv(),
-        CG__API__PORT: String(port),
-        CG__REAPER__HEALTH_PORT: '0',
-        CG__TOOLS__HEALTH_PORT: '0',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const done = new Promise<boolean>((resolve) => {
-      const seen = (b: Buffer) => {
-        stackOut += b.toString();
-        if (stackOut.includes('[stack] demo succeeded')) resolve(true);
-        if (stackOut.includes('[stack] demo FAILED')) resolve(false);
-      };
-      stack!.stdout!.on('data', seen);
-      stack!.stderr!.on('data', seen);
-      stack!.once('exit', () => resolve(false));
-    });
-    expect(await done, stackOut.slice(-6_000)).toBe(true);
+    expect(await startStack(readme[1]!.code), stackOut.slice(-6_000)).toBe(true);
     expect(stackOut).not.toMatch(/Violation/);
+    // As deployed: no tool reaches loopback, and the stack says how to allow it.
+    expect(stackOut).toMatch(
+      /^\[stack\] HTTP tools and MCP servers may not reach loopback .*`pnpm stack --allow-loopback`/m,
+    );
     // Where the console is, and a key to sign in with; no log line names a key twice.
     expect(stackOut).toMatch(
       /^\[stack\] console on http:\/\/127\.0\.0\.1:\d+\/console: sign in with the key tmk_\S+ \(project local\)$/m,
@@ -337,7 +359,17 @@ describe('blocks run against one stack', () => {
       const blocks = blocksOf(file, await readFile(join(clone, file), 'utf8')).filter(
         (b) => RUN_TAGS.has(b.tag) && !notRun(b),
       );
-      const steps = file === 'README.md' ? blocks.slice(2) : blocks; // set-up and stack: above
+      let steps = file === 'README.md' ? blocks.slice(2) : blocks; // set-up and stack: above
+      const stackBlocks = steps.filter((b) => STACK_COMMAND.test(b.code));
+      if (stackBlocks.length > 0) {
+        expect(stackBlocks, `${file}: a \`pnpm stack\` command comes first, alone`).toEqual([
+          steps[0],
+        ]);
+        await stopStack();
+        const ok = await startStack(steps[0]!.code);
+        expect(ok, `${file}:${steps[0]!.line}\n${stackOut.slice(-6_000)}`).toBe(true);
+        steps = steps.slice(1);
+      }
       if (steps.length === 0) continue;
       const script = [
         'set -euo pipefail',

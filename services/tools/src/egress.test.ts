@@ -52,6 +52,28 @@ describe('checkUrl', () => {
   });
 });
 
+describe('the refusal', () => {
+  it('names `pnpm stack --allow-loopback` only for the hosts that flag allows', async () => {
+    const strict = createEgress([]);
+    const refusal = (u: string) => {
+      try {
+        strict.checkUrl(new URL(u));
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return 'allowed';
+    };
+    try {
+      expect(refusal('http://127.0.0.1:8080/')).toContain('`pnpm stack --allow-loopback`');
+      expect(refusal('http://10.0.0.12/')).toBe(
+        'egress to 10.0.0.12 is refused: not a public address; an operator may allow it in [tools] allowed_private_hosts',
+      );
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
 describe('the dispatcher', () => {
   it('refuses a name whose every DNS answer is a private address in any form, before connecting', async () => {
     const resolve: Resolve = (host) => {

@@ -14,10 +14,20 @@ import { isPublicAddress } from './public-address.ts';
 
 export { isPublicAddress };
 
+/**
+ * The hosts `pnpm stack --allow-loopback` allows. A refusal of one names that flag too: the same
+ * words on every deployment, so a tenant learns nothing of how this one is run.
+ */
+const LOCAL_STACK_HOSTS = new Set(['127.0.0.1', 'localhost']);
+
 export class EgressDenied extends ToolError {
   constructor(host: string, addresses: readonly string[]) {
+    const resolved = addresses.length && addresses[0] !== host ? ` (${addresses.join(', ')})` : '';
+    const local = LOCAL_STACK_HOSTS.has(host)
+      ? '; on a local `pnpm stack`, `pnpm stack --allow-loopback` allows 127.0.0.1 and localhost'
+      : '';
     super(
-      `egress to ${host}${addresses.length && addresses[0] !== host ? ` (${addresses.join(', ')})` : ''} is refused: not a public address; an operator may allow it in [tools] allowed_private_hosts`,
+      `egress to ${host}${resolved} is refused: not a public address; an operator may allow it in [tools] allowed_private_hosts${local}`,
       { code: 'egress_denied', details: { host, addresses } },
     );
   }
