@@ -24,6 +24,8 @@ export interface McpEverythingFixture {
   readonly state: EverythingState;
   /** The JSON-RPC methods POSTed, in order. */
   readonly methods: string[];
+  /** Those of them POSTed on the 2026-07-28 revision (stateless). */
+  readonly modernMethods: string[];
   /** Makes every session notify its client (mcp-everything-triggers.ts). */
   readonly triggers: EverythingTriggers;
   stop(): Promise<void>;
@@ -96,6 +98,7 @@ export async function startMcpEverythingServer(
 ): Promise<McpEverythingFixture> {
   const sessions = new Map<string, Session>();
   const methods: string[] = [];
+  const modernMethods: string[] = [];
   const state: EverythingState = {
     subscriptions: new Set(),
     closeStream: (sessionId, requestId) => {
@@ -133,6 +136,7 @@ export async function startMcpEverythingServer(
       const web = toWebRequest(req);
       // 2026-07-28: stateless, one server per request (mcp-everything-modern.ts).
       if (!(await isLegacyRequest(web, body))) {
+        modernMethods.push(String((body as { method?: unknown }).method));
         return sendWeb(res, await modern.fetch(web, { parsedBody: body }));
       }
     }
@@ -171,6 +175,7 @@ export async function startMcpEverythingServer(
     url: `http://127.0.0.1:${port}/mcp`,
     state,
     methods,
+    modernMethods,
     triggers: extras.triggers,
     async stop() {
       await modern.close();

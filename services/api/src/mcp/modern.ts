@@ -49,6 +49,7 @@ import type { ApprovalDecider } from '../approvals.ts';
 import {
   FEDERATED_CAPABILITIES,
   PASSTHROUGH_CAPABILITIES,
+  modernRequest,
   registerModernPassthrough,
 } from './passthrough.ts';
 import type { Upstream } from './upstream.ts';
@@ -186,9 +187,20 @@ function createProjectHandler(
         'resources/templates/list',
         async () => (await fed.listTemplates(project)) as never,
       );
-      server.setRequestHandler('resources/read', async (req) =>
+      // A read and a prompt go to their server with the client's envelope, as on a server's
+      // own endpoint; the state is bound to the prefixed name (no server of the facade).
+      const scoped = { project, server: undefined };
+      server.setRequestHandler('resources/read', async (req, c) =>
         fed.isFederatedUri(req.params.uri)
-          ? ((await fed.readResource(project, req.params.uri)) as never)
+          ? ((await modernRequest(
+              deps.upstream,
+              deps.inputStates,
+              scoped,
+              'resources/read',
+              req.params,
+              c,
+              (p, mcp) => fed.readResource(project, String(p['uri']), mcp),
+            )) as never)
           : ((await deps.readResource(scope.project, req.params.uri)) as never),
       );
       server.setRequestHandler(
@@ -197,7 +209,16 @@ function createProjectHandler(
       );
       server.setRequestHandler(
         'prompts/get',
-        async (req) => (await fed.getPrompt(project, req.params as never)) as never,
+        async (req, c) =>
+          (await modernRequest(
+            deps.upstream,
+            deps.inputStates,
+            scoped,
+            'prompts/get',
+            req.params,
+            c,
+            (p, mcp) => fed.getPrompt(project, p, mcp),
+          )) as never,
       );
     } else {
       registerModernPassthrough(
