@@ -94,7 +94,11 @@ async function sendWeb(res: ServerResponse, web: Response): Promise<void> {
 }
 
 export async function startMcpEverythingServer(
-  o: { port?: number } = {},
+  o: {
+    port?: number;
+    /** false: a server of the 2025 revisions only (a 2026-07-28 request is refused, 400). */
+    modern?: boolean;
+  } = {},
 ): Promise<McpEverythingFixture> {
   const sessions = new Map<string, Session>();
   const methods: string[] = [];
@@ -132,7 +136,7 @@ export async function startMcpEverythingServer(
       methods.push(String(body.method));
     }
     const id = req.headers['mcp-session-id'];
-    if (req.method === 'POST' && id === undefined) {
+    if (req.method === 'POST' && id === undefined && o.modern !== false) {
       const web = toWebRequest(req);
       // 2026-07-28: stateless, one server per request (mcp-everything-modern.ts).
       if (!(await isLegacyRequest(web, body))) {

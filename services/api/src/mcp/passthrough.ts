@@ -185,6 +185,6 @@ export async function modernRequest(
   const { inputResponses: _i, requestState: _s, ...rest } = params;
   const answer = await send(rest, envelopeOf(ctx.mcpReq, opened?.upstream));
   return answer['resultType'] === 'input_required' && method !== 'completion/complete'
-    ? (inputRequiredFor(inputStates, answer, binding))
+    ? inputRequiredFor(inputStates, answer, binding)
     : answer;
 }
