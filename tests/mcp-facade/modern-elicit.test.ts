@@ -9,16 +9,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import type { JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
 import { loadConfig } from '@toolmesh/config';
-import { startMcpEverythingServer, type McpEverythingFixture } from '@toolmesh/testing';
+import {
+  INTERVIEW_TOOL,
+  startMcpEverythingServer,
+  startMcpHttpServer,
+  type McpEverythingFixture,
+  type McpHttpFixture,
+} from '@toolmesh/testing';
 import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
 import { modernDispatch, registerMcpServers, startFacadeMesh, type FacadeMesh } from './support.ts';
 
 let mesh: FacadeMesh;
 let legacy: McpEverythingFixture;
+let interviewer: McpHttpFixture;
 let tools: ToolsService;
 let other: { id: string; key: string };
 beforeAll(async () => {
   legacy = await startMcpEverythingServer({ modern: false });
+  interviewer = await startMcpHttpServer({ tools: [INTERVIEW_TOOL] });
   mesh = await startFacadeMesh(
     { CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]', CG__TOOLS__HEALTH_PORT: '0' },
     { skills: false },
@@ -32,10 +40,12 @@ beforeAll(async () => {
     [mesh.project, legacy.url],
     [other, legacy.url],
   ]);
+  await registerMcpServers(mesh, 'interviewer', [[mesh.project, interviewer.url]]);
 }, 120_000);
 afterAll(async () => {
   await tools?.stop(1_000);
   await legacy?.stop();
+  await interviewer?.stop();
   await mesh?.close();
 });
 
@@ -53,8 +63,11 @@ function framed(params: Record<string, unknown>) {
   };
 }
 
-const send = (project: { id: string; key: string }, params: Record<string, unknown>) =>
-  modernDispatch(mesh.serverUrl(project.id, 'legacy'), project.key)(framed(params));
+const send = (
+  project: { id: string; key: string },
+  params: Record<string, unknown>,
+  server = 'legacy',
+) => modernDispatch(mesh.serverUrl(project.id, server), project.key)(framed(params));
 
 const result = (r: JsonRpcResponse) => {
   if (r.kind !== 'result') throw new Error(`an error: ${r.error.message}`);
@@ -174,5 +187,39 @@ describe("a 2025-era server's question to a 2026-07-28 client", () => {
     expect(done['content']).toEqual([
       { type: 'text', text: 'User response: action=accept, content={"response":"ours"}' },
     ]);
+  });
+
+  it("a server's second question is a second input_required round of the same call", async () => {
+    const call = { name: INTERVIEW_TOOL, arguments: {} };
+    const round = async (params: Record<string, unknown>) =>
+      result(await send(mesh.project, { ...call, ...params }, 'interviewer'));
+    const first = await round({});
+    expect(first['resultType']).toBe('input_required');
+    const [nameId, nameReq] = Object.entries(first['inputRequests'] as Record<string, any>)[0]!;
+    expect(nameReq.params.message).toBe('Your name?');
+    const second = await round({
+      inputResponses: { [nameId]: { action: 'accept', content: { name: 'Ada' } } },
+      requestState: first['requestState'],
+    });
+    expect(second['resultType']).toBe('input_required');
+    const [colourId, colourReq] = Object.entries(
+      second['inputRequests'] as Record<string, any>,
+    )[0]!;
+    expect(colourId).not.toBe(nameId);
+    expect(colourReq.params.message).toBe('Ada, your colour?');
+    const done = await round({
+      inputResponses: { [colourId]: { action: 'accept', content: { colour: 'green' } } },
+      requestState: second['requestState'],
+    });
+    expect(done['content']).toEqual([{ type: 'text', text: 'Ada likes green' }]);
+    const asked = await mesh.api.store.inputRequests.get(mesh.project.id, colourId);
+    // Both questions belong to one call, with one card.
+    expect((await mesh.api.store.inputRequests.get(mesh.project.id, nameId))?.tool_call_id).toBe(
+      asked?.tool_call_id,
+    );
+    expect(await mesh.api.store.cards.countToolResults(mesh.project.id, asked!.tool_call_id)).toBe(
+      1,
+    );
+    expect(interviewer.methods.filter((m) => m === 'tools/call')).toHaveLength(1);
   });
 });
