@@ -22,14 +22,7 @@ export interface InputAnswers {
    * Answers a request; throws ApiError `invalid_input` (content and form disagree), `conflict`
    * (another answer came first, or the call no longer waits), `input_expired`, or not found.
    */
-  answer(
-    project: string,
-    id: string,
-    a: InputAnswerIn,
-    by: string,
-    /** Called with the record as it is, before anything is written (a caller's own check). */
-    check?: (r: InputRequestRecord) => void,
-  ): Promise<InputRequestRecord>;
+  answer(project: string, id: string, a: InputAnswerIn, by: string): Promise<InputRequestRecord>;
 }
 
 const sameAnswer = (r: InputRequestRecord, action: InputAction, content: unknown) =>
@@ -75,10 +68,9 @@ export function createInputAnswers(deps: {
   }
 
   return {
-    async answer(project, id, { action, content }, by, check) {
+    async answer(project, id, { action, content }, by) {
       const current = await store.inputRequests.get(project, id);
       if (!current) throw notFound('input request', id);
-      check?.(current);
       if (action === 'accept') {
         if (!content) {
           throw new ApiError('invalid_input', 'accept needs content matching the requested form');

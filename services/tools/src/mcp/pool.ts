@@ -398,6 +398,9 @@ export function createMcpPool(deps: PoolDeps): McpPool {
       if (entries.get(key) === e) entries.delete(key);
       const pooled = await e?.opening.catch(() => undefined);
       await pooled?.conn.close();
+      // A replaced server (re-imported) or a failed call's connection: clients' subscriptions
+      // still want a connection. A deleted or disabled server was forgotten before its drop.
+      reopenLater(project, server);
     },
     watchRegistry: (bus) =>
       bus.subscribe(bus.subjects.registryChangedFilter(), (subject, data) => {
