@@ -3,9 +3,9 @@
 // SDK's createMcpHandler with a server per request. Its tools, resources, prompts and
 // completions are the 2025 server's (mcp-everything-features.ts), reached over an in-memory
 // 1.x client, so both revisions serve the same registrations; on top, what only this revision
-// has: the multi-round-trip tools, prompt and resource (mcp-everything-input.ts), the capability-gated
-// `test_missing_capability`, and a tool whose argument travels in an `Mcp-Param-*` header
-// (x-mcp-header, SEP-2243; the SDK checks the header against the body).
+// has: the multi-round-trip tools, prompt and resource (mcp-everything-input.ts), the
+// capability-gated `test_missing_capability`, and a tool whose argument travels in an
+// `Mcp-Param-*` header (x-mcp-header, SEP-2243; the SDK checks the header against the body).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -95,6 +95,9 @@ async function dispatch(
   }
 }
 
+/** The methods whose answer may be `input_required` (SEP-2322). */
+type SteppedMethod = 'tools/call' | 'prompts/get' | 'resources/read';
+
 function modernServer(state: EverythingState) {
   const mcp = new McpServer(
     { name: 'mcp-conformance-test-server', version: '1.0.0' },
@@ -155,87 +158,85 @@ function modernServer(state: EverythingState) {
     async (req) => (await forward('completion/complete')(req)) as never,
   );
 
-  const stepped =
-    (method: 'tools/call' | 'prompts/get' | 'resources/read') =>
-    async (req: unknown, c: unknown) => {
-      const ctx = c as {
-        mcpReq: {
-          envelope?: unknown;
-          _meta?: { progressToken?: string | number };
-          inputResponses?: Record<string, unknown>;
-          requestState(): unknown;
-          notify(n: unknown): Promise<void>;
-        };
+  const stepped = (method: SteppedMethod) => async (req: unknown, c: unknown) => {
+    const ctx = c as {
+      mcpReq: {
+        envelope?: unknown;
+        _meta?: { progressToken?: string | number };
+        inputResponses?: Record<string, unknown>;
+        requestState(): unknown;
+        notify(n: unknown): Promise<void>;
       };
-      const params = { ...((req as { params?: Record<string, unknown> }).params ?? {}) };
-      const raw = ctx.mcpReq.requestState();
-      const withInput = {
-        ...params,
-        ...(ctx.mcpReq.inputResponses !== undefined
-          ? { inputResponses: ctx.mcpReq.inputResponses }
-          : {}),
-        ...(raw !== undefined ? { requestState: raw } : {}),
-      };
-      const envelope = ctx.mcpReq.envelope;
-      const caps = isRecord(envelope) ? envelope[CLIENT_CAPABILITIES] : undefined;
-      const capabilities = isRecord(caps) ? caps : {};
-      if (method === 'tools/call' && params['name'] === MISSING_CAPABILITY_TOOL.name) {
-        if (!capabilities['sampling']) {
-          throw new MissingRequiredClientCapabilityError({
-            requiredCapabilities: { sampling: {} },
-          });
-        }
-        return { content: [{ type: 'text', text: 'Success' }] } as never;
-      }
-      if (method === 'tools/call' && params['name'] === STREAMING_TOOL.name) {
-        const token = ctx.mcpReq._meta?.progressToken;
-        if (token !== undefined) {
-          await ctx.mcpReq.notify({
-            method: 'notifications/progress',
-            params: { progressToken: token, progress: 50, total: 100 },
-          });
-        }
-        return { content: [{ type: 'text', text: 'Streaming complete' }] } as never;
-      }
-      if (method === 'tools/call' && params['name'] === LOGGING_TOOL.name) {
-        if (isRecord(envelope) && envelope[LOG_LEVEL_META] !== undefined) {
-          await ctx.mcpReq.notify({
-            method: 'notifications/message',
-            params: { level: 'info', logger: 'conformance-test-server', data: 'Logging activated' },
-          });
-        }
-        return { content: [{ type: 'text', text: 'Logging evaluated' }] } as never;
-      }
-      if (method === 'tools/call' && params['name'] === HEADER_TOOL.name) {
-        const region = (params['arguments'] as { region?: unknown } | undefined)?.region;
-        return { content: [{ type: 'text', text: `region: ${String(region)}` }] } as never;
-      }
-      const step = runInputStep(method, withInput, capabilities);
-      if (step?.kind === 'error') throw new ProtocolError(step.code, step.message);
-      if (step?.kind === 'complete') return step.result as never;
-      if (step?.kind === 'input') {
-        return {
-          resultType: 'input_required',
-          inputRequests: step.inputRequests,
-          ...(step.state ? { requestState: signState(step.state) } : {}),
-        } as never;
-      }
-      if (method === 'resources/read') {
-        return {
-          ...(await dispatch(state, method, params)),
-          ttlMs: 0,
-          cacheScope: 'private',
-        } as never;
-      }
-      // Progress and log messages of the 2025 server's tool reach this request's stream.
-      return (await dispatch(
-        state,
-        method,
-        params,
-        (n) => ctx.mcpReq.notify(n),
-        ctx.mcpReq._meta?.progressToken,
-      )) as never;
     };
+    const params = { ...((req as { params?: Record<string, unknown> }).params ?? {}) };
+    const raw = ctx.mcpReq.requestState();
+    const withInput = {
+      ...params,
+      ...(ctx.mcpReq.inputResponses !== undefined
+        ? { inputResponses: ctx.mcpReq.inputResponses }
+        : {}),
+      ...(raw !== undefined ? { requestState: raw } : {}),
+    };
+    const envelope = ctx.mcpReq.envelope;
+    const caps = isRecord(envelope) ? envelope[CLIENT_CAPABILITIES] : undefined;
+    const capabilities = isRecord(caps) ? caps : {};
+    if (method === 'tools/call' && params['name'] === MISSING_CAPABILITY_TOOL.name) {
+      if (!capabilities['sampling']) {
+        throw new MissingRequiredClientCapabilityError({
+          requiredCapabilities: { sampling: {} },
+        });
+      }
+      return { content: [{ type: 'text', text: 'Success' }] } as never;
+    }
+    if (method === 'tools/call' && params['name'] === STREAMING_TOOL.name) {
+      const token = ctx.mcpReq._meta?.progressToken;
+      if (token !== undefined) {
+        await ctx.mcpReq.notify({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress: 50, total: 100 },
+        });
+      }
+      return { content: [{ type: 'text', text: 'Streaming complete' }] } as never;
+    }
+    if (method === 'tools/call' && params['name'] === LOGGING_TOOL.name) {
+      if (isRecord(envelope) && envelope[LOG_LEVEL_META] !== undefined) {
+        await ctx.mcpReq.notify({
+          method: 'notifications/message',
+          params: { level: 'info', logger: 'conformance-test-server', data: 'Logging activated' },
+        });
+      }
+      return { content: [{ type: 'text', text: 'Logging evaluated' }] } as never;
+    }
+    if (method === 'tools/call' && params['name'] === HEADER_TOOL.name) {
+      const region = (params['arguments'] as { region?: unknown } | undefined)?.region;
+      return { content: [{ type: 'text', text: `region: ${String(region)}` }] } as never;
+    }
+    const step = runInputStep(method, withInput, capabilities);
+    if (step?.kind === 'error') throw new ProtocolError(step.code, step.message);
+    if (step?.kind === 'complete') return step.result as never;
+    if (step?.kind === 'input') {
+      return {
+        resultType: 'input_required',
+        inputRequests: step.inputRequests,
+        ...(step.state ? { requestState: signState(step.state) } : {}),
+      } as never;
+    }
+    if (method === 'resources/read') {
+      return {
+        ...(await dispatch(state, method, params)),
+        ttlMs: 0,
+        cacheScope: 'private',
+      } as never;
+    }
+    // Progress and log messages of the 2025 server's tool reach this request's stream.
+    return (await dispatch(
+      state,
+      method,
+      params,
+      (n) => ctx.mcpReq.notify(n),
+      ctx.mcpReq._meta?.progressToken,
+    )) as never;
+  };
   s.setRequestHandler('tools/call', stepped('tools/call'));
   s.setRequestHandler('prompts/get', stepped('prompts/get'));
   s.setRequestHandler('resources/read', stepped('resources/read'));
