@@ -2,7 +2,8 @@
 // everything they were told die with it) and comes back on the same address. The tools service
 // opens the connection again by itself, because a client still holds a subscription, and tells
 // the new server the subscriptions and log level its clients hold; a session that subscribed
-// before the loss hears the next update without subscribing again.
+// before the loss hears the next update without subscribing again. And a connection idle past
+// [tools] mcp_idle_close_ms (small here) is kept while a client holds a subscription on it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -22,7 +23,7 @@ beforeAll(async () => {
     { skills: false },
   );
   tools = await startToolsService(
-    loadConfig({ env: mesh.api.serviceEnv('tools') }),
+    loadConfig({ env: mesh.api.serviceEnv('tools', { CG__TOOLS__MCP_IDLE_CLOSE_MS: '300' }) }),
     pino({ level: mesh.api.config.log.level }),
   );
   await registerMcpServers(mesh, 'everything', [[mesh.project, upstream.url]]);
@@ -66,5 +67,24 @@ describe('a lost pooled connection keeps its subscriptions', () => {
     // The subscription is still the session's to end, on the new connection.
     await client.unsubscribeResource({ uri: WATCHED });
     expect(upstream.state.subscriptions.has(WATCHED)).toBe(false);
+  });
+
+  it('the idle sweep keeps a connection a client holds a subscription on', async () => {
+    const client: Client = await mesh.connect({
+      url: mesh.serverUrl(mesh.project.id, 'everything'),
+    });
+    const updates: unknown[] = [];
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      updates.push(n.params);
+    });
+    await client.subscribeResource({ uri: WATCHED });
+    const opened = upstream.methods.filter((m) => m === 'initialize').length;
+    // Several idle periods pass without a call.
+    await new Promise((r) => setTimeout(r, 1_500));
+    await upstream.triggers.resourceUpdated(WATCHED);
+    await expect.poll(() => updates, { timeout: 15_000 }).toEqual([{ uri: WATCHED }]);
+    // The same connection carried it: none was opened meanwhile.
+    expect(upstream.methods.filter((m) => m === 'initialize')).toHaveLength(opened);
+    await client.unsubscribeResource({ uri: WATCHED });
   });
 });
