@@ -222,4 +222,33 @@ describe("a 2025-era server's question to a 2026-07-28 client", () => {
     );
     expect(interviewer.methods.filter((m) => m === 'tools/call')).toHaveLength(1);
   });
+
+  it("the project's facade asks the same way under the prefixed name", async () => {
+    const raw = modernDispatch(mesh.mcpUrl(mesh.project.id), mesh.project.key);
+    const call = { name: 'legacy__test_elicitation', arguments: { message: 'Via the facade?' } };
+    const first = result(await raw(framed(call)));
+    expect(first['resultType']).toBe('input_required');
+    const [id, request] = Object.entries(first['inputRequests'] as Record<string, any>)[0]!;
+    expect(request.params.message).toBe('Via the facade?');
+    // Not on the server's own endpoint: the state is bound to where it was issued.
+    const elsewhere = await send(mesh.project, {
+      name: 'test_elicitation',
+      arguments: { message: 'Via the facade?' },
+      inputResponses: { [id]: { action: 'accept', content: { response: 'no' } } },
+      requestState: first['requestState'],
+    });
+    expect(elsewhere).toMatchObject({ kind: 'error', error: { code: -32602 } });
+    const done = result(
+      await raw(
+        framed({
+          ...call,
+          inputResponses: { [id]: { action: 'accept', content: { response: 'yes' } } },
+          requestState: first['requestState'],
+        }),
+      ),
+    );
+    expect(done['content']).toEqual([
+      { type: 'text', text: 'User response: action=accept, content={"response":"yes"}' },
+    ]);
+  });
 });
