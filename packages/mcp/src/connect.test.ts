@@ -19,7 +19,8 @@ import {
   startMcpHttpServer,
   type McpHttpFixture,
 } from '@toolmesh/testing';
-import { connectMcp, type McpConnection, type McpProgress } from './connect.ts';
+import { connectMcp } from './connect.ts';
+import type { McpConnection, McpProgress } from './connection.ts';
 import { mapToolNames } from './names.ts';
 
 let http: McpHttpFixture;

@@ -1,16 +1,17 @@
-export { connectMcp, McpTransportKind, textOf } from './connect.ts';
+export { connectMcp } from './connect.ts';
+export type { McpEndpoint } from './connect.ts';
+export { McpTransportKind, textOf } from './connection.ts';
 export type {
   CallOptions,
   ConnectOptions,
   McpCallResult,
   McpConnection,
   McpAsker,
-  McpEndpoint,
   McpNotification,
   McpRpcError,
   McpProgress,
   McpTool,
-} from './connect.ts';
+} from './connection.ts';
 export { McpClientError, McpErrorReason, isMcpClientError } from './errors.ts';
 export { MODERN_PROTOCOL_VERSION } from './modern.ts';
 export type { ModernChannel, ModernReply, ModernRequestOptions } from './modern.ts';

@@ -44,7 +44,7 @@ export { startMcpHttpServer, MCP_STDIO_SERVER_PATH } from './mcp-http-server.ts'
 export { bundleMcpStdioServer, MCP_ENV_SERVER_PATH } from './mcp-stdio-bundle.ts';
 export type { McpStdioBundle } from './mcp-stdio-bundle.ts';
 export type { McpHttpFixture } from './mcp-http-server.ts';
-export { FIXTURE_TOOLS } from './mcp-fixture-tools.ts';
+export { FIXTURE_TOOLS, INTERVIEW_TOOL } from './mcp-fixture-tools.ts';
 export { startMcpEverythingServer } from './mcp-everything-server.ts';
 export type { McpEverythingFixture } from './mcp-everything-server.ts';
 export type { EverythingState } from './mcp-everything-features.ts';

@@ -230,25 +230,57 @@ const prompt: Step = ({ responses }) => {
   };
 };
 
+/** A resource whose read needs the client's input (2026-07-28 only). */
+export const INPUT_RESOURCE = {
+  uri: 'test://input-required-resource',
+  name: 'input-required-resource',
+  description: 'MRTR: a resource read that needs elicitation input',
+  mimeType: 'text/plain',
+};
+
+const resource: Step = ({ responses, state }) => {
+  const purpose = field(responses?.['purpose'], 'purpose');
+  if (state?.['kind'] === 'resource' && purpose !== undefined) {
+    return {
+      kind: 'complete',
+      result: {
+        contents: [
+          { uri: INPUT_RESOURCE.uri, mimeType: 'text/plain', text: `Read for: ${purpose}` },
+        ],
+      },
+    };
+  }
+  return {
+    kind: 'input',
+    inputRequests: { purpose: elicit('Why do you read this resource?', 'purpose') },
+    state: { kind: 'resource' },
+  };
+};
+
 /**
- * Runs a multi-round-trip tool or prompt when `name` is one: undefined otherwise. Malformed
+ * Runs a multi-round-trip tool, prompt or resource when `name` (a read's `uri`) is one:
+ * undefined otherwise. Malformed
  * `inputResponses` (not an object of objects) and a state this fixture did not sign are
  * protocol errors (-32602).
  */
 export function runInputStep(
-  method: 'tools/call' | 'prompts/get',
+  method: 'tools/call' | 'prompts/get' | 'resources/read',
   params: Record<string, unknown>,
   clientCapabilities: Record<string, unknown>,
 ): StepResult | undefined {
   const name = params['name'];
   const step =
-    method === 'prompts/get'
-      ? name === INPUT_PROMPT.name
-        ? prompt
+    method === 'resources/read'
+      ? params['uri'] === INPUT_RESOURCE.uri
+        ? resource
         : undefined
-      : typeof name === 'string'
-        ? TOOLS[name]?.step
-        : undefined;
+      : method === 'prompts/get'
+        ? name === INPUT_PROMPT.name
+          ? prompt
+          : undefined
+        : typeof name === 'string'
+          ? TOOLS[name]?.step
+          : undefined;
   if (!step) return undefined;
   const responses = params['inputResponses'];
   if (

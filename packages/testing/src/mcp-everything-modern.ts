@@ -3,9 +3,9 @@
 // SDK's createMcpHandler with a server per request. Its tools, resources, prompts and
 // completions are the 2025 server's (mcp-everything-features.ts), reached over an in-memory
 // 1.x client, so both revisions serve the same registrations; on top, what only this revision
-// has: the multi-round-trip tools and prompt (mcp-everything-input.ts), the capability-gated
-// `test_missing_capability`, and a tool whose argument travels in an `Mcp-Param-*` header
-// (x-mcp-header, SEP-2243; the SDK checks the header against the body).
+// has: the multi-round-trip tools, prompt and resource (mcp-everything-input.ts), the
+// capability-gated `test_missing_capability`, and a tool whose argument travels in an
+// `Mcp-Param-*` header (x-mcp-header, SEP-2243; the SDK checks the header against the body).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -95,6 +95,9 @@ async function dispatch(
   }
 }
 
+/** The methods whose answer may be `input_required` (SEP-2322). */
+type SteppedMethod = 'tools/call' | 'prompts/get' | 'resources/read';
+
 function modernServer(state: EverythingState) {
   const mcp = new McpServer(
     { name: 'mcp-conformance-test-server', version: '1.0.0' },
@@ -151,16 +154,11 @@ function modernServer(state: EverythingState) {
     );
   }
   s.setRequestHandler(
-    'resources/read',
-    async (req) =>
-      ({ ...(await forward('resources/read')(req)), ttlMs: 0, cacheScope: 'private' }) as never,
-  );
-  s.setRequestHandler(
     'completion/complete',
     async (req) => (await forward('completion/complete')(req)) as never,
   );
 
-  const stepped = (method: 'tools/call' | 'prompts/get') => async (req: unknown, c: unknown) => {
+  const stepped = (method: SteppedMethod) => async (req: unknown, c: unknown) => {
     const ctx = c as {
       mcpReq: {
         envelope?: unknown;
@@ -184,7 +182,9 @@ function modernServer(state: EverythingState) {
     const capabilities = isRecord(caps) ? caps : {};
     if (method === 'tools/call' && params['name'] === MISSING_CAPABILITY_TOOL.name) {
       if (!capabilities['sampling']) {
-        throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { sampling: {} } });
+        throw new MissingRequiredClientCapabilityError({
+          requiredCapabilities: { sampling: {} },
+        });
       }
       return { content: [{ type: 'text', text: 'Success' }] } as never;
     }
@@ -221,6 +221,13 @@ function modernServer(state: EverythingState) {
         ...(step.state ? { requestState: signState(step.state) } : {}),
       } as never;
     }
+    if (method === 'resources/read') {
+      return {
+        ...(await dispatch(state, method, params)),
+        ttlMs: 0,
+        cacheScope: 'private',
+      } as never;
+    }
     // Progress and log messages of the 2025 server's tool reach this request's stream.
     return (await dispatch(
       state,
@@ -232,6 +239,7 @@ function modernServer(state: EverythingState) {
   };
   s.setRequestHandler('tools/call', stepped('tools/call'));
   s.setRequestHandler('prompts/get', stepped('prompts/get'));
+  s.setRequestHandler('resources/read', stepped('resources/read'));
   return mcp;
 }
 

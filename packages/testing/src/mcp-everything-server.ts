@@ -24,6 +24,8 @@ export interface McpEverythingFixture {
   readonly state: EverythingState;
   /** The JSON-RPC methods POSTed, in order. */
   readonly methods: string[];
+  /** Those of them POSTed on the 2026-07-28 revision (stateless). */
+  readonly modernMethods: string[];
   /** Makes every session notify its client (mcp-everything-triggers.ts). */
   readonly triggers: EverythingTriggers;
   stop(): Promise<void>;
@@ -92,10 +94,15 @@ async function sendWeb(res: ServerResponse, web: Response): Promise<void> {
 }
 
 export async function startMcpEverythingServer(
-  o: { port?: number } = {},
+  o: {
+    port?: number;
+    /** false: a server of the 2025 revisions only (a 2026-07-28 request is refused, 400). */
+    modern?: boolean;
+  } = {},
 ): Promise<McpEverythingFixture> {
   const sessions = new Map<string, Session>();
   const methods: string[] = [];
+  const modernMethods: string[] = [];
   const state: EverythingState = {
     subscriptions: new Set(),
     closeStream: (sessionId, requestId) => {
@@ -129,10 +136,11 @@ export async function startMcpEverythingServer(
       methods.push(String(body.method));
     }
     const id = req.headers['mcp-session-id'];
-    if (req.method === 'POST' && id === undefined) {
+    if (req.method === 'POST' && id === undefined && o.modern !== false) {
       const web = toWebRequest(req);
       // 2026-07-28: stateless, one server per request (mcp-everything-modern.ts).
       if (!(await isLegacyRequest(web, body))) {
+        modernMethods.push(String((body as { method?: unknown }).method));
         return sendWeb(res, await modern.fetch(web, { parsedBody: body }));
       }
     }
@@ -171,6 +179,7 @@ export async function startMcpEverythingServer(
     url: `http://127.0.0.1:${port}/mcp`,
     state,
     methods,
+    modernMethods,
     triggers: extras.triggers,
     async stop() {
       await modern.close();

@@ -3,6 +3,7 @@
 // a plain answer, an isError result, progress, a call that waits for its cancellation, a
 // process that dies mid-call, and names that are not registry ids.
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 /** What the servers remember across calls (per process). */
@@ -23,6 +24,8 @@ export const FIXTURE_TOOLS = [
   'a name with spaces and far too long to ever become an id of sixty four characters at most',
 ] as const;
 export type FixtureTool = (typeof FIXTURE_TOOLS)[number];
+/** A tool served only when named in `tools`: it elicits twice. */
+export const INTERVIEW_TOOL = 'interview';
 
 export function registerFixtureTools(
   server: McpServer,
@@ -152,6 +155,35 @@ export function registerFixtureTools(
             structuredContent: { ok: false, error: cause?.code ?? String(err) },
           };
         }
+      },
+    ),
+  );
+  // Only when named (not in FIXTURE_TOOLS): asks its client two questions in turn.
+  add(INTERVIEW_TOOL, () =>
+    server.registerTool(
+      INTERVIEW_TOOL,
+      { description: 'Asks for a name, then a colour (elicitation)', inputSchema: {} },
+      async (_args, extra) => {
+        const ask = async (message: string, field: string) => {
+          const res = await extra.sendRequest(
+            {
+              method: 'elicitation/create',
+              params: {
+                message,
+                requestedSchema: {
+                  type: 'object',
+                  properties: { [field]: { type: 'string' } },
+                  required: [field],
+                },
+              },
+            },
+            ElicitResultSchema,
+          );
+          return res.action === 'accept' ? String(res.content?.[field]) : res.action;
+        };
+        const name = await ask('Your name?', 'name');
+        const colour = await ask(`${name}, your colour?`, 'colour');
+        return { content: [{ type: 'text', text: `${name} likes ${colour}` }] };
       },
     ),
   );

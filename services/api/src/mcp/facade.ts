@@ -100,7 +100,10 @@ function serverNameTable(tools: readonly ToolRecord[], server: string): NameTabl
 
 /** A call that waits for an approval, its wait detached (handleCall's `park`). */
 export interface Parked {
-  parked: { approvalId: string; toolCallId: string; tool: ToolRecord };
+  /** Waiting for an approval, or for an input request of its MCP server (modern-elicit.ts). */
+  parked:
+    | { approvalId: string; toolCallId: string; tool: ToolRecord }
+    | { inputRequestId: string; toolCallId: string; tool: ToolRecord };
 }
 
 /** Does a profile's `allowed_tools` (a name, or `<target>.*`) admit a tool? As the agent worker. */
@@ -239,7 +242,7 @@ export function createFacade(deps: {
       /** Present when the client declared elicitation: asks it to decide an approval. */
       elicit?: ((p: ElicitParams, timeoutMs: number) => Promise<ElicitAnswer>) | undefined;
       /**
-       * Stop waiting once the call waits for an approval, and answer `{parked}` instead (the
+       * Stop waiting once the call waits for an approval (or an input request), and answer `{parked}` instead (the
        * call goes on; a 2026-07-28 request asks its client with an input_required result).
        */
       park?: boolean | undefined;
@@ -418,8 +421,16 @@ export function createFacade(deps: {
       const forward = onProgress;
       onProgress = (ev) => {
         const id = ev.detail?.['approval_id'];
+        const input = ev.detail?.['input_request_id'];
         if (!parked && ev.detail?.['status'] === 'awaiting_approval' && typeof id === 'string') {
           parked = { approvalId: id, toolCallId: ev.tool_call_id, tool };
+          detach.abort();
+        } else if (
+          !parked &&
+          ev.detail?.['status'] === 'awaiting_input' &&
+          typeof input === 'string'
+        ) {
+          parked = { inputRequestId: input, toolCallId: ev.tool_call_id, tool };
           detach.abort();
         }
         forward?.(ev);

@@ -5,6 +5,7 @@
 // server that has none or cannot answer. A prefixed name of a server the project does not have
 // is unknown, whoever's it is.
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import type { McpCallEnvelope } from '@toolmesh/protocol';
 import type { Store } from '@toolmesh/store';
 import { UpstreamError, type Upstream } from './upstream.ts';
 import { FEDERATED_RESOURCE_PREFIX } from './notices.ts';
@@ -82,16 +83,20 @@ export function createFederation(deps: { store: Store; upstream: Upstream }) {
       return { prompts };
     },
 
-    async getPrompt(project: string, params: Json): Promise<Json> {
+    /** With a 2026-07-28 client's envelope, the server gets the request on that revision. */
+    async getPrompt(project: string, params: Json, mcp?: McpCallEnvelope): Promise<Json> {
       const name = typeof params['name'] === 'string' ? params['name'] : '';
       const at = name.indexOf(SEPARATOR);
       if (at <= 0) throw new UpstreamError(ErrorCode.InvalidParams, `unknown prompt ${name}`);
       const server = name.slice(0, at);
       await ownServer(project, server, `prompt ${name}`);
-      return upstream.request(project, server, 'prompts/get', {
-        ...params,
-        name: name.slice(at + SEPARATOR.length),
-      });
+      return upstream.request(
+        project,
+        server,
+        'prompts/get',
+        { ...params, name: name.slice(at + SEPARATOR.length) },
+        mcp,
+      );
     },
 
     async listResources(project: string): Promise<Json> {
@@ -119,9 +124,15 @@ export function createFederation(deps: { store: Store; upstream: Upstream }) {
 
     locate,
 
-    async readResource(project: string, uri: string): Promise<Json> {
+    async readResource(project: string, uri: string, mcp?: McpCallEnvelope): Promise<Json> {
       const at = await locate(project, uri);
-      const result = await upstream.request(project, at.server, 'resources/read', { uri: at.uri });
+      const result = await upstream.request(
+        project,
+        at.server,
+        'resources/read',
+        { uri: at.uri },
+        mcp,
+      );
       return prefixContents(at.server, result);
     },
   };

@@ -21,6 +21,20 @@ describe('the requestState the mesh seals around an MCP server state', () => {
     expect(states.open(states.seal(binding, undefined), binding)).toEqual({ upstream: undefined });
   });
 
+  it('carries the call and the input request a call waits on, and refuses them changed', () => {
+    const states = createInputStates(KEY, log);
+    const waiting = { toolCallId: 'call-1', inputRequestId: 'input-1' };
+    const raw = states.seal(binding, undefined, waiting);
+    expect(states.open(raw, binding)).toEqual({ upstream: undefined, waiting });
+    // Another input request's id swapped in: the tag no longer matches.
+    const [data, mac] = raw.slice('tm-input.1.'.length).split('.');
+    const sealed = JSON.parse(Buffer.from(data!, 'base64url').toString('utf8')) as { w: string[] };
+    sealed.w = ['call-1', 'input-2'];
+    const swapped = `tm-input.1.${Buffer.from(JSON.stringify(sealed)).toString('base64url')}.${mac!}`;
+    expect(() => states.open(swapped, binding)).toThrow(/signature does not match/);
+    expect(() => states.open(raw, { ...binding, project: 'p2' })).toThrow(/another request/);
+  });
+
   it('refuses a changed state, and one sealed with another key', () => {
     const states = createInputStates(KEY, log);
     const raw = states.seal(binding, 'x');

@@ -38,19 +38,36 @@ export interface InputBinding {
   name: string;
 }
 
+/**
+ * An input request of the mesh a call waits on: a 2025-era server's elicitation asked of a
+ * 2026-07-28 client (modern-elicit.ts).
+ */
+export interface WaitingInput {
+  toolCallId: string;
+  inputRequestId: string;
+}
+
 interface Sealed {
   b: string;
   /** The server's own requestState. */
   u?: string;
+  /** The waiting input request: tool_call_id and input_request_id. */
+  w?: [string, string];
   exp: number;
+}
+
+/** What a sealed state holds. */
+export interface OpenedState {
+  upstream: string | undefined;
+  waiting?: WaitingInput | undefined;
 }
 
 export interface InputStates {
   /** Is this requestState one the mesh sealed (not an approval's, modern-approval.ts)? */
   owns(raw: string): boolean;
-  seal(binding: InputBinding, upstreamState: string | undefined): string;
-  /** The server's own state inside; throws -32602 when the tag, binding or expiry is wrong. */
-  open(raw: string, binding: InputBinding): { upstream: string | undefined };
+  seal(binding: InputBinding, upstreamState: string | undefined, waiting?: WaitingInput): string;
+  /** What is inside; throws -32602 when the tag, binding or expiry is wrong. */
+  open(raw: string, binding: InputBinding): OpenedState;
 }
 
 const bindingOf = (b: InputBinding) =>
@@ -79,10 +96,11 @@ export function createInputStates(
   const tag = (data: string) => createHmac('sha256', key).update(data).digest();
   return {
     owns: (raw) => raw.startsWith(PREFIX),
-    seal(binding, upstream) {
+    seal(binding, upstream, waiting) {
       const sealed: Sealed = {
         b: bindingOf(binding),
         ...(upstream !== undefined ? { u: upstream } : {}),
+        ...(waiting ? { w: [waiting.toolCallId, waiting.inputRequestId] } : {}),
         exp: now() + INPUT_STATE_TTL_MS,
       };
       const data = Buffer.from(JSON.stringify(sealed)).toString('base64url');
@@ -101,7 +119,10 @@ export function createInputStates(
         throw invalid(`it was issued for another request, not ${binding.method} ${binding.name}`);
       }
       if (sealed.exp < now()) throw invalid('it has expired: make the request again');
-      return { upstream: sealed.u };
+      return {
+        upstream: sealed.u,
+        ...(sealed.w ? { waiting: { toolCallId: sealed.w[0], inputRequestId: sealed.w[1] } } : {}),
+      };
     },
   };
 }
@@ -150,7 +171,7 @@ export function openState(
   states: InputStates,
   raw: unknown,
   binding: InputBinding,
-): { upstream: string | undefined } | 'foreign' | undefined {
+): OpenedState | 'foreign' | undefined {
   if (raw === undefined) return undefined;
   if (typeof raw !== 'string') throw invalid('not a string');
   if (!states.owns(raw)) return 'foreign';

@@ -49,10 +49,13 @@ import type { ApprovalDecider } from '../approvals.ts';
 import {
   FEDERATED_CAPABILITIES,
   PASSTHROUGH_CAPABILITIES,
+  modernRequest,
   registerModernPassthrough,
 } from './passthrough.ts';
 import type { Upstream } from './upstream.ts';
 import { noticeFor, type UpstreamNotices } from './notices.ts';
+import { resumeWaiting, waitingAnswer } from './modern-elicit.ts';
+import type { InputAnswers } from '../input-answers.ts';
 
 /** A modern request's scope travels in the SDK's authInfo (the route authenticated it). */
 export interface ModernScope extends FacadeScope {
@@ -81,6 +84,8 @@ export interface ModernDeps {
   notices: UpstreamNotices;
   /** Seals and checks the requestState of an MCP server's input requests. */
   inputStates: InputStates;
+  /** Answers the mesh's input requests (a 2025-era server's questions, modern-elicit.ts). */
+  answers: InputAnswers;
 }
 
 function createProjectHandler(
@@ -121,6 +126,18 @@ function createProjectHandler(
       // A re-sent request answering the MCP server's input requests: the server's own state
       // comes out of the mesh's seal (modern-input.ts), checked, and goes back to it.
       const opened = openState(deps.inputStates, state, binding);
+      // A re-sent request answering a 2025-era server's question (modern-elicit.ts): answered,
+      // and the same call waited for, never published again.
+      if (opened !== 'foreign' && opened?.waiting) {
+        return await resumeWaiting(
+          deps,
+          binding,
+          opened.waiting,
+          c.mcpReq.inputResponses,
+          scope.caller ?? 'mcp',
+          c.mcpReq.signal,
+        );
+      }
       // A re-sent request of a call that waited for its approval (modern-approval.ts): decided
       // by its answer and answered from that call's card, never published again.
       if (opened === 'foreign') {
@@ -154,6 +171,9 @@ function createProjectHandler(
       );
       if ('parked' in result) {
         const { parked } = result as Parked;
+        if ('inputRequestId' in parked) {
+          return await waitingAnswer(deps, binding, parked, c.mcpReq.signal);
+        }
         return await parkedAnswer(deps, project, parked, c.mcpReq.signal);
       }
       const created = (result as Partial<CreateTaskResult>).task;
@@ -186,9 +206,20 @@ function createProjectHandler(
         'resources/templates/list',
         async () => (await fed.listTemplates(project)) as never,
       );
-      server.setRequestHandler('resources/read', async (req) =>
+      // A read and a prompt go to their server with the client's envelope, as on a server's
+      // own endpoint; the state is bound to the prefixed name (no server of the facade).
+      const scoped = { project, server: undefined };
+      server.setRequestHandler('resources/read', async (req, c) =>
         fed.isFederatedUri(req.params.uri)
-          ? ((await fed.readResource(project, req.params.uri)) as never)
+          ? ((await modernRequest(
+              deps.upstream,
+              deps.inputStates,
+              scoped,
+              'resources/read',
+              req.params,
+              c,
+              (p, mcp) => fed.readResource(project, String(p['uri']), mcp),
+            )) as never)
           : ((await deps.readResource(scope.project, req.params.uri)) as never),
       );
       server.setRequestHandler(
@@ -197,7 +228,16 @@ function createProjectHandler(
       );
       server.setRequestHandler(
         'prompts/get',
-        async (req) => (await fed.getPrompt(project, req.params as never)) as never,
+        async (req, c) =>
+          (await modernRequest(
+            deps.upstream,
+            deps.inputStates,
+            scoped,
+            'prompts/get',
+            req.params,
+            c,
+            (p, mcp) => fed.getPrompt(project, p, mcp),
+          )) as never,
       );
     } else {
       registerModernPassthrough(

@@ -12,7 +12,7 @@ import {
   ReadResourceRequestSchema,
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { McpPassthroughMethod } from '@toolmesh/protocol';
+import type { McpCallEnvelope, McpPassthroughMethod } from '@toolmesh/protocol';
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import {
   envelopeOf,
@@ -33,7 +33,7 @@ export const FEDERATED_CAPABILITIES = {
   logging: {},
 } satisfies ServerCapabilities;
 /** What a 2.x handler reads of its request's context here. */
-interface ModernContext {
+export interface ModernContext {
   mcpReq: {
     envelope?: unknown;
     inputResponses?: Record<string, unknown> | undefined;
@@ -113,45 +113,78 @@ export function registerModernPassthrough(
     'resources/subscribe',
     'resources/unsubscribe',
     'prompts/list',
-    'completion/complete',
   ] as const) {
     server.setRequestHandler(method, forward(method));
   }
-  // A prompt may need the client's input (SEP-2322): it goes on the 2026-07-28 revision with
-  // the client's envelope, and an input_required answer comes back with a sealed state.
-  server.setRequestHandler('prompts/get', async (req, ctx) => {
-    const params = (req.params ?? {}) as Record<string, unknown>;
-    const binding: InputBinding = {
-      project: scope.project,
-      server: scope.server,
-      method: 'prompts/get',
-      name: String(params['name']),
-    };
-    const opened = openState(inputStates, ctx.mcpReq.requestState(), binding);
-    if (opened === 'foreign') {
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        'invalid requestState: not one this server issued',
-      );
-    }
-    const { inputResponses: _i, requestState: _s, ...rest } = params;
-    const answer = await upstream.request(
-      scope.project,
-      scope.server,
-      'prompts/get',
-      rest,
-      envelopeOf(ctx.mcpReq, opened?.upstream),
-    );
-    return (
-      answer['resultType'] === 'input_required'
-        ? inputRequiredFor(inputStates, answer, binding)
-        : answer
-    ) as never;
-  });
-  server.setRequestHandler('resources/read', (req) => {
+  // A prompt, a resource read and a completion go to the server on the 2026-07-28 revision with
+  // the client's envelope; a prompt or a read may need the client's input (SEP-2322), and an
+  // input_required answer comes back with a sealed state (modern-input.ts).
+  const modern = (method: ModernMethod) => (req: { params?: unknown }, ctx: ModernContext) =>
+    modernRequest(
+      upstream,
+      inputStates,
+      { project: scope.project, server: scope.server },
+      method,
+      (req.params ?? {}) as Record<string, unknown>,
+      ctx,
+    ) as Promise<never>;
+  server.setRequestHandler('prompts/get', modern('prompts/get'));
+  server.setRequestHandler('completion/complete', modern('completion/complete'));
+  server.setRequestHandler('resources/read', (req, ctx) => {
     const uri = (req.params as { uri?: unknown } | undefined)?.uri;
     return typeof uri === 'string' && uri.startsWith(ARTIFACT_URI)
       ? (readArtifact(uri) as Promise<never>)
-      : forward('resources/read')(req);
+      : modern('resources/read')(req, ctx);
   });
+}
+
+/** The passed-through methods a 2026-07-28 client's envelope goes with. */
+export type ModernMethod = 'prompts/get' | 'resources/read' | 'completion/complete';
+
+/** What names the request a requestState is bound to: the prompt, the URI, the reference. */
+function inputNameOf(method: ModernMethod, params: Record<string, unknown>): string {
+  if (method === 'resources/read') return String(params['uri']);
+  if (method === 'prompts/get') return String(params['name']);
+  const ref = params['ref'] as { name?: unknown; uri?: unknown } | undefined;
+  return String(ref?.name ?? ref?.uri);
+}
+
+/**
+ * One 2026-07-28 request to a server on that revision: a re-sent request's sealed state is
+ * checked and opened (a state of another project, server, method or name is -32602 and never
+ * reaches the server), and the server's input_required answer is sealed for the client. `send`
+ * is the server's way (the facade's prefixed names go through federated.ts).
+ */
+export async function modernRequest(
+  upstream: Upstream,
+  inputStates: InputStates,
+  scope: { project: string; server: string | undefined },
+  method: ModernMethod,
+  params: Record<string, unknown>,
+  ctx: ModernContext,
+  send: (
+    params: Record<string, unknown>,
+    mcp: McpCallEnvelope,
+  ) => Promise<Record<string, unknown>> = (p, mcp) =>
+    upstream.request(scope.project, scope.server!, method, p, mcp),
+): Promise<Record<string, unknown>> {
+  const binding: InputBinding = {
+    project: scope.project,
+    server: scope.server,
+    method,
+    name: inputNameOf(method, params),
+  };
+  const opened = openState(inputStates, ctx.mcpReq.requestState(), binding);
+  if (opened === 'foreign') {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      'invalid requestState: not one this server issued',
+      { code: 'invalid_request_state' },
+    );
+  }
+  const { inputResponses: _i, requestState: _s, ...rest } = params;
+  const answer = await send(rest, envelopeOf(ctx.mcpReq, opened?.upstream));
+  return answer['resultType'] === 'input_required' && method !== 'completion/complete'
+    ? inputRequiredFor(inputStates, answer, binding)
+    : answer;
 }

@@ -2,15 +2,14 @@
 // no MCP client could answer (docs/mcp.md, "Sampling and elicitation"). The call waits, its
 // server's request open, until someone answers here (accept with content matching the form,
 // decline, cancel) or its deadline passes (the call fails input_expired). The first answer
-// stands, on any instance; a repeat of it answers the same, another is 409 `conflict`. The
-// tools service running the call is told on the bus and reads the answer from Postgres.
+// stands, on any instance; a repeat of it answers the same, another is 409 `conflict`
+// (input-answers.ts, shared with a 2026-07-28 MCP client's answer).
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { encodeMessage } from '@toolmesh/protocol';
-import { createProjectValidators, SchemaCompileError } from '@toolmesh/json-schema';
 import { InputAction, InputRequestStatus, type InputRequestRecord } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
-import { ApiError, ErrorResponse, notFound } from '../errors.ts';
+import { ErrorResponse, notFound } from '../errors.ts';
+import { createInputAnswers } from '../input-answers.ts';
 import { Limit, ProjectParams, Uuid, iso } from '../schemas.ts';
 import { deciderOf } from './approvals.ts';
 
@@ -62,17 +61,10 @@ const InputParams = ProjectParams.extend({ id: Uuid });
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse };
 const Content = z.record(z.string(), z.unknown());
 
-const sameAnswer = (r: InputRequestRecord, action: InputAction, content: unknown) =>
-  r.status === 'answered' &&
-  r.action === action &&
-  JSON.stringify(r.content ?? null) === JSON.stringify(content ?? null);
-
 export const inputRequestRoutes =
   ({ store, auth, nc, client, logger }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
-    const log = logger.child({ component: 'input-requests' });
-    // The form of a request never changes: one validator per request id, per project.
-    const validators = createProjectValidators({ maxPerProject: 200 });
+    const answers = createInputAnswers({ store, nc, client, logger, show: inputRequestOut });
 
     app.get(
       '/projects/:project/input-requests',
@@ -139,77 +131,7 @@ export const inputRequestRoutes =
       },
       async (req) => {
         const { project, id } = req.params;
-        const { action, content } = req.body;
-        const current = await store.inputRequests.get(project, id);
-        if (!current) throw notFound('input request', id);
-        if (action === 'accept') {
-          if (!content) {
-            throw new ApiError('invalid_input', 'accept needs content matching the requested form');
-          }
-          checkContent(project, current, content);
-        } else if (content !== undefined) {
-          throw new ApiError('invalid_input', `${action} carries no content`);
-        }
-        const out = await store.inputRequests.answer(project, id, {
-          action,
-          content,
-          by: deciderOf(req),
-        });
-        if (!out) throw notFound('input request', id);
-        const r = out.record;
-        if (!out.answered) {
-          if (sameAnswer(r, action, content)) return inputRequestOut(r);
-          if (r.status === 'expired') {
-            throw new ApiError(
-              'input_expired',
-              `input request ${id} expired at ${r.expires_at.toISOString()}`,
-              {
-                input_request: inputRequestOut(r),
-              },
-            );
-          }
-          throw new ApiError(
-            'conflict',
-            r.status === 'answered'
-              ? `input request ${id} was already answered: ${r.action ?? ''} by ${r.answered_by ?? 'unknown'}`
-              : `input request ${id} is ${r.status}: its call no longer waits for it`,
-            { input_request: inputRequestOut(r) },
-          );
-        }
-        log.info(
-          { project, input_request_id: id, tool_call_id: r.tool_call_id, action },
-          'input request answered',
-        );
-        // Lossy: the tools service also reads the row every few seconds.
-        nc.publish(
-          client.subjects.inputAnswered({ project, channel: r.channel, inputRequestId: id }),
-          encodeMessage('mcp_input_answered', { v: 1 }),
-        );
-        return inputRequestOut(r);
+        return inputRequestOut(await answers.answer(project, id, req.body, deciderOf(req)));
       },
     );
-
-    function checkContent(project: string, r: InputRequestRecord, content: unknown) {
-      let validate;
-      try {
-        validate = validators.get(project, r.input_request_id, r.requested_schema);
-      } catch (err) {
-        if (!(err instanceof SchemaCompileError)) throw err;
-        throw new ApiError(
-          'invalid_input',
-          `the MCP server's requested form does not compile (${err.message}): only decline or cancel can answer it`,
-        );
-      }
-      if (!validate(content)) {
-        const issues = (validate.errors ?? []).map((e) => ({
-          path: e.instancePath || '/',
-          message: e.message ?? 'invalid',
-        }));
-        throw new ApiError(
-          'invalid_input',
-          `content${issues[0]?.path === '/' ? '' : (issues[0]?.path ?? '')}: ${issues[0]?.message ?? 'invalid'}`,
-          { issues },
-        );
-      }
-    }
   };

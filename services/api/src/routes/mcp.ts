@@ -39,6 +39,8 @@ import { createHostGuard } from '../mcp/host-guard.ts';
 import { isEventStream, sendWebResponse, toWebRequest, withPrimingEvent } from '../mcp/web-http.ts';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { createInputStates } from '../mcp/modern-input.ts';
+import { createInputAnswers } from '../input-answers.ts';
+import { inputRequestOut } from './input-requests.ts';
 import { HEADER_MISMATCH, paramHeaderMismatch } from '../mcp/param-headers.ts';
 import { createSlots, holdStream } from '../slots.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -180,6 +182,13 @@ export const mcpRoutes =
       decider,
       upstream,
       inputStates: createInputStates(config.secrets.key, log),
+      answers: createInputAnswers({
+        store,
+        nc,
+        client: deps.client,
+        logger: log,
+        show: inputRequestOut,
+      }),
     });
     app.addHook('onClose', () => modern.close());
 

@@ -4,7 +4,9 @@
 // http server's auth is read from the project's secrets at connect time (an OAuth token on every
 // request instead: oauth.ts); its requests go
 // through the egress guard. A stdio server runs in a sandbox session of its project
-// (session.ts), killed with the connection. Idle connections are closed after a while.
+// (session.ts), killed with the connection. Idle connections are closed after a while, unless a
+// client holds a resource subscription on them; a lost connection that held subscriptions is
+// opened again at once, and every new connection gets what clients hold restored (held.ts).
 import type { Subscription } from '@nats-io/transport-node';
 import { fetch as undiciFetch } from 'undici';
 import type { Bus } from '@toolmesh/bus';
@@ -25,6 +27,7 @@ import { UpstreamFailure } from '../kinds/kind.ts';
 import type { OAuthTokens } from '../oauth.ts';
 import { openServerSession, type ServerSession, type SessionDeps } from './session.ts';
 import { untilAborted } from '../abort.ts';
+import { createHeldRequests, type HeldRequests } from './held.ts';
 
 export interface PoolDeps extends SessionDeps {
   store: Store;
@@ -76,11 +79,15 @@ export interface McpPool {
    * at once, not at the idle sweep.
    */
   watchRegistry(bus: Bus): Subscription;
+  /** What clients hold on each server (subscriptions, log level), restored on a new connection. */
+  readonly held: HeldRequests;
   /** Closes every connection and sandbox. */
   close(): Promise<void>;
 }
 
 interface Entry {
+  project: string;
+  server: string;
   opening: Promise<PooledConnection>;
   lastUsed: number;
   session?: ServerSession;
@@ -88,6 +95,10 @@ interface Entry {
 }
 
 const DEFAULT_IDLE_CLOSE_MS = 10 * 60_000;
+/** A lost connection that held subscriptions is opened again after 1 s, 2 s, 4 s... at most 30 s. */
+const REOPEN_FIRST_MS = 1_000;
+const REOPEN_MAX_MS = 30_000;
+const REOPEN_ATTEMPTS = 12;
 /** OAuth tokens remembered per connection (a token refreshed mid-call is still redacted). */
 const MAX_TOKENS = 8;
 
@@ -108,6 +119,41 @@ export function createMcpPool(deps: PoolDeps): McpPool {
   const entries = new Map<string, Entry>();
   const keyOf = (project: string, server: string) => `${project}\u0000${server}`;
   const idleMs = deps.idleCloseMs ?? DEFAULT_IDLE_CLOSE_MS;
+  const held = createHeldRequests();
+  const reopening = new Set<NodeJS.Timeout>();
+  let closing = false;
+
+  /**
+   * Opens a lost connection again while clients hold subscriptions on it: the server can only
+   * send their updates over a connection (held.ts restores them on it).
+   */
+  function reopenLater(project: string, server: string, attempt = 0): void {
+    if (closing || !held.subscribed(project, server)) return;
+    const timer = setTimeout(
+      () => {
+        reopening.delete(timer);
+        if (closing || entries.has(keyOf(project, server))) return;
+        if (!held.subscribed(project, server)) return;
+        pool.get(project, server).then(
+          () =>
+            log.info(
+              { project, mcp_server: server },
+              'MCP connection reopened for its subscriptions',
+            ),
+          (err: unknown) => {
+            log.warn(
+              { err, project, mcp_server: server, attempt },
+              'could not reopen an MCP connection',
+            );
+            if (attempt + 1 < REOPEN_ATTEMPTS) reopenLater(project, server, attempt + 1);
+          },
+        );
+      },
+      Math.min(REOPEN_MAX_MS, REOPEN_FIRST_MS * 2 ** attempt),
+    );
+    timer.unref();
+    reopening.add(timer);
+  }
 
   const egressFetch: NonNullable<Extract<McpEndpoint, { transport: 'http' }>['fetch']> = async (
     url,
@@ -271,9 +317,13 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     entry.conn = conn;
     conn.onClose((why) => {
       log.info({ project, mcp_server: server, why }, 'MCP connection closed');
-      if (entries.get(key) === entry) entries.delete(key);
+      // Still pooled: lost, not closed by the pool (a drop, the idle sweep, close).
+      const lost = entries.get(key) === entry;
+      if (lost) entries.delete(key);
       void entry.session?.destroy();
+      if (lost) reopenLater(project, server);
     });
+    await held.restore(project, server, conn, log);
     log.info({ project, mcp_server: server, transport: conn.transport }, 'MCP connection open');
     return {
       conn,
@@ -290,7 +340,8 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     () => {
       const now = Date.now();
       for (const [key, e] of entries) {
-        if (now - e.lastUsed > idleMs && e.conn) {
+        // A held subscription is a use: its updates come over this connection.
+        if (now - e.lastUsed > idleMs && e.conn && !held.subscribed(e.project, e.server)) {
           entries.delete(key);
           void e.conn.close();
         }
@@ -324,7 +375,7 @@ export function createMcpPool(deps: PoolDeps): McpPool {
         entry = undefined;
       }
       if (!entry) {
-        const e: Entry = { lastUsed: Date.now(), opening: undefined as never };
+        const e: Entry = { project, server, lastUsed: Date.now(), opening: undefined as never };
         e.opening = open(project, server, key, e);
         // A failed open is forgotten at once: the next call tries again.
         e.opening.catch(() => {
@@ -347,6 +398,9 @@ export function createMcpPool(deps: PoolDeps): McpPool {
       if (entries.get(key) === e) entries.delete(key);
       const pooled = await e?.opening.catch(() => undefined);
       await pooled?.conn.close();
+      // A replaced server (re-imported) or a failed call's connection: clients' subscriptions
+      // still want a connection. A deleted or disabled server was forgotten before its drop.
+      reopenLater(project, server);
     },
     watchRegistry: (bus) =>
       bus.subscribe(bus.subjects.registryChangedFilter(), (subject, data) => {
@@ -364,6 +418,7 @@ export function createMcpPool(deps: PoolDeps): McpPool {
           for (const server of servers) {
             if (!entries.has(keyOf(project, server))) continue;
             if (evt.change === 'deleted' || evt.change === 'server_disabled') {
+              held.forget(project, server);
               void pool.drop(project, server);
             } else void dropIfStale(project, server);
           }
@@ -371,7 +426,11 @@ export function createMcpPool(deps: PoolDeps): McpPool {
           log.debug({ err, subject }, 'ignoring a malformed registry event');
         }
       }),
+    held,
     close: async () => {
+      closing = true;
+      for (const t of reopening) clearTimeout(t);
+      reopening.clear();
       clearInterval(sweep);
       const all = [...entries.values()];
       entries.clear();

@@ -5,13 +5,12 @@
 // or JSON-RPC error is answered as sent. A connection that cannot be opened, or fails, is an
 // error of the mesh (-32603) with the reason; the api never waits for nothing. Resource
 // subscriptions are counted per connection, so the server hears an unsubscribe only once no
-// session of the project holds the URI.
+// session of the project holds the URI; they and the log level outlive the connection (held.ts).
 import type { Msg, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { subscribeGuarded, type Bus } from '@toolmesh/bus';
 import { decodeMessage, encodeMessage, type McpRpcReply } from '@toolmesh/protocol';
 import { egressDeniedIn } from '../egress.ts';
-import type { McpConnection } from '@toolmesh/mcp';
 import type { McpPool } from './pool.ts';
 
 export interface McpRpcDeps {
@@ -55,29 +54,33 @@ async function answer(deps: McpRpcDeps, msg: Msg): Promise<McpRpcReply> {
           });
     return 'error' in res ? { v: 1, error: res.error } : { v: 1, result: res.result };
   };
+  const held = deps.pool.held.of(parsed.project, parsed.server);
+  if (req.method === 'logging/setLevel') {
+    // Kept to be set again on a new connection (held.ts).
+    const reply = await send();
+    if (!reply.error && typeof req.params['level'] === 'string') held.level = req.params['level'];
+    return reply;
+  }
   const uri = req.params['uri'];
   const watching = req.method === 'resources/subscribe' || req.method === 'resources/unsubscribe';
   if (!watching || typeof uri !== 'string') return send();
   // A connection is shared by every session of the project: one session's unsubscribe must not
-  // end the updates another subscribed to. Counted per connection; the server hears the last.
-  let counts = subscriptions.get(pooled.conn);
-  if (!counts) subscriptions.set(pooled.conn, (counts = new Map<string, number>()));
+  // end the updates another subscribed to. Counted per server; the server hears the last. The
+  // counts outlive the connection: a new one is subscribed again (held.ts).
+  const counts = held.subscriptions;
   if (req.method === 'resources/subscribe') {
     const reply = await send();
     if (!reply.error) counts.set(uri, (counts.get(uri) ?? 0) + 1);
     return reply;
   }
-  const held = counts.get(uri) ?? 0;
-  if (held > 1) {
-    counts.set(uri, held - 1);
+  const holders = counts.get(uri) ?? 0;
+  if (holders > 1) {
+    counts.set(uri, holders - 1);
     return { v: 1, result: {} };
   }
   counts.delete(uri);
   return send();
 }
-
-/** Subscriptions to a resource per pooled connection, by URI: how many sessions hold each. */
-const subscriptions = new WeakMap<McpConnection, Map<string, number>>();
 
 /** Answers passthrough requests until unsubscribed. */
 export function serveMcpRpc(deps: McpRpcDeps): Subscription {
