@@ -3,13 +3,13 @@
 // server's request open, until someone answers here (accept with content matching the form,
 // decline, cancel) or its deadline passes (the call fails input_expired). The first answer
 // stands, on any instance; a repeat of it answers the same, another is 409 `conflict`. The
-// tools service running the call is told on the bus and reads the answer from Postgres.
+// tools service running the call is told on the bus and reads the answer from Postgres
+// (input-answers.ts, shared with a task's tasks/update).
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { encodeMessage } from '@toolmesh/protocol';
-import { createProjectValidators, SchemaCompileError } from '@toolmesh/json-schema';
 import { InputAction, InputRequestStatus, type InputRequestRecord } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
+import { createInputAnswers } from '../input-answers.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Limit, ProjectParams, Uuid, iso } from '../schemas.ts';
 import { deciderOf } from './approvals.ts';
@@ -70,9 +70,7 @@ const sameAnswer = (r: InputRequestRecord, action: InputAction, content: unknown
 export const inputRequestRoutes =
   ({ store, auth, nc, client, logger }: RouteDeps): FastifyPluginAsyncZod =>
   async (app) => {
-    const log = logger.child({ component: 'input-requests' });
-    // The form of a request never changes: one validator per request id, per project.
-    const validators = createProjectValidators({ maxPerProject: 200 });
+    const answers = createInputAnswers({ store, nc, client, logger });
 
     app.get(
       '/projects/:project/input-requests',
@@ -142,19 +140,7 @@ export const inputRequestRoutes =
         const { action, content } = req.body;
         const current = await store.inputRequests.get(project, id);
         if (!current) throw notFound('input request', id);
-        if (action === 'accept') {
-          if (!content) {
-            throw new ApiError('invalid_input', 'accept needs content matching the requested form');
-          }
-          checkContent(project, current, content);
-        } else if (content !== undefined) {
-          throw new ApiError('invalid_input', `${action} carries no content`);
-        }
-        const out = await store.inputRequests.answer(project, id, {
-          action,
-          content,
-          by: deciderOf(req),
-        });
+        const out = await answers.answer(project, current, { action, content }, deciderOf(req));
         if (!out) throw notFound('input request', id);
         const r = out.record;
         if (!out.answered) {
@@ -176,40 +162,7 @@ export const inputRequestRoutes =
             { input_request: inputRequestOut(r) },
           );
         }
-        log.info(
-          { project, input_request_id: id, tool_call_id: r.tool_call_id, action },
-          'input request answered',
-        );
-        // Lossy: the tools service also reads the row every few seconds.
-        nc.publish(
-          client.subjects.inputAnswered({ project, channel: r.channel, inputRequestId: id }),
-          encodeMessage('mcp_input_answered', { v: 1 }),
-        );
         return inputRequestOut(r);
       },
     );
-
-    function checkContent(project: string, r: InputRequestRecord, content: unknown) {
-      let validate;
-      try {
-        validate = validators.get(project, r.input_request_id, r.requested_schema);
-      } catch (err) {
-        if (!(err instanceof SchemaCompileError)) throw err;
-        throw new ApiError(
-          'invalid_input',
-          `the MCP server's requested form does not compile (${err.message}): only decline or cancel can answer it`,
-        );
-      }
-      if (!validate(content)) {
-        const issues = (validate.errors ?? []).map((e) => ({
-          path: e.instancePath || '/',
-          message: e.message ?? 'invalid',
-        }));
-        throw new ApiError(
-          'invalid_input',
-          `content${issues[0]?.path === '/' ? '' : (issues[0]?.path ?? '')}: ${issues[0]?.message ?? 'invalid'}`,
-          { issues },
-        );
-      }
-    }
   };
