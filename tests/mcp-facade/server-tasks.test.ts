@@ -18,6 +18,8 @@ let mesh: FacadeMesh;
 let fixture: McpEverythingFixture;
 let tools: ToolsService;
 let other: { id: string; key: string };
+/** A project whose calls of `everything` wait for a human approval. */
+let guarded: { id: string; key: string };
 beforeAll(async () => {
   fixture = await startMcpEverythingServer();
   mesh = await startFacadeMesh(
@@ -29,10 +31,18 @@ beforeAll(async () => {
     pino({ level: mesh.api.config.log.level }),
   );
   other = await mesh.api.createProject();
+  guarded = await mesh.api.createProject();
   await registerMcpServers(mesh, 'everything', [
     [mesh.project, fixture.url],
     [other, fixture.url],
+    [guarded, fixture.url],
   ]);
+  const res = await mesh.api.request(
+    'PUT',
+    `/v1/projects/${guarded.id}/targets/everything/approval`,
+    { key: guarded.key, body: { approval: 'required' } },
+  );
+  if (res.status !== 200) throw new Error(`requiring approval failed: ${res.raw}`);
 }, 120_000);
 afterAll(async () => {
   await tools?.stop(1_000);
@@ -106,6 +116,23 @@ describe("an MCP server's tasks at its own endpoint (2026-07-28)", () => {
       attempts: 1,
     });
     expect(await mesh.api.store.cards.countToolResults(mesh.project.id, taskId)).toBe(1);
+  });
+
+  it('a keyed re-send of a call its server made a task is that task, run once', async () => {
+    const ep = modernDispatch(mesh.serverUrl(mesh.project.id, 'everything'), mesh.project.key);
+    const send = () => {
+      const f = framed('tools/call', { name: 'slow_compute', arguments: { seconds: 1 } });
+      (f.params._meta as Record<string, unknown>)['io.toolmesh/idempotency-key'] =
+        'server-task-once';
+      return ep(f);
+    };
+    const first = result(await send());
+    const again = result(await send());
+    expect(again).toMatchObject({ resultType: 'task', taskId: first['taskId'] });
+    await statusOf(first['taskId'] as string, 'completed');
+    expect(
+      await mesh.api.store.executions.get(mesh.project.id, first['taskId'] as string),
+    ).toMatchObject({ status: 'succeeded', attempts: 1 });
   });
 
   it('a call the server answers at once stays an answer, not a task', async () => {
@@ -196,6 +223,39 @@ describe("an MCP server's tasks at its own endpoint (2026-07-28)", () => {
     await expect
       .poll(() => fixture.methods.filter((m) => m === 'tasks/cancel').length)
       .toBeGreaterThan(sent);
+  });
+
+  it('a call that waits for an approval is a task too, decided by tasks/update', async () => {
+    const ep = endpoint(guarded);
+    const created = result(await ep.call('greet', { name: 'approved' }));
+    expect(created).toMatchObject({ resultType: 'task', status: 'working' });
+    const taskId = created['taskId'] as string;
+    let task: Record<string, any> = {};
+    await expect
+      .poll(
+        async () => {
+          task = result(await ep.task('tasks/get', taskId));
+          return task['status'] as string;
+        },
+        { timeout: 20_000 },
+      )
+      .toBe('input_required');
+    const approvalId = Object.keys(task['inputRequests'] as object)[0]!;
+    expect(await mesh.api.store.approvals.get(guarded.id, approvalId)).toMatchObject({
+      status: 'pending',
+      tool_name: 'everything.greet',
+    });
+    await ep.task('tasks/update', taskId, {
+      inputResponses: { [approvalId]: { action: 'accept', content: { approve: true } } },
+    });
+    await expect
+      .poll(async () => result(await ep.task('tasks/get', taskId))['status'] as string, {
+        timeout: 20_000,
+      })
+      .toBe('completed');
+    expect(result(await ep.task('tasks/get', taskId))['result']['content']).toEqual([
+      { type: 'text', text: 'Hello, approved!' },
+    ]);
   });
 
   it("a server's protocol error fails the task with the server's error", async () => {

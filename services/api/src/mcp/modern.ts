@@ -26,7 +26,7 @@ import type { CreateTaskResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Client } from '@toolmesh/client';
 import type { Store } from '@toolmesh/store';
 import type { MeshCalls } from './calls.ts';
-import { IDEMPOTENCY_META_KEY, INPUT_REQUIRED_KEY } from './calls.ts';
+import { IDEMPOTENCY_META_KEY, INPUT_REQUIRED_KEY, idempotentCallId } from './calls.ts';
 import type { BecameTask, Facade, FacadeScope, Parked } from './facade.ts';
 import { FACADE_NAME, FACADE_VERSION } from './facade.ts';
 import {
@@ -142,6 +142,12 @@ function createProjectHandler(
       const tasks = declaresTasks(c.mcpReq.envelope, req.params);
       const onServer = tasks && scope.server !== undefined;
       const task = tasks && !onServer ? { ttl: deps.taskTtlMs } : undefined;
+      // A keyed re-send of a call its server made a task: that task, not a wait for its end.
+      const key = req.params._meta?.[IDEMPOTENCY_META_KEY];
+      if (onServer && typeof key === 'string') {
+        const row = await deps.store.mcpTasks.get(project, idempotentCallId(project, key));
+        if (row) return createdTask(row) as never;
+      }
       const result = await facade.handleCall(
         scope,
         { ...(req.params as Record<string, unknown>), task } as never,
