@@ -20,6 +20,8 @@ const MIN_POLL_MS = 50;
 const MAX_POLL_MS = 5_000;
 /** A tasks/cancel the server does not answer does not hold the cancelled call longer. */
 const CANCEL_TIMEOUT_MS = 5_000;
+/** tasks/get failing this many times in a row (the server unreachable) fails the call. */
+const MAX_POLL_FAILURES = 5;
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -105,10 +107,24 @@ export async function followServerTask(
       const given = await asks.ask(method as McpAskMethod, params);
       await rpc('tasks/update', { inputResponses: { [key]: given } }, signal);
     })().catch((err: unknown) => {
-      failure ??= err;
+      // What the mesh could not answer (sampling refused, say) ends the call with that error.
+      const e = err as { code?: unknown; message?: string };
+      failure ??=
+        err instanceof ToolError
+          ? err
+          : new ToolError(`${name}: the server's task asked ${String(method)}: ${e.message}`, {
+              code: 'mcp_error',
+              details: {
+                mcp_error: {
+                  code: typeof e.code === 'number' ? e.code : -32603,
+                  message: e.message ?? 'unanswered',
+                },
+              },
+            });
     });
   };
 
+  let pollFailures = 0;
   for (;;) {
     if (signal.aborted || failure !== undefined) {
       await cancelServerTask();
@@ -118,9 +134,20 @@ export async function followServerTask(
     let task: Record<string, unknown>;
     try {
       task = await rpc('tasks/get', {}, signal);
+      pollFailures = 0;
     } catch (err) {
       if (signal.aborted) continue;
-      throw err;
+      // The server's own answer (its task unknown, say) is final; a failure to reach it is
+      // tried again at the poll interval, a few times.
+      if (err instanceof ToolError) throw err;
+      if (++pollFailures >= MAX_POLL_FAILURES) {
+        throw new ToolError(
+          `${name}: the server's task ${taskId} could not be followed: ${(err as Error).message}`,
+          { code: 'mcp_unavailable', details: { server_task_id: taskId }, cause: err },
+        );
+      }
+      await sleep(pollMs, signal);
+      continue;
     }
     switch (task['status']) {
       case 'completed': {
