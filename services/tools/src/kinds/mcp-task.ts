@@ -8,7 +8,7 @@
 // answers) and the answer goes back with tasks/update, each as it comes; the mesh call's cancel
 // or deadline sends tasks/cancel. A completed task is the call's result (isError a tool_error),
 // a failed one the server's protocol error (mcp_error with its code), a cancelled one too.
-import type { ModernChannel } from '@toolmesh/mcp';
+import { textOf, type ModernChannel } from '@toolmesh/mcp';
 import { ToolError, type McpAskMethod } from '@toolmesh/protocol';
 import type { AttemptContext } from './kind.ts';
 import type { CallAsks } from '../mcp/ask.ts';
@@ -90,8 +90,11 @@ export async function followServerTask(
   const cancelServerTask = () =>
     rpc('tasks/cancel', {}, AbortSignal.timeout(CANCEL_TIMEOUT_MS)).catch(() => undefined);
 
-  // Questions being answered (by key): each answer goes back on its own as it comes.
+  // Questions being answered (by key): each answer goes back on its own as it comes. A key
+  // whose answer was sent is free again once the server no longer lists it (a later round may
+  // ask under the same key).
   const asking = new Set<string>();
+  const sent = new Set<string>();
   let failure: unknown;
   const answer = (key: string, request: Record<string, unknown>) => {
     asking.add(key);
@@ -106,6 +109,7 @@ export async function followServerTask(
       }
       const given = await asks.ask(method as McpAskMethod, params);
       await rpc('tasks/update', { inputResponses: { [key]: given } }, signal);
+      sent.add(key);
     })().catch((err: unknown) => {
       // What the mesh could not answer (sampling refused, say) ends the call with that error.
       const e = err as { code?: unknown; message?: string };
@@ -155,7 +159,7 @@ export async function followServerTask(
         const content = Array.isArray(r['content']) ? (r['content'] as unknown[]) : [];
         const structured = isRecord(r['structuredContent']) ? r['structuredContent'] : undefined;
         if (r['isError'] === true) {
-          throw new ToolError(`${name} failed`, {
+          throw new ToolError(`${name} failed: ${textOf(content as never) || 'isError'}`, {
             code: 'tool_error',
             details: { content, ...(structured ? { structured_content: structured } : {}) },
           });
@@ -179,15 +183,20 @@ export async function followServerTask(
           code: 'mcp_error',
           details: { mcp_error: { code: -32603, message: 'the server cancelled its task' } },
         });
-      case 'input_required': {
+      default: {
         const requests = isRecord(task['inputRequests']) ? task['inputRequests'] : {};
+        for (const key of sent) {
+          if (!(key in requests)) {
+            sent.delete(key);
+            asking.delete(key);
+          }
+        }
+        if (task['status'] !== 'input_required') break;
         for (const [key, request] of Object.entries(requests)) {
           if (!asking.has(key) && isRecord(request)) answer(key, request);
         }
         break;
       }
-      default:
-        break;
     }
     await sleep(pollMs, signal);
   }
