@@ -231,12 +231,25 @@ describe('approvals through the MCP facade', () => {
       taskHeaders(taskId),
     );
     expect(stranger.kind).toBe('error');
-    // An answer under another name is refused.
+    // An answer under another name is ignored (SEP-2663): acknowledged, the approval still
+    // pending, the task still waiting for it.
     const wrong = await raw(
       framed('tasks/update', { taskId, inputResponses: { nope: { action: 'accept' } } }),
       taskHeaders(taskId),
     );
-    expect(wrong).toMatchObject({ kind: 'error', error: { code: -32602 } });
+    expect(wrong.kind).toBe('result');
+    expect(await mesh.api.store.approvals.get(mesh.project.id, requestId)).toMatchObject({
+      status: 'pending',
+    });
+    expect(result(await raw(framed('tasks/get', { taskId }), taskHeaders(taskId)))).toMatchObject({
+      status: 'input_required',
+    });
+    // An answer that is not an elicitation result, under the request's own id, is refused.
+    const malformed = await raw(
+      framed('tasks/update', { taskId, inputResponses: { [requestId]: { action: 'maybe' } } }),
+      taskHeaders(taskId),
+    );
+    expect(malformed).toMatchObject({ kind: 'error', error: { code: -32602 } });
 
     const updated = await raw(
       framed('tasks/update', {

@@ -1,7 +1,8 @@
 // MCP Tasks on the 2026-07-28 revision (the io.modelcontextprotocol/tasks extension), driven by the
 // Tasks requester of @modelcontextprotocol/ext-tasks over the 2.x client: advertised in
 // server/discover; a task only when the request declares the extension; tasks/get with the
-// result or the outcome; tasks/update refused (mesh calls ask for no input); tasks/cancel; another
+// result or the outcome; tasks/update of a task that asks for nothing acknowledged and ignored
+// (SEP-2663); tasks/* without the extension -32021; tasks/cancel; another
 // project's key refused; and the task view expiring after its ttl while the card stays readable.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -113,7 +114,7 @@ describe('2026-07-28 tasks (io.modelcontextprotocol/tasks)', () => {
     expect(await mesh.api.store.mcpTasks.get(mesh.project.id, id)).toBeUndefined();
   });
 
-  it('tasks/get answers a failed call with its isError result; tasks/update is refused', async () => {
+  it('tasks/get answers a failed call with its isError result; tasks/update changes nothing', async () => {
     const raw = modernDispatch(mesh.mcpUrl(mesh.project.id), mesh.project.key);
     const created = await raw(
       framed('tools/call', {
@@ -141,10 +142,40 @@ describe('2026-07-28 tasks (io.modelcontextprotocol/tasks)', () => {
       framed('tasks/update', { taskId, inputResponses: { a: { action: 'accept' } } }),
       taskHeaders(taskId),
     );
-    expect(update).toMatchObject({
-      kind: 'error',
-      error: { code: -32602, message: expect.stringMatching(/requested no input/) },
-    });
+    expect(update).toMatchObject({ kind: 'result' });
+    expect(await raw(framed('tasks/get', { taskId }), taskHeaders(taskId))).toEqual(got);
+  });
+
+  it('tasks/get, tasks/update and tasks/cancel without the extension are -32021', async () => {
+    const raw = modernDispatch(mesh.mcpUrl(mesh.project.id), mesh.project.key);
+    const created = await raw(
+      framed('tools/call', { name: 'builtin__sleep', arguments: { ms: 60_000 } }),
+    );
+    const taskId = field(created, 'taskId');
+    const without = (method: string, params: Record<string, unknown>) => {
+      const f = framed(method, params);
+      const meta = f.params._meta as Record<string, unknown>;
+      meta['io.modelcontextprotocol/clientCapabilities'] = {};
+      return raw(f, taskHeaders(taskId));
+    };
+    for (const [method, params] of [
+      ['tasks/get', { taskId }],
+      ['tasks/update', { taskId, inputResponses: {} }],
+      ['tasks/cancel', { taskId }],
+    ] as const) {
+      expect(await without(method, params)).toMatchObject({
+        kind: 'error',
+        error: {
+          code: -32021,
+          data: { requiredCapabilities: { extensions: { [TASKS]: {} } } },
+        },
+      });
+    }
+    // The refused cancel left the call running.
+    expect((await mesh.api.store.executions.get(mesh.project.id, taskId))?.status).not.toBe(
+      'canceled',
+    );
+    await raw(framed('tasks/cancel', { taskId }), taskHeaders(taskId));
   });
 
   it('tasks/cancel cancels the call on the mesh', async () => {

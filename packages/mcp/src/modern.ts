@@ -59,7 +59,9 @@ function nameOf(method: string, params: Record<string, unknown>): string | undef
       ? params['uri']
       : method === 'tools/call' || method === 'prompts/get'
         ? params['name']
-        : undefined;
+        : method === 'tasks/get' || method === 'tasks/update' || method === 'tasks/cancel'
+          ? params['taskId']
+          : undefined;
   return typeof v === 'string' ? v : undefined;
 }
 

@@ -4,8 +4,10 @@
 // completions are the 2025 server's (mcp-everything-features.ts), reached over an in-memory
 // 1.x client, so both revisions serve the same registrations; on top, what only this revision
 // has: the multi-round-trip tools, prompt and resource (mcp-everything-input.ts), the
-// capability-gated `test_missing_capability`, and a tool whose argument travels in an
-// `Mcp-Param-*` header (x-mcp-header, SEP-2243; the SDK checks the header against the body).
+// capability-gated `test_missing_capability`, a tool whose argument travels in an
+// `Mcp-Param-*` header (x-mcp-header, SEP-2243; the SDK checks the header against the body);
+// and Tasks, the `io.modelcontextprotocol/tasks` extension with the tools the suite's Tasks
+// scenarios name (mcp-everything-tasks.ts).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -19,6 +21,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { createEverythingServer, type EverythingState } from './mcp-everything-features.ts';
 import { INPUT_PROMPT, INPUT_TOOLS, runInputStep, signState } from './mcp-everything-input.ts';
+import { TASKS_EXTENSION, TASK_TOOLS, type FixtureTasks } from './mcp-everything-tasks.ts';
 
 const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 const LIST_HINT = { ttlMs: 300_000, cacheScope: 'public' as const };
@@ -98,7 +101,7 @@ async function dispatch(
 /** The methods whose answer may be `input_required` (SEP-2322). */
 type SteppedMethod = 'tools/call' | 'prompts/get' | 'resources/read';
 
-function modernServer(state: EverythingState) {
+function modernServer(state: EverythingState, tasks: FixtureTasks) {
   const mcp = new McpServer(
     { name: 'mcp-conformance-test-server', version: '1.0.0' },
     {
@@ -107,6 +110,7 @@ function modernServer(state: EverythingState) {
         resources: {},
         prompts: { listChanged: true },
         completions: {},
+        extensions: { [TASKS_EXTENSION]: {} },
       },
     },
   );
@@ -136,6 +140,7 @@ function modernServer(state: EverythingState) {
         STREAMING_TOOL,
         LOGGING_TOOL,
         ...INPUT_TOOLS,
+        ...TASK_TOOLS,
       ],
       ...LIST_HINT,
     } as never;
@@ -164,6 +169,7 @@ function modernServer(state: EverythingState) {
         envelope?: unknown;
         _meta?: { progressToken?: string | number };
         inputResponses?: Record<string, unknown>;
+        signal: AbortSignal;
         requestState(): unknown;
         notify(n: unknown): Promise<void>;
       };
@@ -180,6 +186,9 @@ function modernServer(state: EverythingState) {
     const envelope = ctx.mcpReq.envelope;
     const caps = isRecord(envelope) ? envelope[CLIENT_CAPABILITIES] : undefined;
     const capabilities = isRecord(caps) ? caps : {};
+    const tasked =
+      method === 'tools/call' ? tasks.call(withInput, capabilities, ctx.mcpReq.signal) : undefined;
+    if (tasked) return (await tasked) as never;
     if (method === 'tools/call' && params['name'] === MISSING_CAPABILITY_TOOL.name) {
       if (!capabilities['sampling']) {
         throw new MissingRequiredClientCapabilityError({
@@ -240,10 +249,18 @@ function modernServer(state: EverythingState) {
   s.setRequestHandler('tools/call', stepped('tools/call'));
   s.setRequestHandler('prompts/get', stepped('prompts/get'));
   s.setRequestHandler('resources/read', stepped('resources/read'));
+  tasks.register(s, (c) => {
+    const envelope = (c as { mcpReq?: { envelope?: unknown } }).mcpReq?.envelope;
+    const caps = isRecord(envelope) ? envelope[CLIENT_CAPABILITIES] : undefined;
+    return isRecord(caps) ? caps : {};
+  });
   return mcp;
 }
 
 /** The fixture's 2026-07-28 handler: one server per request, the request's envelope at hand. */
-export function createModernEverything(state: EverythingState): McpHttpHandler {
-  return createMcpHandler(() => modernServer(state), { legacy: 'reject' });
+export function createModernEverything(
+  state: EverythingState,
+  tasks: FixtureTasks,
+): McpHttpHandler {
+  return createMcpHandler(() => modernServer(state, tasks), { legacy: 'reject' });
 }

@@ -18,6 +18,7 @@ import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { createEverythingServer, type EverythingState } from './mcp-everything-features.ts';
 import { createEverythingTriggers, type EverythingTriggers } from './mcp-everything-triggers.ts';
 import { createModernEverything } from './mcp-everything-modern.ts';
+import { createFixtureTasks } from './mcp-everything-tasks.ts';
 
 export interface McpEverythingFixture {
   readonly url: string;
@@ -112,7 +113,8 @@ export async function startMcpEverythingServer(
 
   const extras = createEverythingTriggers(() => [...sessions.values()].map((s) => s.server), state);
 
-  const modern = createModernEverything(state);
+  const tasks = createFixtureTasks();
+  const modern = createModernEverything(state, tasks);
   const refuse = (res: ServerResponse, status: number, code: number, message: string) => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
@@ -182,6 +184,7 @@ export async function startMcpEverythingServer(
     modernMethods,
     triggers: extras.triggers,
     async stop() {
+      tasks.stop();
       await modern.close();
       await Promise.all([...sessions.values()].map((s) => s.server.close().catch(() => undefined)));
       sessions.clear();

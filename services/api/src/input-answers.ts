@@ -1,9 +1,10 @@
 // Answering an input request (docs/mcp.md, "Sampling and elicitation"), wherever the answer
-// comes from: the HTTP route, or a 2026-07-28 MCP client re-sending its request with
-// `inputResponses` (mcp/modern-elicit.ts). Accepted content must match the server's requested
-// form; the first answer stands (one conditional UPDATE), a repeat of it answers the same and
-// another is a conflict; the tools service running the call is told on the bus (lossy: it also
-// reads the row every few seconds).
+// comes from: the HTTP route, a 2026-07-28 MCP client re-sending its request with
+// `inputResponses` (mcp/modern-elicit.ts), or its tasks/update of the task the call is
+// (mcp/modern-tasks.ts). Accepted content must match the server's requested form; the first
+// answer stands (one conditional UPDATE), a repeat of it answers the same and another is a
+// conflict; the tools service running the call is told on the bus (lossy: it also reads the row
+// every few seconds).
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { Client } from '@toolmesh/client';
@@ -23,6 +24,17 @@ export interface InputAnswers {
    * (another answer came first, or the call no longer waits), `input_expired`, or not found.
    */
   answer(project: string, id: string, a: InputAnswerIn, by: string): Promise<InputRequestRecord>;
+  /**
+   * Checks and records an answer to a request already in hand (ApiError invalid_input when it
+   * does not fit the form); `answered` false when the request was not pending any more (the
+   * record says what it is), undefined when it is gone.
+   */
+  record(
+    project: string,
+    r: InputRequestRecord,
+    a: InputAnswerIn,
+    by: string,
+  ): Promise<{ answered: boolean; record: InputRequestRecord } | undefined>;
 }
 
 const sameAnswer = (r: InputRequestRecord, action: InputAction, content: unknown) =>
@@ -67,38 +79,23 @@ export function createInputAnswers(deps: {
     }
   }
 
-  return {
-    async answer(project, id, { action, content }, by) {
-      const current = await store.inputRequests.get(project, id);
-      if (!current) throw notFound('input request', id);
-      if (action === 'accept') {
-        if (!content) {
-          throw new ApiError('invalid_input', 'accept needs content matching the requested form');
-        }
-        checkContent(project, current, content);
-      } else if (content !== undefined) {
-        throw new ApiError('invalid_input', `${action} carries no content`);
+  async function record(
+    project: string,
+    r: InputRequestRecord,
+    { action, content }: InputAnswerIn,
+    by: string,
+  ): Promise<{ answered: boolean; record: InputRequestRecord } | undefined> {
+    if (action === 'accept') {
+      if (!content) {
+        throw new ApiError('invalid_input', 'accept needs content matching the requested form');
       }
-      const out = await store.inputRequests.answer(project, id, { action, content, by });
-      if (!out) throw notFound('input request', id);
-      const r = out.record;
-      if (!out.answered) {
-        if (sameAnswer(r, action, content)) return r;
-        if (r.status === 'expired') {
-          throw new ApiError(
-            'input_expired',
-            `input request ${id} expired at ${r.expires_at.toISOString()}`,
-            { input_request: show(r) },
-          );
-        }
-        throw new ApiError(
-          'conflict',
-          r.status === 'answered'
-            ? `input request ${id} was already answered: ${r.action ?? ''} by ${r.answered_by ?? 'unknown'}`
-            : `input request ${id} is ${r.status}: its call no longer waits for it`,
-          { input_request: show(r) },
-        );
-      }
+      checkContent(project, r, content);
+    } else if (content !== undefined) {
+      throw new ApiError('invalid_input', `${action} carries no content`);
+    }
+    const id = r.input_request_id;
+    const out = await store.inputRequests.answer(project, id, { action, content, by });
+    if (out?.answered) {
       log.info(
         { project, input_request_id: id, tool_call_id: r.tool_call_id, action },
         'input request answered',
@@ -107,7 +104,33 @@ export function createInputAnswers(deps: {
         client.subjects.inputAnswered({ project, channel: r.channel, inputRequestId: id }),
         encodeMessage('mcp_input_answered', { v: 1 }),
       );
-      return r;
+    }
+    return out;
+  }
+
+  return {
+    record,
+    async answer(project, id, a, by) {
+      const current = await store.inputRequests.get(project, id);
+      if (!current) throw notFound('input request', id);
+      const out = await record(project, current, a, by);
+      if (!out) throw notFound('input request', id);
+      const r = out.record;
+      if (out.answered || sameAnswer(r, a.action, a.content)) return r;
+      if (r.status === 'expired') {
+        throw new ApiError(
+          'input_expired',
+          `input request ${id} expired at ${r.expires_at.toISOString()}`,
+          { input_request: show(r) },
+        );
+      }
+      throw new ApiError(
+        'conflict',
+        r.status === 'answered'
+          ? `input request ${id} was already answered: ${r.action ?? ''} by ${r.answered_by ?? 'unknown'}`
+          : `input request ${id} is ${r.status}: its call no longer waits for it`,
+        { input_request: show(r) },
+      );
     },
   };
 }

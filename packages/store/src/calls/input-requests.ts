@@ -60,6 +60,8 @@ export interface InputRequestsRepo {
     projectId: string,
     f: { status?: InputRequestStatus | undefined; limit: number },
   ): Promise<InputRequestRecord[]>;
+  /** The pending, unexpired requests of one call, oldest first. */
+  pendingForCall(projectId: string, toolCallId: string): Promise<InputRequestRecord[]>;
   /**
    * Answers a pending, unexpired request. `answered` is false when it was not pending any more
    * (or has expired): the record then says what it is.
@@ -130,6 +132,15 @@ export function createInputRequestsRepo(db: Db): InputRequestsRepo {
         [projectId, status, f.limit],
       );
     },
+    pendingForCall: (projectId, toolCallId) =>
+      db.query<InputRequestRecord>(
+        'input_requests_pending_for_call',
+        `SELECT ${COLUMNS} FROM state.input_requests
+          WHERE project_id = $1 AND tool_call_id = $2 AND status = 'pending'
+            AND expires_at > now()
+          ORDER BY requested_at`,
+        [projectId, toolCallId],
+      ),
     answer: async (projectId, id, a) => {
       const [row] = await db.query<InputRequestRecord>(
         'input_requests_answer',

@@ -318,7 +318,7 @@ export function createMeshCalls(deps: CallDeps) {
      * Settles (never rejects) once no queued row is pending: it was written, found to exist, or
      * is no longer needed because the call was answered first.
      */
-    settleRow: () => Promise<void>;
+    settleRow: (write?: boolean) => Promise<void>;
     answer?: CallToolResult;
     conflict?: CallToolResult;
   }> {
@@ -364,9 +364,10 @@ export function createMeshCalls(deps: CallDeps) {
           (err: unknown) => log.warn({ err, tool_call_id: id }, 'could not record the queued call'),
         ));
       const timer = setTimeout(() => void write(), QUEUED_ROW_AFTER_MS);
-      const settleRow = async () => {
+      // `write`: the call goes on unawaited (detached), so its row must exist now.
+      const settleRow = async (now = false) => {
         clearTimeout(timer);
-        await written;
+        await (now ? write() : written);
       };
       return { id, queued: true, req, settleRow };
     }
@@ -485,7 +486,10 @@ export function createMeshCalls(deps: CallDeps) {
       const result = await awaitResult({ ...req, toolCallId: id }, waitSignal);
       return toCallToolResult(result.content, id, call.tool.origin);
     } catch (err) {
-      if (call.detach?.aborted && !call.signal.aborted) return DETACHED;
+      if (call.detach?.aborted && !call.signal.aborted) {
+        await settleRow(true);
+        return DETACHED;
+      }
       if (call.signal.aborted) {
         // The SDK sends no response to a cancelled request; this value is never seen.
         return errorResult('canceled', 'the request was cancelled', { tool_call_id: id });

@@ -106,6 +106,16 @@ export interface Parked {
     | { inputRequestId: string; toolCallId: string; tool: ToolRecord };
 }
 
+/**
+ * A call its MCP server made a task (or that waits for an approval), its wait detached
+ * (handleCall's `taskOnServer`): the mesh answers it with its own task.
+ */
+export interface BecameTask {
+  becameTask: string;
+}
+/** The progress status of a call its MCP server made a task (services/tools mcp-task.ts). */
+const MCP_TASK_STATUS = 'mcp_task';
+
 /** Does a profile's `allowed_tools` (a name, or `<target>.*`) admit a tool? As the agent worker. */
 function allows(patterns: readonly string[], name: string): boolean {
   return patterns.some((p) =>
@@ -246,6 +256,12 @@ export function createFacade(deps: {
        * call goes on; a 2026-07-28 request asks its client with an input_required result).
        */
       park?: boolean | undefined;
+      /**
+       * A 2026-07-28 client with Tasks on a server's own endpoint: the server decides whether
+       * the call is a task. Stop waiting once it made one (or once the call waits for an
+       * approval) and answer `{becameTask}`; the call goes on.
+       */
+      taskOnServer?: boolean | undefined;
       /** Asks this client what the call's MCP server asks (a 2025 session's stream). */
       ask?: CallerAsk | undefined;
       /** The client's log level: the MCP server's log messages during the call at or above it
@@ -254,7 +270,7 @@ export function createFacade(deps: {
       /** A 2026-07-28 client's envelope, for the MCP server (modern-input.ts). */
       mcp?: McpCallEnvelope | undefined;
     },
-  ): Promise<CallToolResult | CreateTaskResult | Parked> {
+  ): Promise<CallToolResult | CreateTaskResult | Parked | BecameTask> {
     let name = params.name;
     let args = params.arguments ?? {};
     const searching = name === SEARCH_TOOLS || name === CALL_TOOL;
@@ -416,20 +432,30 @@ export function createFacade(deps: {
       };
     }
     let parked: Parked['parked'] | undefined;
-    const detach = extra.park ? new AbortController() : undefined;
+    let becameTask: string | undefined;
+    const detach = extra.park || extra.taskOnServer ? new AbortController() : undefined;
     if (detach) {
       const forward = onProgress;
       onProgress = (ev) => {
         const id = ev.detail?.['approval_id'];
         const input = ev.detail?.['input_request_id'];
-        if (!parked && ev.detail?.['status'] === 'awaiting_approval' && typeof id === 'string') {
+        const status = ev.detail?.['status'];
+        if (extra.taskOnServer) {
+          // A client that speaks Tasks gets one whatever the call waits for: its server's task,
+          // an approval, or an input request (tasks/get shows it as input_required).
+          if (
+            !becameTask &&
+            (status === MCP_TASK_STATUS ||
+              status === 'awaiting_approval' ||
+              status === 'awaiting_input')
+          ) {
+            becameTask = ev.tool_call_id;
+            detach.abort();
+          }
+        } else if (!parked && status === 'awaiting_approval' && typeof id === 'string') {
           parked = { approvalId: id, toolCallId: ev.tool_call_id, tool };
           detach.abort();
-        } else if (
-          !parked &&
-          ev.detail?.['status'] === 'awaiting_input' &&
-          typeof input === 'string'
-        ) {
+        } else if (!parked && status === 'awaiting_input' && typeof input === 'string') {
           parked = { inputRequestId: input, toolCallId: ev.tool_call_id, tool };
           detach.abort();
         }
@@ -448,6 +474,7 @@ export function createFacade(deps: {
       ask: extra.ask,
       mcp: extra.mcp,
     });
+    if (result === DETACHED && becameTask) return { becameTask };
     return result === DETACHED && parked ? { parked } : result;
   }
 

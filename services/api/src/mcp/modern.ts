@@ -26,13 +26,14 @@ import type { CreateTaskResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Client } from '@toolmesh/client';
 import type { Store } from '@toolmesh/store';
 import type { MeshCalls } from './calls.ts';
-import { IDEMPOTENCY_META_KEY, INPUT_REQUIRED_KEY } from './calls.ts';
-import type { Facade, FacadeScope, Parked } from './facade.ts';
+import { IDEMPOTENCY_META_KEY, INPUT_REQUIRED_KEY, idempotentCallId } from './calls.ts';
+import type { BecameTask, Facade, FacadeScope, Parked } from './facade.ts';
 import { FACADE_NAME, FACADE_VERSION } from './facade.ts';
 import {
   TASKS_EXTENSION,
   createdTask,
   declaresTasks,
+  recordServerTask,
   registerModernTasks,
 } from './modern-tasks.ts';
 import { declaresElicitation, parkedAnswer, resumeParked } from './modern-approval.ts';
@@ -151,10 +152,18 @@ function createProjectHandler(
         );
       }
       // A task only when the request declares the extension; the server chooses its ttl. A
-      // `task` field is the 2025-11 form and means nothing here.
-      const task = declaresTasks(c.mcpReq.envelope, req.params)
-        ? { ttl: deps.taskTtlMs }
-        : undefined;
+      // `task` field is the 2025-11 form and means nothing here. On a server's own endpoint the
+      // server decides which call is a task (as the revision has it): the call goes to it with
+      // the client's capabilities, and becomes the mesh's task if the server made it one.
+      const tasks = declaresTasks(c.mcpReq.envelope, req.params);
+      const onServer = tasks && scope.server !== undefined;
+      const task = tasks && !onServer ? { ttl: deps.taskTtlMs } : undefined;
+      // A keyed re-send of a call its server made a task: that task, not a wait for its end.
+      const key = req.params._meta?.[IDEMPOTENCY_META_KEY];
+      if (onServer && typeof key === 'string') {
+        const row = await deps.store.mcpTasks.get(project, idempotentCallId(project, key));
+        if (row) return createdTask(row) as never;
+      }
       const result = await facade.handleCall(
         scope,
         { ...(req.params as Record<string, unknown>), task } as never,
@@ -165,10 +174,15 @@ function createProjectHandler(
           logLevel: logLevelOf(c.mcpReq.envelope),
           // A client that answers elicitation is asked to decide an approval the call waits
           // for, with an input_required result; any other waits as before.
-          park: !task && declaresElicitation(c.mcpReq.envelope),
+          park: !tasks && declaresElicitation(c.mcpReq.envelope),
+          taskOnServer: onServer,
           mcp: envelopeOf(c.mcpReq, opened?.upstream, c.http?.req),
         },
       );
+      if ('becameTask' in result) {
+        const { becameTask } = result as BecameTask;
+        return (await recordServerTask(deps.store, project, becameTask, deps.taskTtlMs)) as never;
+      }
       if ('parked' in result) {
         const { parked } = result as Parked;
         if ('inputRequestId' in parked) {
@@ -268,7 +282,8 @@ function logLevelOf(envelope: unknown): string | undefined {
  * server's own endpoint), created on first use: each has its own listen streams, so a change
  * reaches the listeners of the endpoints it concerns, of that project only.
  */
-export function createModernHandlers(deps: ModernDeps) {
+export function createModernHandlers(modernDeps: ModernDeps) {
+  const deps = modernDeps;
   const handlers = new Map<
     string,
     { handler: McpHttpHandler; registry: Subscription; notices: () => void }

@@ -3,7 +3,7 @@
 // server's request open, until someone answers here (accept with content matching the form,
 // decline, cancel) or its deadline passes (the call fails input_expired). The first answer
 // stands, on any instance; a repeat of it answers the same, another is 409 `conflict`
-// (input-answers.ts, shared with a 2026-07-28 MCP client's answer).
+// (input-answers.ts, shared with a 2026-07-28 MCP client's answer and a task's tasks/update).
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InputAction, InputRequestStatus, type InputRequestRecord } from '@toolmesh/store';

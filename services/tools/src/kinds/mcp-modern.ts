@@ -4,10 +4,13 @@
 // answer is the call's result as sent: a complete result, its isError content (tool_error), or
 // `input_required` (SEP-2322), kept as `mcp_input_required` for the api to hand to the client.
 // A JSON-RPC error of the server is an mcp_error whose details carry it (`mcp_error`), so the
-// api can answer the client with the server's own code.
+// api can answer the client with the server's own code. A task the server made of the call
+// (the client declared the tasks extension) is followed to its end (mcp-task.ts).
 import { McpClientError, textOf, type ModernChannel } from '@toolmesh/mcp';
 import { ToolError } from '@toolmesh/protocol';
 import type { AttemptContext } from './kind.ts';
+import type { CallAsks } from '../mcp/ask.ts';
+import { followServerTask } from './mcp-task.ts';
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -18,6 +21,7 @@ export async function callModern(
   args: Record<string, unknown>,
   inputSchema: Record<string, unknown>,
   ctx: AttemptContext,
+  task: { asks: CallAsks; signal: AbortSignal },
 ): Promise<unknown> {
   const env = ctx.mcp!;
   let reply;
@@ -62,6 +66,9 @@ export async function callModern(
     });
   }
   const r = reply.result;
+  if (r['resultType'] === 'task') {
+    return followServerTask(channel, name, r, ctx, task.asks, task.signal);
+  }
   if (r['resultType'] === 'input_required') {
     return {
       content: [],

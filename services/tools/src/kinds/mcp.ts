@@ -17,6 +17,7 @@ import { createCallAsks, type AskDeps } from '../mcp/ask.ts';
 import type { RegistryTool } from '@toolmesh/tool-service';
 import { UpstreamFailure, type AttemptContext, type KindExecutor } from './kind.ts';
 import { callModern } from './mcp-modern.ts';
+import { MCP_TASK_STATUS, declaresTasks } from './mcp-task.ts';
 
 export interface McpExecutorOptions {
   pool: McpPool;
@@ -60,10 +61,16 @@ export function createMcpExecutor(o: McpExecutorOptions): KindExecutor {
         const modern = pooled.conn.modern;
         if (ctx.mcp && modern && (await modern.supported(ctx.signal))) {
           ctx.annotate({ mcp_protocol_version: MODERN_PROTOCOL_VERSION });
-          const out = await callModern(modern, spec.tool, args, tool.parameters, ctx);
+          const out = await callModern(modern, spec.tool, args, tool.parameters, ctx, {
+            asks,
+            signal,
+          });
           redactSecrets();
           return out;
         }
+        // A client with Tasks, whose server cannot decide on tasks (no 2026-07-28): the mesh
+        // makes the call a task, as it makes any call of such a client on its facade.
+        if (declaresTasks(ctx.mcp?.client_capabilities)) ctx.progress({ status: MCP_TASK_STATUS });
         const res = await pooled.conn.callTool(spec.tool, args, {
           signal,
           onProgress: (p) => ctx.progress({ ...p }),
