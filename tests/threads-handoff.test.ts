@@ -2,7 +2,8 @@
 // it (or the api, when it was canceled): not when the periodic scan next looks (once a second
 // by default). Messages sent while a turn runs find their thread busy; their wakeups are spent
 // then, so nothing but the end of the running turn can start them promptly. The scan here is
-// set to a minute, so a waiting message left to it would miss the test's deadline.
+// set to an hour, so a waiting message left to it never starts within the test: the waits below
+// are generous and no stopwatch is needed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgentMesh, type AgentMesh } from './support/agent-mesh.ts';
 import { until } from './support/procs.ts';
@@ -10,7 +11,7 @@ import { threadApi, userTexts } from './support/threads.ts';
 
 let mesh: AgentMesh;
 beforeAll(async () => {
-  mesh = await startAgentMesh({ CG__AGENT__SCAN_INTERVAL_MS: '60000' });
+  mesh = await startAgentMesh({ CG__AGENT__SCAN_INTERVAL_MS: '3600000' });
   await mesh.startSkills();
   await mesh.startWorker();
 }, 60_000);
@@ -40,13 +41,9 @@ describe('thread handoff', { timeout: 60_000 }, () => {
     await say(agent, thread, 'two');
     await say(agent, thread, 'three');
 
-    const first = await answered(agent, thread, 1, 10_000);
-    const started = Date.now();
-    const third = await answered(agent, thread, 3, 10_000);
+    const first = await answered(agent, thread, 1, 45_000);
+    const third = await answered(agent, thread, 3, 45_000);
     expect(third.final_card?.content.result).toBe('third saw 3');
-    // Two turns of an instant model, back to back: well under a second on any machine, and
-    // nowhere near the minute the scan would take.
-    expect(Date.now() - started).toBeLessThan(5_000);
     expect(first.status).toBe('succeeded');
     const view = await show(agent, thread);
     expect(view.turns.map((t) => t.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
@@ -76,12 +73,10 @@ describe('thread handoff', { timeout: 60_000 }, () => {
     const during = await show(agent, thread);
     expect(during.turns.map((t) => t.status)).toEqual(['running', 'pending']);
 
-    const started = Date.now();
     const stop = await api('POST', `/tasks/${one.task_id}/cancel`, { reason: 'enough' });
     expect(stop.status, stop.raw).toBe(200);
-    const second = await answered(agent, thread, 2, 10_000);
+    const second = await answered(agent, thread, 2, 45_000);
     expect(second.status).toBe('succeeded');
     expect(second.final_card?.content.result).toBe('after the cancel: one | two');
-    expect(Date.now() - started).toBeLessThan(5_000);
   });
 });

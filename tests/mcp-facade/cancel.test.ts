@@ -14,7 +14,6 @@ describe('cancel', () => {
     const client = await mesh.connect();
     const abort = new AbortController();
     const key = `cancel-${Date.now()}`;
-    const started = Date.now();
     const pending = client.callTool(
       {
         name: 'builtin__sleep',
@@ -30,15 +29,14 @@ describe('cancel', () => {
     const [running] = await rows();
     abort.abort('changed my mind');
     await expect(pending).rejects.toThrow();
+    // `canceled`, not `succeeded`: the sleep was stopped, not waited out. The wait for it is half
+    // the sleep, so a cancel that landed only once the sleep ended would not be seen in time.
     await expect
       .poll(
         async () =>
           (await mesh.api.store.executions.get(mesh.project.id, running!.tool_call_id))?.status,
-        {
-          timeout: 10_000,
-        },
+        { timeout: 30_000 },
       )
       .toBe('canceled');
-    expect(Date.now() - started).toBeLessThan(30_000);
-  });
+  }, 90_000);
 });

@@ -182,11 +182,14 @@ describe('turns', () => {
       list: [],
       '007': 'not an index',
     };
+    // The ids are made between these two readings of the host's one clock.
+    const before = Date.now();
     const taskId = await newTask(input);
     const applied = await store.turns.applyInbox(P, A, 'i1');
     expect(applied.started).toEqual([{ taskId, turnId: expect.any(String), channel: 'main' }]);
     const turn = await store.turns.byTask(P, taskId);
     const [card] = (await store.turns.conversation(turn!)).cards;
+    const after = Date.now();
     // What the worker read back from the task and stringified before (jsonb orders the keys).
     const stored = (await store.tasks.get(P, taskId))!.input;
     expect(card!.content).toEqual({ role: 'user', content: JSON.stringify(stored) });
@@ -196,7 +199,8 @@ describe('turns', () => {
       expect(id).toMatch(v7);
       // The first 48 bits are the Unix time in milliseconds.
       const ms = parseInt(id.replace(/-/g, '').slice(0, 12), 16);
-      expect(Math.abs(ms - Date.now())).toBeLessThan(60_000);
+      expect(ms).toBeGreaterThanOrEqual(before);
+      expect(ms).toBeLessThanOrEqual(after);
     }
     const claimed = await store.turns.claim({ projectId: P, agentId: A }, 'i1', 60_000);
     await store.turns.finish(claimed!, { status: 'succeeded', content: {}, author: 'x' });

@@ -42,13 +42,16 @@ describe('bus call buckets', () => {
   it('two instances racing take no more than the bucket holds, in batches', async () => {
     const p = await newProject();
     // 600 a minute: a bucket of 600, batches of 1 asked as 3 at a time.
+    const started = Date.now();
     const takes = await Promise.all(
       Array.from({ length: 300 }, (_, i) => (i % 2 ? a : b).rateBuckets.takeBusCalls(p, 600, 3)),
     );
+    const ranSec = (Date.now() - started) / 1000;
     const taken = takes.reduce((n, t) => n + t.taken, 0);
-    // 600 at the start and 10 a second refilled while the takes ran (well under a minute).
+    // 600 at the start and 10 a second refilled while the takes ran: the bound grows with the
+    // time they took on this host (one clock for the test and Postgres), so load cannot trip it.
     expect(taken).toBeGreaterThanOrEqual(600);
-    expect(taken).toBeLessThanOrEqual(620);
+    expect(taken).toBeLessThanOrEqual(600 + Math.ceil(10 * ranSec));
     const refused = takes.filter((t) => t.taken === 0);
     expect(refused.length).toBeGreaterThan(0);
     for (const t of refused) {
