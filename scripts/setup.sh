@@ -40,6 +40,8 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# The docs' shell examples read the stack's key with jq (KEY=$(jq -r .apiKey .data/stack.json)).
+command -v jq >/dev/null 2>&1 || need+=(jq)
 [ -e /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v runuser >/dev/null 2>&1 || need+=(util-linux)
@@ -177,7 +179,7 @@ bash scripts/install-cli.sh
 
 # --- Every promised tool answers from a new login shell's PATH ---------------------------------
 missing=()
-tools=(node pnpm npm nats-server initdb bwrap socat rg docker-compose python3 chromium)
+tools=(node pnpm npm nats-server initdb bwrap socat rg docker-compose python3 chromium curl jq)
 if [ -n "${TOOLMESH_BIN_DIR:-}" ]; then
   "$TOOLMESH_BIN_DIR/toolmesh" --help >/dev/null || missing+=("toolmesh (in $TOOLMESH_BIN_DIR)")
 else
@@ -195,4 +197,4 @@ esac
 if [ ${#missing[@]} -gt 0 ]; then
   die "a new shell does not find: ${missing[*]}"
 fi
-log "done: node, pnpm, npm, nats-server, initdb, bwrap, socat, rg, docker-compose, chromium and toolmesh answer from a new shell"
+log "done: node, pnpm, npm, nats-server, initdb, bwrap, socat, rg, docker-compose, chromium, curl, jq and toolmesh answer from a new shell"
