@@ -17,10 +17,10 @@
 //                                                or a deadline fired (the scan)
 //   unfinished     --cancel-->         canceled   the api (store task-cancel.ts)
 //
-// A model step makes two durable writes on its path: the claim and the commit (or finish). The
-// tool's result answers the turn in the commit that writes its card, so no write of the worker
-// stands between a result and the next claim; the start of the calls' deadlines is written off
-// the path (published-marks.ts).
+// A model step makes two durable writes on its path: the claim and the commit (or finish). A
+// tool's result answers the turn in the commit that writes its card (the tool service's one write
+// per call), so the claim finds the turn ready rather than an inbox row to apply first; the start
+// of the calls' deadlines is written off the path (published-marks.ts).
 //
 // One step: rebuild what the model is shown from Postgres, ask the model, then either finish the
 // turn (submit_result, a plain answer, a model error, the step limit) or record the calls it made
