@@ -1,7 +1,8 @@
 // A tool result answers its turn in the statement that writes its card (migration 0053): the
 // call is answered and its turn readied by the same commit, with no inbox row between them. What
 // a result cannot change (a duplicate, a canceled turn, a call of a step the turn has left, a
-// call of another project) changes nothing, and is filed in the inbox for the worker to report.
+// call of another project) changes nothing and is filed in the inbox for the worker to report;
+// a result filed under an agent's id for another tool is refused outright.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../store.ts';
 import { useMigratedStore } from '../test-support.ts';
@@ -209,5 +210,30 @@ describe('a result answers its turn with its card', () => {
       { correlationId: 'shared-id', reason: 'no turn made this call' },
     ]);
     expect((await store.turns.applyInbox(P, A, 'i1')).applied).toBe(0);
+  });
+  it("a result filed under the id of an agent's call to another tool answers nothing", async () => {
+    const turn = await waitingOn(['reserved']);
+    const forged = store.results.record({
+      projectId: P,
+      channel: 'main',
+      toolCallId: 'reserved',
+      toolName: 'builtin.other',
+      target: 'builtin',
+      author: 'test',
+      instanceId: 'test',
+      content: { status: 'succeeded', result: 'forged', duration_ms: 1 },
+      agentId: A,
+      turnId: turn.turn_id,
+      turnEpoch: 1,
+    });
+    await expect(forged).rejects.toMatchObject({ code: 'tool_call_id_taken' });
+    expect(await store.cards.toolResult(P, 'reserved')).toBeUndefined();
+    expect(await store.turns.calls(turn.turn_id)).toMatchObject([
+      { tool_call_id: 'reserved', status: 'pending', result_card_id: null },
+    ]);
+    expect(await inboxRows('reserved')).toEqual([]);
+    // The agent's own call still gets its slot.
+    await record(store, 'reserved', turn);
+    expect(await statusOf(turn)).toBe('ready');
   });
 });
