@@ -1,8 +1,8 @@
 // A tool result answers its turn in the statement that writes its card (migration 0053): the
-// call is answered and its turn readied by the same commit, with no inbox row between them. What
-// a result cannot change (a duplicate, a canceled turn, a call of a step the turn has left, a
-// call of another project) changes nothing and is filed in the inbox for the worker to report;
-// a result filed under an agent's id for another tool is refused outright.
+// call is answered and its turn readied by the same commit, with no inbox row between them. A
+// duplicate changes nothing; a result that cannot change its turn (a canceled turn, a call of a
+// step the turn has left, a call of another project) changes nothing and is filed in the inbox
+// for the worker to report; one filed under an agent's id for another tool is refused outright.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../store.ts';
 import { useMigratedStore } from '../test-support.ts';
