@@ -7,7 +7,7 @@
 //   gate     a person's approval; a non-idempotent call taken over mid-run is not run again
 //   quota    the project's call rate and calls in flight
 //   execute  the handler under its deadline and cancel signal
-//   finish   the one tool_result card (with the execution row and an agent's inbox row), the
+//   finish   the one tool_result card (with the execution row and the answer to an agent's turn), the
 //            result event and wakeup; then ack
 // Bad input is answered with a failed result, never dropped; infrastructure trouble is retried,
 // never turned into a result.

@@ -1,5 +1,6 @@
 // Schedules steps on this instance with bounded concurrency. Two ways in: a wakeup (apply the
-// agent's inbox, then run the steps of that agent that became due) and a periodic scan (fire
+// agent's inbox, where its new tasks wait, then run the steps of that agent that became due: a
+// tool's result readied its turn when its card was written) and a periodic scan (fire
 // tool deadlines, re-publish calls an instance died before publishing, and take over turns
 // whose lease expired or whose wakeup was lost). Both claim turns through the store with SKIP
 // LOCKED, so any number of instances can run side by side.

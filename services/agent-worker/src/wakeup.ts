@@ -1,5 +1,5 @@
-// The wakeup consumer's handler: a wakeup only says "look at this agent's inbox"; the inbox and
-// the turns in Postgres say what to do, so a duplicate or stale wakeup finds nothing new and is
+// The wakeup consumer's handler: a wakeup only says "look at this agent" (a task in its inbox, or
+// a result that answered one of its turns); the inbox and the turns in Postgres say what to do, so a duplicate or stale wakeup finds nothing new and is
 // acknowledged. A malformed one is terminated; a failure talking to Postgres is retried.
 import type { Delivery, Disposition } from '@toolmesh/bus';
 import { MeshError, decodeMessage, type Subjects } from '@toolmesh/protocol';

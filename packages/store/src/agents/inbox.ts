@@ -1,5 +1,6 @@
-// The agent inbox (state.agent_inbox): what waits for an agent. Tool results are added through
-// results.ts in the same statement as their card; tasks are added by the api.
+// The agent inbox (state.agent_inbox): what waits for an agent. Tasks are added by the api; a
+// tool result is added (by results.ts, in the statement that writes its card) only when it could
+// not be applied to its turn there, for the worker to report.
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../core/db.ts';
 

@@ -11,6 +11,8 @@ import type { Db } from '../core/db.ts';
 import type { ProfileRecord } from './profiles.ts';
 import type { ToolRecord } from '../registry/tools.ts';
 import type { Conversation, TurnCallRecord, TurnRecord } from './turn-records.ts';
+import { shownCard } from './turn-cards.ts';
+import { STEP_CONTEXT } from './turn-statements.ts';
 
 export interface StepContext {
   /** The profile the agent points at; undefined when it has none (or the agent is gone). */
@@ -42,7 +44,8 @@ export interface StepContextRow {
   place: { thread_id: string | null; thread_seq: number | null } | null;
 }
 
-const card = (c: Json<Card, 'created_at'>): Card => ({ ...c, created_at: new Date(c.created_at) });
+const card = (c: Json<Card, 'created_at'>): Card =>
+  shownCard({ ...c, created_at: new Date(c.created_at) });
 
 /**
  * The registries last read, by project, with the digest each was read under (a few hundred
@@ -96,11 +99,13 @@ export async function readStepContext(
   t: TurnRecord,
 ): Promise<StepContext> {
   const held = cache.held(t.project_id);
-  const [row] = await db.query<StepContextRow>(
-    'turns_step_context',
-    'SELECT * FROM state.step_context($1, $2, $3, $4, $5)',
-    [t.project_id, t.agent_id, t.turn_id, t.task_id, held?.digest ?? null],
-  );
+  const [row] = await db.query<StepContextRow>('turns_step_context', STEP_CONTEXT, [
+    t.project_id,
+    t.agent_id,
+    t.turn_id,
+    t.task_id,
+    held?.digest ?? null,
+  ]);
   return contextOf(row!, cache.resolve(t.project_id, held, row!));
 }
 

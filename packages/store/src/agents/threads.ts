@@ -7,7 +7,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Card } from '../calls/cards.ts';
 import type { Db } from '../core/db.ts';
 import type { TaskState } from './task-record.ts';
-import { CARD_COLUMNS } from './turn-cards.ts';
+import { CARD_COLUMNS, shownCard } from './turn-cards.ts';
 import type { Conversation, TurnCallRecord, TurnStatus } from './turns.ts';
 
 export interface Thread {
@@ -158,7 +158,9 @@ async function hydrate(db: Db, projectId: string, rows: TurnRow[]): Promise<Thre
     : [];
   const byId = new Map(linked.map((c) => [c.card_id, c]));
   return rows.map((r) => {
-    const own = r.turn_id ? cards.filter((c) => c.metadata['turn_id'] === r.turn_id) : [];
+    const own = r.turn_id
+      ? cards.filter((c) => c.metadata['turn_id'] === r.turn_id).map(shownCard)
+      : [];
     const ownCalls = calls.filter((c) => c.turn_id === r.turn_id);
     const results = new Map<string, Card>();
     for (const c of ownCalls) {

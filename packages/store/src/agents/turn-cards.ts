@@ -1,5 +1,6 @@
 // Cards the agent worker writes itself (messages, tool calls, refused or timed-out results,
-// finals), inside the transaction of the turn write they belong to.
+// finals), inside the transaction of the turn write they belong to, and how a turn's cards are
+// read back.
 import { v7 as uuidv7 } from 'uuid';
 import type { Card } from '../calls/cards.ts';
 import type { Db } from '../core/db.ts';
@@ -32,4 +33,15 @@ export function insertCard(
       JSON.stringify(c.metadata),
     ],
   );
+}
+
+/**
+ * A card of a turn as its conversation shows it. The first card holds the task's input as given
+ * (migration 0054); a structured input is shown as the text the model reads: JSON.stringify of
+ * the value as Postgres gives it back (its key order is jsonb's), as the worker always made it.
+ */
+export function shownCard(card: Card): Card {
+  const c = card.content as { role?: unknown; content?: unknown } | null;
+  if (card.kind !== 'message' || c?.role !== 'user' || typeof c.content === 'string') return card;
+  return { ...card, content: { ...c, content: JSON.stringify(c.content ?? null) } };
 }

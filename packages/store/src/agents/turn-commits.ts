@@ -4,39 +4,14 @@
 // version), and every write follows from that UPDATE's result, so a step whose lease was taken
 // over writes nothing at all. finishTurn calls a function (migration 0027) rather than chaining
 // CTEs, because ending a thread's turn must lock the thread first and then start its next
-// message, steps that must see each other's writes. One statement is also one round trip and one commit, which is
-// most of what a step costs the worker besides the model.
+// message, steps that must see each other's writes. One statement is also one round trip and
+// one commit, which is most of what a step costs the worker besides the model. The statements
+// themselves are in turn-statements.ts, beside the other moves of the turn.
 import { v7 as uuidv7 } from 'uuid';
 import type { Card } from '../calls/cards.ts';
 import type { Db } from '../core/db.ts';
-import { CARD_COLUMNS } from './turn-cards.ts';
+import { COMMIT_STEP, FINISH } from './turn-statements.ts';
 import type { ClaimedTurn, CommitStep, FinishedTurn, FinishTurn } from './turn-records.ts';
-
-const COMMIT_STEP_SQL = `
-WITH turn AS (
-  UPDATE state.turns SET epoch = epoch + 1, step = step + 1, status = $3::text, claims = 0,
-    run_token = NULL, run_owner = NULL, lease_until = NULL, updated_at = now()
-  WHERE turn_id = $1 AND run_token = $2 AND status = 'running'
-  RETURNING turn_id, task_id, epoch, step
-),
-card AS (
-  INSERT INTO cards (card_id, project_id, kind, tool_call_id, author, content, metadata)
-  SELECT c.card_id, $4::text, c.kind, c.tool_call_id, $5::text, c.content,
-         jsonb_build_object('turn_id', turn.turn_id, 'task_id', turn.task_id,
-                            'epoch', turn.epoch, 'step', turn.step)
-  FROM turn, unnest($6::uuid[], $7::text[], $8::text[], $9::jsonb[])
-         AS c(card_id, kind, tool_call_id, content)
-),
-call AS (
-  INSERT INTO state.turn_calls (project_id, tool_call_id, turn_id, epoch, seq, tool_name,
-    arguments, status, deadline_ms, result_card_id)
-  SELECT $4::text, c.tool_call_id, turn.turn_id, turn.epoch, c.seq - 1, c.tool_name, c.arguments, c.status,
-         c.deadline_ms, c.result_card_id
-  FROM turn, unnest($10::text[], $11::text[], $12::jsonb[], $13::text[], $14::int[], $15::uuid[])
-         WITH ORDINALITY AS c(tool_call_id, tool_name, arguments, status, deadline_ms,
-                              result_card_id, seq)
-)
-SELECT epoch, step FROM turn`;
 
 /** Writes a step's cards and calls and suspends (or re-readies) the turn; undefined if fenced. */
 export async function commitStep(
@@ -60,27 +35,23 @@ export async function commitStep(
     results.push(c.answer ? card('tool.result', id, c.answer) : null);
   }
   const pending = s.calls.some((c) => !c.answer);
-  const [row] = await db.query<{ epoch: number; step: number }>(
-    'turns_commit_step',
-    COMMIT_STEP_SQL,
-    [
-      t.turn_id,
-      t.run_token,
-      pending ? 'waiting' : 'ready',
-      t.project_id,
-      s.author,
-      cards.map((c) => c.id),
-      cards.map((c) => c.kind),
-      cards.map((c) => c.call),
-      cards.map((c) => c.content),
-      s.calls.map((c) => c.toolCallId),
-      s.calls.map((c) => c.toolName),
-      s.calls.map((c) => JSON.stringify(c.arguments)),
-      s.calls.map((c) => (c.answer ? 'done' : 'pending')),
-      s.calls.map((c) => c.deadlineMs),
-      results,
-    ],
-  );
+  const [row] = await db.query<{ epoch: number; step: number }>('turns_commit_step', COMMIT_STEP, [
+    t.turn_id,
+    t.run_token,
+    pending ? 'waiting' : 'ready',
+    t.project_id,
+    s.author,
+    cards.map((c) => c.id),
+    cards.map((c) => c.kind),
+    cards.map((c) => c.call),
+    cards.map((c) => c.content),
+    s.calls.map((c) => c.toolCallId),
+    s.calls.map((c) => c.toolName),
+    s.calls.map((c) => JSON.stringify(c.arguments)),
+    s.calls.map((c) => (c.answer ? 'done' : 'pending')),
+    s.calls.map((c) => c.deadlineMs),
+    results,
+  ]);
   return row;
 }
 
@@ -96,23 +67,18 @@ export async function finishTurn(
 ): Promise<FinishedTurn | undefined> {
   const [row] = await db.query<
     Card & { next_task_id: string | null; next_turn_id: string | null; next_channel: string | null }
-  >(
-    'turns_finish',
-    `SELECT ${CARD_COLUMNS}, next_task_id, next_turn_id, next_channel
-     FROM state.finish_turn($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb)`,
-    [
-      t.project_id,
-      t.agent_id,
-      t.task_id,
-      t.turn_id,
-      t.run_token,
-      f.status,
-      uuidv7(),
-      f.author,
-      JSON.stringify(f.content),
-      f.error ? JSON.stringify(f.error) : null,
-    ],
-  );
+  >('turns_finish', FINISH, [
+    t.project_id,
+    t.agent_id,
+    t.task_id,
+    t.turn_id,
+    t.run_token,
+    f.status,
+    uuidv7(),
+    f.author,
+    JSON.stringify(f.content),
+    f.error ? JSON.stringify(f.error) : null,
+  ]);
   if (!row) return undefined;
   const { next_task_id, next_turn_id, next_channel, ...card } = row;
   const next =

@@ -1,6 +1,7 @@
-// What moves a suspended turn: inbox rows (a new task starts a turn, a tool result answers one
-// of its calls) and deadlines (a call nobody answered in time becomes a timeout result). Both
-// lock the turn before touching its calls, the same order every other turn write uses.
+// What moves a turn besides its steps: inbox rows (a new task starts a turn; a tool result its
+// card statement could not apply is reported, see calls/results.ts) and deadlines (a call nobody
+// answered in time becomes a timeout result). Both lock the turn before touching its calls, the
+// same order every other turn write uses.
 import type { ToolResultContent } from '@toolmesh/protocol';
 import type { Db } from '../core/db.ts';
 import type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-records.ts';
@@ -8,6 +9,14 @@ import type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-records.ts'
 export type { AppliedInbox, StartedTurn, TimedOutCall } from './turn-records.ts';
 import { lockThreadOf } from './thread-queue.ts';
 import { insertCard } from './turn-cards.ts';
+import {
+  APPLY_INBOX,
+  CALLS_PAST_DEADLINE,
+  CALL_TIMEOUT,
+  LOCK_TURN,
+  PAST_DEADLINE,
+  READY_IF_ANSWERED,
+} from './turn-statements.ts';
 
 /**
  * After a turn of a thread ended (in the same transaction): the thread's next message starts
@@ -30,30 +39,22 @@ export async function startNextOfThread(
 }
 
 async function readyIfAnswered(tx: Db, turnId: string, epoch: number): Promise<boolean> {
-  const rows = await tx.query(
-    'turns_ready_if_answered',
-    `UPDATE state.turns SET status = 'ready', updated_at = now()
-     WHERE turn_id = $1 AND status = 'waiting' AND epoch = $2
-       AND NOT EXISTS (SELECT 1 FROM state.turn_calls
-                       WHERE turn_id = $1 AND epoch = $2 AND status = 'pending')
-     RETURNING 1`,
-    [turnId, epoch],
-  );
+  const rows = await tx.query('turns_ready_if_answered', READY_IF_ANSWERED, [turnId, epoch]);
   return rows.length === 1;
 }
 
-/** Applies the agent's pending inbox rows in one round trip (see migration 0027). */
+/** Applies the agent's pending inbox rows in one round trip (state.apply_inbox, migration 0053). */
 export async function applyInbox(
   db: Db,
   projectId: string,
   agentId: string,
   instanceId: string,
 ): Promise<AppliedInbox> {
-  const [row] = await db.query<{ applied: AppliedInbox }>(
-    'turns_apply_inbox',
-    'SELECT state.apply_inbox($1, $2, $3) AS applied',
-    [projectId, agentId, instanceId],
-  );
+  const [row] = await db.query<{ applied: AppliedInbox }>('turns_apply_inbox', APPLY_INBOX, [
+    projectId,
+    agentId,
+    instanceId,
+  ]);
   return row!.applied;
 }
 
@@ -63,13 +64,10 @@ export async function fireDeadlines(
   author: string,
   limit: number,
 ): Promise<TimedOutCall[]> {
-  const turns = await db.query<{ turn_id: string }>(
-    'turns_past_deadline',
-    `SELECT DISTINCT turn_id FROM state.turn_calls
-     WHERE status = 'pending' AND deadline_at < now() - make_interval(secs => $1::float8 / 1000)
-     LIMIT $2`,
-    [graceMs, limit],
-  );
+  const turns = await db.query<{ turn_id: string }>('turns_past_deadline', PAST_DEADLINE, [
+    graceMs,
+    limit,
+  ]);
   const out: TimedOutCall[] = [];
   for (const { turn_id } of turns) {
     const fired = await db.tx(async (tx) => {
@@ -79,24 +77,13 @@ export async function fireDeadlines(
         channel: string;
         task_id: string;
         epoch: number;
-      }>(
-        'turns_lock_scope',
-        `SELECT project_id, agent_id, channel, task_id, epoch FROM state.turns
-         WHERE turn_id = $1 FOR UPDATE`,
-        [turn_id],
-      );
+      }>('turns_lock_scope', LOCK_TURN, [turn_id]);
       if (!turn) return [];
       const calls = await tx.query<{
         tool_call_id: string;
         tool_name: string;
         deadline_ms: number;
-      }>(
-        'turns_calls_past_deadline',
-        `SELECT tool_call_id, tool_name, deadline_ms FROM state.turn_calls
-         WHERE turn_id = $1 AND status = 'pending'
-           AND deadline_at < now() - make_interval(secs => $2::float8 / 1000)`,
-        [turn_id, graceMs],
-      );
+      }>('turns_calls_past_deadline', CALLS_PAST_DEADLINE, [turn_id, graceMs]);
       for (const c of calls) {
         const content: ToolResultContent = {
           status: 'timeout',
@@ -116,12 +103,11 @@ export async function fireDeadlines(
           content: { role: 'tool', ...content },
           metadata: { task_id: turn.task_id, deadline: true },
         });
-        await tx.query(
-          'turns_call_timeout',
-          `UPDATE state.turn_calls SET status = 'timeout', result_card_id = $3
-           WHERE project_id = $1 AND tool_call_id = $2`,
-          [turn.project_id, c.tool_call_id, card!.card_id],
-        );
+        await tx.query('turns_call_timeout', CALL_TIMEOUT, [
+          turn.project_id,
+          c.tool_call_id,
+          card!.card_id,
+        ]);
       }
       await readyIfAnswered(tx, turn_id, turn.epoch);
       return calls.map((c) => ({

@@ -1,7 +1,8 @@
-// Agent turns (state.turns, state.turn_calls): the agent worker's durable state. Every write
-// that moves a turn locks its row first, so the order is always inbox rows -> turn -> its calls,
-// and a step's writes are fenced by the run token of the lease it was started under: an instance
-// that lost its lease (it stalled, another took over) can no longer change the turn.
+// Agent turns (state.turns, state.turn_calls): the agent worker's durable state, as a repository
+// over the statements of turn-statements.ts (the state machine, move by move). Every write that
+// moves a turn locks its row first, so the order is always inbox rows -> turn -> its calls, and a
+// step's writes are fenced by the run token of the lease it was started under: an instance that
+// lost its lease (it stalled, another took over) can no longer change the turn.
 import { randomUUID } from 'node:crypto';
 import type { Card } from '../calls/cards.ts';
 import type { Db } from '../core/db.ts';
@@ -27,7 +28,15 @@ import {
 } from './step-context.ts';
 import { commitStep, finishTurn } from './turn-commits.ts';
 import { createBatcher } from '../core/batcher.ts';
-import { CARD_COLUMNS as CARD } from './turn-cards.ts';
+import { CARD_COLUMNS as CARD, shownCard } from './turn-cards.ts';
+import {
+  CALL_COLUMNS,
+  CLAIM,
+  MARK_PUBLISHED,
+  RENEW,
+  TURN_COLUMNS,
+  WAKE,
+} from './turn-statements.ts';
 
 // The records live in turn-records.ts, which the statements' modules share; named here too, the
 // repository's front.
@@ -57,7 +66,10 @@ type TurnJson = Omit<ClaimedTurn, 'lease_until' | 'created_at' | 'updated_at'> &
 };
 
 export interface TurnsRepo {
-  /** Applies pending inbox rows of one agent: tasks start turns, results resume them. */
+  /**
+   * Applies pending inbox rows of one agent: tasks start turns; a result row (one its card
+   * statement could not apply) is applied if it now can, else reported ignored.
+   */
   applyInbox(projectId: string, agentId: string, instanceId: string): Promise<AppliedInbox>;
   /** Claims a turn due for a step (ready, or running under an expired lease). */
   claim(
@@ -107,11 +119,7 @@ export interface TurnsRepo {
   calls(turnId: string): Promise<TurnCallRecord[]>;
 }
 
-const TURN = `turn_id, project_id, agent_id, channel, task_id, status, epoch, step, claims,
-  run_token, run_owner, lease_until, created_at, updated_at`;
-export const CALL = `tool_call_id, turn_id, epoch, seq, tool_name, arguments, status, deadline_ms,
-  published_at, result_card_id`;
-const CALL_OF_C = CALL.replace(/\w+/g, 'c.$&');
+const CALL_OF_C = CALL_COLUMNS.replace(/\w+/g, 'c.$&');
 /** A call's result card, joined in beside the call (null columns when it has none yet). */
 const RESULT_OF_R = `r.card_id AS r_card_id, r.kind AS r_kind, r.tool_call_id AS r_tool_call_id,
   r.author AS r_author, r.content AS r_content, r.metadata AS r_metadata,
@@ -125,24 +133,6 @@ interface ResultColumns {
   r_metadata: Record<string, unknown> | null;
   r_created_at: Date | null;
 }
-
-/**
- * Claims the oldest due turn: of one agent (a wakeup; through turns_runnable_agent) or of any
- * (the scan). Two statements rather than one with an optional scope, so each has a plan that
- * uses its index.
- */
-const claimSql = (scoped: boolean) => {
-  const n = scoped ? 2 : 0;
-  return `UPDATE state.turns SET status = 'running', claims = claims + 1, run_token = $${n + 2},
-     run_owner = $${n + 1}, lease_until = now() + make_interval(secs => $${n + 3}::float8 / 1000),
-     updated_at = now()
-   WHERE turn_id = (
-     SELECT turn_id FROM state.turns
-     WHERE (status = 'ready' OR (status = 'running' AND lease_until < now()))
-       ${scoped ? 'AND project_id = $1 AND agent_id = $2' : ''}
-     ORDER BY updated_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-   RETURNING ${TURN}`;
-};
 
 export function createTurnsRepo(db: Db): TurnsRepo {
   const registries = createRegistryCache();
@@ -160,32 +150,9 @@ export function createTurnsRepo(db: Db): TurnsRepo {
           ...(byProject.get(i.projectId) ?? []),
           ...i.ids.map((id, n) => [id, i.ago[n] ?? 0] as [string, number]),
         ]);
-      // The ids' md5s as one array: an index condition on (project_id, md5(tool_call_id)) for
-      // any statistics, where a join could hash every call of the table. The ids come as JSON,
-      // not as a text[]: the planner cannot see how many there are, so the cached plan serves
-      // every batch (with an array each execution's own plan looked cheaper, and was made anew).
-      // A call already answered (the worker marks its calls a moment after their publish, and
-      // a fast tool has answered by then) is not written: the statement then changes no row,
-      // and a transaction that writes nothing costs no WAL flush. A call parked for approval
-      // meanwhile has had its deadline pushed past the approval's (approvals.ts): the later
-      // deadline stands.
       await Promise.all(
         [...byProject].map(([projectId, pairs]) =>
-          db.query(
-            'turns_mark_published',
-            `UPDATE state.turn_calls c
-               SET published_at = now() - make_interval(secs => a.ago / 1000),
-                   deadline_at = greatest(c.deadline_at,
-                     now() + make_interval(secs => (c.deadline_ms - a.ago) / 1000))
-             FROM (SELECT x->>0 AS id, (x->>1)::float8 AS ago
-                   FROM jsonb_array_elements($2::jsonb) x) a
-             WHERE c.project_id = $1
-               AND md5(c.tool_call_id) = ANY (ARRAY(
-                 SELECT md5(x->>0) FROM jsonb_array_elements($2::jsonb) x))
-               AND c.tool_call_id = a.id
-               AND c.published_at IS NULL AND c.status = 'pending'`,
-            [projectId, JSON.stringify(pairs)],
-          ),
+          db.query('turns_mark_published', MARK_PUBLISHED, [projectId, JSON.stringify(pairs)]),
         ),
       );
       return items.map(() => true as const);
@@ -198,7 +165,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
       (
         await db.query<ClaimedTurn>(
           scope ? 'turns_claim_agent' : 'turns_claim',
-          claimSql(scope !== undefined),
+          CLAIM(scope !== undefined),
           [...(scope ? [scope.projectId, scope.agentId] : []), instanceId, randomUUID(), leaseMs],
         )
       )[0],
@@ -207,7 +174,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
       const held = registries.held(scope.projectId);
       const [row] = await db.query<
         StepContextRow & { applied: AppliedInbox | null; turn: TurnJson | null }
-      >('turns_wake', 'SELECT * FROM state.wake_step($1, $2, $3, $4, $5, $6, $7)', [
+      >('turns_wake', WAKE, [
         scope.projectId,
         scope.agentId,
         instanceId,
@@ -234,14 +201,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
     },
 
     renew: async (turnId, runToken, leaseMs) =>
-      (
-        await db.query(
-          'turns_renew',
-          `UPDATE state.turns SET lease_until = now() + make_interval(secs => $3::float8 / 1000)
-           WHERE turn_id = $1 AND run_token = $2 AND status = 'running' RETURNING turn_id`,
-          [turnId, runToken, leaseMs],
-        )
-      ).length === 1,
+      (await db.query('turns_renew', RENEW, [turnId, runToken, leaseMs])).length === 1,
 
     commitStep: (t, s) => commitStep(db, t, s),
 
@@ -320,7 +280,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
         }
         return call;
       });
-      return { cards, calls, results };
+      return { cards: cards.map(shownCard), calls, results };
     },
 
     stepContext: (t) => readStepContext(db, registries, t),
@@ -329,7 +289,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
       (
         await db.query<TurnRecord>(
           'turns_get',
-          `SELECT ${TURN} FROM state.turns WHERE project_id = $1 AND turn_id = $2`,
+          `SELECT ${TURN_COLUMNS} FROM state.turns WHERE project_id = $1 AND turn_id = $2`,
           [projectId, turnId],
         )
       )[0],
@@ -338,7 +298,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
       (
         await db.query<TurnRecord>(
           'turns_by_task',
-          `SELECT ${TURN} FROM state.turns WHERE project_id = $1 AND task_id = $2`,
+          `SELECT ${TURN_COLUMNS} FROM state.turns WHERE project_id = $1 AND task_id = $2`,
           [projectId, taskId],
         )
       )[0],
@@ -346,7 +306,7 @@ export function createTurnsRepo(db: Db): TurnsRepo {
     calls: (turnId) =>
       db.query<TurnCallRecord>(
         'turns_calls',
-        `SELECT ${CALL} FROM state.turn_calls WHERE turn_id = $1 ORDER BY epoch, seq`,
+        `SELECT ${CALL_COLUMNS} FROM state.turn_calls WHERE turn_id = $1 ORDER BY epoch, seq`,
         [turnId],
       ),
   };

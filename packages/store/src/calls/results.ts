@@ -1,11 +1,13 @@
 // Writing tool results: the card, the closed execution row, the execution edge and (when an
-// agent waits) the inbox row, in one statement for a whole batch of calls (see batcher.ts). The
+// agent waits) the answer to its turn, in one statement for a whole batch of calls (see
+// batcher.ts): the call is answered and its turn readied by the commit that writes the card, so
+// no later write of the agent worker stands between a result and the turn's next step. The
 // card insert is `ON CONFLICT DO NOTHING` on (project_id, md5(tool_call_id)): whoever writes
 // second gets the first card back, so a redelivered call re-emits the same card id and writes
 // nothing new.
 // An agent reserves each tool_call_id under the tool it calls (state.turn_calls) before it
 // publishes the call. A result filed for that id under another tool name (a call published
-// under another target by anyone who learned the id) is refused: no card, no inbox row, and the
+// under another target by anyone who learned the id) is refused: no card, no answer, and the
 // agent's own call still gets its slot.
 import { v7 as uuidv7 } from 'uuid';
 import {
@@ -180,13 +182,29 @@ edge AS (
   WHERE agent_id IS NOT NULL AND turn_id IS NOT NULL
   ON CONFLICT (project_id, md5(tool_call_id)) DO NOTHING
 ),
+-- A new result of an agent's call answers it in the same commit (migration 0053), one turn after
+-- another in the order of their ids: two batches lock the turns they share in the same order.
+-- A card written before (a duplicate) was applied by the statement that wrote it.
+applied AS MATERIALIZED (
+  SELECT t.project_id, t.tool_call_id, t.agent_id, t.turn_id, t.turn_epoch, t.status, ins.card_id,
+         state.apply_result(t.project_id, t.tool_call_id, ins.card_id, t.turn_epoch) AS ignored
+  FROM ins JOIN input t ON t.project_id = ins.project_id AND t.tool_call_id = ins.tool_call_id
+  LEFT JOIN LATERAL (
+    SELECT tc.turn_id FROM state.turn_calls tc
+    WHERE tc.project_id = t.project_id AND md5(tc.tool_call_id) = md5(t.tool_call_id)
+      AND tc.tool_call_id = t.tool_call_id
+    LIMIT 1) tc ON true
+  WHERE t.agent_id IS NOT NULL
+  ORDER BY tc.turn_id, t.tool_call_id
+),
+-- One it could not apply goes to the agent's inbox, whose next apply reports why.
 inbox AS (
   INSERT INTO state.agent_inbox (inbox_id, project_id, agent_id, message_type, correlation_id, payload)
-  SELECT t.inbox_id, t.project_id, t.agent_id, 'tool_result', t.tool_call_id,
-         jsonb_build_object('card_id', card.card_id, 'status', t.status, 'turn_id', t.turn_id,
-                            'turn_epoch', t.turn_epoch)
-  FROM input t JOIN card ON card.project_id = t.project_id AND card.tool_call_id = t.tool_call_id
-  WHERE t.agent_id IS NOT NULL
+  SELECT t.inbox_id, a.project_id, a.agent_id, 'tool_result', a.tool_call_id,
+         jsonb_build_object('card_id', a.card_id, 'status', a.status, 'turn_id', a.turn_id,
+                            'turn_epoch', a.turn_epoch)
+  FROM applied a JOIN input t ON t.project_id = a.project_id AND t.tool_call_id = a.tool_call_id
+  WHERE a.ignored IS NOT NULL
   ON CONFLICT (project_id, message_type, md5(correlation_id)) DO NOTHING
 )
 SELECT project_id, tool_call_id, card_id, created_at, content, inserted, false AS taken FROM card
@@ -237,7 +255,7 @@ function toRows(items: RecordToolResult[]): string {
         c.duration_ms,
         r.turnId ?? null,
         r.turnEpoch ?? null,
-        // The agent's inbox row: only a call an agent waits for has one.
+        // The agent's inbox row, used only if its turn cannot take the result (see above).
         r.agentId !== undefined ? uuidv7() : null,
         r.cost?.amount ?? null,
         r.cost?.currency ?? null,

@@ -1,5 +1,5 @@
 // Stage 7, finish: where every result becomes its one card: the card (with the closed execution row, and the
-// agent's inbox row when one waits) written by one statement, retried through a passing outage,
+// answer to the turn when an agent waits) written by one statement, retried through a passing outage,
 // then the result event (and the agent's wakeup) published. The lease is left to lapse rather
 // than rewritten as done: one KV write less per call; a copy of the call arriving meanwhile
 // finds the card.

@@ -1,23 +1,26 @@
-// The agent turn, as a state machine over state.turns.status; each move is one statement of the
-// store's turns repository (its SQL in packages/store: turns.ts, turn-commits.ts, turn-events.ts,
-// migrations 0027, 0037 and 0041), and this module runs one step of it:
+// The agent turn, as a state machine over state.turns.status; each move is one statement, named
+// here as the store runs it (its SQL, in this order: packages/store/src/agents/turn-statements.ts,
+// which names the migration of each plpgsql function), and this module runs one step of it:
 //
-//   (task pending) --inbox applied--> ready      state.apply_inbox_task: start_task_turn, or a
-//                                                thread's oldest message (start_next_of_thread)
+//   (task pending) --inbox applied--> ready      APPLY_INBOX: state.apply_inbox_task starts the
+//                                                task's turn, or its thread's oldest message
 //   ready | running with a lapsed lease
-//                  --claim-->          running    state.wake_step (inbox + claim + context, one
-//                                                statement) or turns_claim (the scan); a new run
-//                                                token fences every later write of the step
-//   running        --commit-->         waiting    turns_commit_step: the answer's cards and calls,
+//                  --claim-->          running    WAKE (state.wake_step: inbox, claim and step
+//                                                context in one statement) or CLAIM (the scan);
+//                                                a new run token fences every later write
+//   running        --commit-->         waiting    COMMIT_STEP: the answer's cards and calls,
 //                                                epoch + 1 (ready when every call was answered here)
-//   running        --finish-->         succeeded | failed   state.finish_turn: the final card, the
-//                                                task's status, the thread's next message started
-//   waiting        --last result-->    ready      state.apply_inbox_result (a stale epoch or a
-//                                                second result is ignored), or a deadline fired
+//   running        --finish-->         succeeded | failed   FINISH (state.finish_turn): the final
+//                                                card, the task's status, the thread's next message
+//   waiting        --last result-->    ready      state.apply_result, in the statement that writes
+//                                                the result card (the tool's, not this worker's),
+//                                                or a deadline fired (the scan)
 //   unfinished     --cancel-->         canceled   the api (store task-cancel.ts)
 //
-// A model step makes two durable writes on its path: the claim and the commit (or finish). The
-// start of its calls' deadlines is written off the path (published-marks.ts).
+// A model step makes two durable writes on its path: the claim and the commit (or finish). A
+// tool's result answers the turn in the commit that writes its card (the tool service's one write
+// per call), so the claim finds the turn ready rather than an inbox row to apply first; the start
+// of the calls' deadlines is written off the path (published-marks.ts).
 //
 // One step: rebuild what the model is shown from Postgres, ask the model, then either finish the
 // turn (submit_result, a plain answer, a model error, the step limit) or record the calls it made
