@@ -37,7 +37,7 @@ export function insertCard(
 
 /**
  * A card of a turn as its conversation shows it. The first card holds the task's input as given
- * (migration 0054); a structured input is shown as the text the model reads: JSON.stringify of
+ * (migration 0045); a structured input is shown as the text the model reads: JSON.stringify of
  * the value as Postgres gives it back (its key order is jsonb's), as the worker always made it.
  */
 export function shownCard(card: Card): Card {

@@ -43,7 +43,7 @@ async function readyIfAnswered(tx: Db, turnId: string, epoch: number): Promise<b
   return rows.length === 1;
 }
 
-/** Applies the agent's pending inbox rows in one round trip (state.apply_inbox, migration 0053). */
+/** Applies the agent's pending inbox rows in one round trip (state.apply_inbox, migration 0044). */
 export async function applyInbox(
   db: Db,
   projectId: string,

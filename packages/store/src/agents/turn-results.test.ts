@@ -1,4 +1,4 @@
-// A tool result answers its turn in the statement that writes its card (migration 0053): the
+// A tool result answers its turn in the statement that writes its card (migration 0044): the
 // call is answered and its turn readied by the same commit, with no inbox row between them. A
 // duplicate changes nothing; a result that cannot change its turn (a canceled turn, a call of a
 // step the turn has left, a call of another project) changes nothing and is filed in the inbox

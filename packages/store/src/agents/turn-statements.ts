@@ -5,7 +5,7 @@
 // lives in the migration given beside it.
 //
 //   (task pending) --start-->   ready        APPLY_INBOX, or the first half of WAKE:
-//                                            state.apply_inbox (0053) -> apply_inbox_task (0041)
+//                                            state.apply_inbox (0044) -> apply_inbox_task (0041)
 //   ready | running, lease lapsed
 //                  --claim-->   running      WAKE (state.wake_step, 0037: inbox, claim and
 //                                            STEP_CONTEXT in one statement) or CLAIM (the scan)
@@ -14,7 +14,7 @@
 //                                            call itself); MARK_PUBLISHED starts the deadlines
 //   running        --finish-->  succeeded | failed   FINISH (state.finish_turn, 0027; the thread's
 //                                            next message starts: start_next_of_thread, 0027)
-//   waiting        --result-->  ready        state.apply_result (0053), called by the statement
+//   waiting        --result-->  ready        state.apply_result (0044), called by the statement
 //                                            that writes the result card (calls/results.ts)
 //   waiting        --deadline-> ready        PAST_DEADLINE, then per turn LOCK_TURN,
 //                                            CALLS_PAST_DEADLINE, CALL_TIMEOUT, READY_IF_ANSWERED

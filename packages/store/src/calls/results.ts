@@ -182,7 +182,7 @@ edge AS (
   WHERE agent_id IS NOT NULL AND turn_id IS NOT NULL
   ON CONFLICT (project_id, md5(tool_call_id)) DO NOTHING
 ),
--- A new result of an agent's call answers it in the same commit (migration 0053), one turn after
+-- A new result of an agent's call answers it in the same commit (migration 0044), one turn after
 -- another in the order of their ids: two batches lock the turns they share in the same order.
 -- A card written before (a duplicate) was applied by the statement that wrote it.
 applied AS MATERIALIZED (
