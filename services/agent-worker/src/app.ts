@@ -11,10 +11,15 @@ import {
   startHealthServer,
   streamSettingsOf,
 } from '@toolmesh/service';
+import type { AgentsStore, SkillsStore, Store } from '@toolmesh/store';
 import { createLlm } from './llm.ts';
 import { createPublisher } from './publish.ts';
 import { createRunner, type Runner } from './runner.ts';
 import { wakeupHandler } from './wakeup.ts';
+
+/** The store domains this process uses: agents' (tasks, threads, turns) and skills' for the
+ * skills a profile offers. */
+type WorkerProcessStore = AgentsStore & SkillsStore & Pick<Store, 'close'>;
 
 /** The consumer name's target: one durable for all agents, shared by every instance. */
 export const AGENT_WORKER_TARGET = 'worker';
@@ -38,7 +43,11 @@ export async function startAgentWorker(config: Config, logger: Logger): Promise<
     drainTimeoutMs: config.nats.drain_timeout_ms,
   });
   await bus.provision(streamSettingsOf(config));
-  const store = createStoreFromConfig(config, `agent-worker:${instanceId}`, log);
+  const store: WorkerProcessStore = createStoreFromConfig(
+    config,
+    `agent-worker:${instanceId}`,
+    log,
+  );
   const runner = createRunner({
     store,
     llm: createLlm(config.llm),

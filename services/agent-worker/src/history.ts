@@ -9,7 +9,7 @@
 // at all; then the newest turns, newest first, while they fit; then the rest of the first
 // turn, if everything after it fit. What is left out is the oldest turns after the first, and
 // a note at the end of the system prompt says how many.
-import type { Store, ThreadTurn, TurnRecord } from '@toolmesh/store';
+import type { AgentsStore, ThreadTurn, TurnRecord } from '@toolmesh/store';
 import type { ChatMessage } from './llm.ts';
 import { buildMessages } from './prompt.ts';
 
@@ -120,7 +120,7 @@ export function historyNote(h: FittedHistory, budget: number): string | undefine
  * any) appended to it. A task of no thread, or the thread's first message, is left as it is.
  */
 export async function withThreadHistory(
-  store: Store,
+  store: AgentsStore,
   turn: TurnRecord,
   cfg: { thread_history_tokens: number; tool_result_max_chars: number },
   messages: ChatMessage[],

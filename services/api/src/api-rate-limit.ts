@@ -6,7 +6,7 @@
 // second's worth, at most 50) in one statement and spends it here: the database sees one
 // statement per batch instead of one per request. Tokens are taken before they are spent, so a
 // batch never lets a key past its limit; a batch not spent within a minute is dropped.
-import { apiBucket, type Store } from '@toolmesh/store';
+import { apiBucket, type CallsStore } from '@toolmesh/store';
 import type { ApiConfig } from '@toolmesh/config';
 import { ApiError } from './errors.ts';
 
@@ -18,7 +18,7 @@ const BATCH_LIFE_MS = 60_000;
 const HELD_MAX = 10_000;
 
 export function createApiRateLimit(
-  store: Store,
+  store: CallsStore,
   config: Pick<ApiConfig, 'rate_limit_per_minute' | 'admin_rate_limit_per_minute'>,
 ): (who: Who) => Promise<void> {
   const held = new Map<string, { tokens: number; until: number }>();

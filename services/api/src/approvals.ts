@@ -7,7 +7,7 @@ import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-
 import type { Logger } from 'pino';
 import { decidedCallEnvelope } from '@toolmesh/protocol';
 import { streamPublisher } from '@toolmesh/stream-publish';
-import type { DecidedApproval, Decision, Store } from '@toolmesh/store';
+import type { CallsStore, DecidedApproval, Decision } from '@toolmesh/store';
 
 export interface DecideOutcome {
   /** False when the approval was already decided (or had expired): `approval` is that decision. */
@@ -26,7 +26,7 @@ export interface ApprovalDecider {
 }
 
 export function createApprovalDecider(deps: {
-  store: Store;
+  store: CallsStore;
   nc: NatsConnection;
   logger: Logger;
 }): ApprovalDecider {

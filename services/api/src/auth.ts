@@ -15,7 +15,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ID_PATTERN } from '@toolmesh/protocol';
-import { KeyRole, PROJECT_KEY_PATTERN, type Store } from '@toolmesh/store';
+import { type CallsStore, KeyRole, PROJECT_KEY_PATTERN, type RegistryStore } from '@toolmesh/store';
 import type { ApiConfig } from '@toolmesh/config';
 import { createApiRateLimit } from './api-rate-limit.ts';
 import { clientKey, createAuthLimiter, type AuthLimiter } from './auth-limit.ts';
@@ -51,13 +51,13 @@ const tooMany = (retryAfterSec: number) =>
   );
 
 /** Without a cache: every request reads its key, and a revocation has nothing to drop. */
-const uncached = (store: Store): Pick<KeyCache, 'resolve' | 'revoked'> => ({
+const uncached = (store: CallsStore & RegistryStore): Pick<KeyCache, 'resolve' | 'revoked'> => ({
   resolve: (key) => store.projects.resolveKey(key),
   revoked: async () => {},
 });
 
 export function createAuth(
-  store: Store,
+  store: CallsStore & RegistryStore,
   config: AuthConfig,
   keys: Pick<KeyCache, 'resolve' | 'revoked'> = uncached(store),
   limiter: AuthLimiter = createAuthLimiter({

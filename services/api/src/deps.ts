@@ -10,16 +10,20 @@ import type { ProjectStreams } from './project-streams.ts';
 import type { RegistryEvents } from './registry-events.ts';
 import type { Slots } from './slots.ts';
 
-export interface ApiDeps {
+export interface ApiDeps<S = Store> {
   config: Config;
-  store: Store;
+  /**
+   * The api serves every domain, so main.ts passes the whole store; each part names the domains it
+   * reads and writes (`RouteDeps<CallsStore & RegistryStore>`), and gets only those.
+   */
+  store: S;
   nc: NatsConnection;
   client: Client;
   artifacts: ArtifactStore;
   logger: Logger;
 }
 
-export interface RouteDeps extends ApiDeps {
+export interface RouteDeps<S = Store> extends ApiDeps<S> {
   auth: Auth;
   registryEvents: RegistryEvents;
   /** Open event streams, per project and in all ([api] sse_max_streams*). */

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { Client } from '@toolmesh/client';
 import { createProjectValidators, SchemaCompileError } from '@toolmesh/json-schema';
 import { encodeMessage } from '@toolmesh/protocol';
-import type { InputAction, InputRequestRecord, Store } from '@toolmesh/store';
+import type { CallsStore, InputAction, InputRequestRecord } from '@toolmesh/store';
 import { ApiError, notFound } from './errors.ts';
 
 export interface InputAnswerIn {
@@ -43,7 +43,7 @@ const sameAnswer = (r: InputRequestRecord, action: InputAction, content: unknown
   JSON.stringify(r.content ?? null) === JSON.stringify(content ?? null);
 
 export function createInputAnswers(deps: {
-  store: Store;
+  store: CallsStore;
   nc: NatsConnection;
   client: Client;
   logger: Logger;

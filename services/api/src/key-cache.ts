@@ -11,10 +11,10 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { subscribeGuarded } from '@toolmesh/bus';
 import { decodeMessage, encodeMessage, type Subjects } from '@toolmesh/protocol';
-import type { Store } from '@toolmesh/store';
+import type { RegistryStore } from '@toolmesh/store';
 
 /** The key's project, id and role, as the store resolves it. */
-export type VerifiedKey = NonNullable<Awaited<ReturnType<Store['projects']['resolveKey']>>>;
+export type VerifiedKey = NonNullable<Awaited<ReturnType<RegistryStore['projects']['resolveKey']>>>;
 
 export interface KeyCache {
   /** The key's project and id if it is valid (not revoked), else undefined. */
@@ -28,7 +28,7 @@ export interface KeyCache {
 const FLUSH_WAIT_MS = 1_000;
 
 export function createKeyCache(o: {
-  store: Store;
+  store: RegistryStore;
   nc: NatsConnection;
   subjects: Subjects;
   ttlMs: number;

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { projectStreamLimitsOf, provisionProjectStream } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
 import { createNames, createSubjects, isValidId } from '@toolmesh/protocol';
-import type { Store } from '@toolmesh/store';
+import type { RegistryStore } from '@toolmesh/store';
 import { useStreamProvisioner } from '@toolmesh/stream-publish';
 
 export interface ProjectStreams {
@@ -27,7 +27,7 @@ const PAGE = 500;
 export function createProjectStreams(deps: {
   nc: NatsConnection;
   config: Config;
-  store: Store;
+  store: RegistryStore;
   logger: Logger;
 }): ProjectStreams {
   const { config, store } = deps;

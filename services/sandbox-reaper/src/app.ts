@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Config } from '@toolmesh/config';
 import { createStoreFromConfig, instanceIdOf, startHealthServer } from '@toolmesh/service';
+import type { CallsStore, CoreStore, OpsStore, SkillsStore, Store } from '@toolmesh/store';
 import { reaperHealth, type HealthState } from './health.ts';
 import { destroyersFromConfig, type Destroyers } from './providers.ts';
 import { collectUnusedEnvs } from './envs.ts';
@@ -14,6 +15,10 @@ import { createSandboxReaper } from './reaper.ts';
 import { startRetention, type RetentionLoop } from './retention.ts';
 
 export const REAPER_SERVICE = 'sandbox-reaper';
+
+/** The store domains this process uses: core for its heartbeats, skills' sandboxes and
+ * environments, and the executions (calls) that retention (ops) removes. */
+type ReaperProcessStore = CoreStore & CallsStore & SkillsStore & OpsStore & Pick<Store, 'close'>;
 
 export interface ReaperService {
   readonly instanceId: string;
@@ -38,7 +43,11 @@ export async function startReaperService(
   const instanceId = instanceIdOf(config);
   const log = logger.child({ instance: instanceId });
   const r = config.reaper;
-  const store = createStoreFromConfig(config, `${REAPER_SERVICE}:${instanceId}`, log);
+  const store: ReaperProcessStore = createStoreFromConfig(
+    config,
+    `${REAPER_SERVICE}:${instanceId}`,
+    log,
+  );
   const destroyers = opts.destroyers ?? (await destroyersFromConfig(config, store, log));
   const reaper = createSandboxReaper({
     store,

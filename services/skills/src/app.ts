@@ -30,7 +30,16 @@ import {
   type SessionOptions,
   type SkillsLimits,
 } from './skills/index.ts';
+import type { CallsStore, CoreStore, RegistryStore, SkillsStore, Store } from '@toolmesh/store';
 import { createReaper } from './reaper.ts';
+
+/** The store domains this process uses: the tool runtime's (calls, registry), skills' own, and
+ * core for the reaper's heartbeats. */
+type SkillsProcessStore = CoreStore &
+  CallsStore &
+  RegistryStore &
+  SkillsStore &
+  Pick<Store, 'close'>;
 
 export interface SkillsService {
   readonly instanceId: string;
@@ -95,7 +104,7 @@ export async function startSkillsService(config: Config, logger: Logger): Promis
     drainTimeoutMs: config.nats.drain_timeout_ms,
   });
   await bus.provision(streamSettingsOf(config));
-  const store = createStoreFromConfig(config, `skills:${instanceId}`, log);
+  const store: SkillsProcessStore = createStoreFromConfig(config, `skills:${instanceId}`, log);
   const sandboxes = await createSandboxProviderFromConfig(config, log);
   // A tool the project switched off in its registry fails with tool_disabled on the bus too.
   const registry = createRegistry({

@@ -27,7 +27,8 @@ import type {
   SkillJobRecord,
   SkillJobStep,
   SkillTaskRecord,
-  Store,
+  CoreStore,
+  SkillsStore,
 } from '@toolmesh/store';
 
 /** An owner missing this many heartbeats is dead; a head this many scans without a process too. */
@@ -88,7 +89,7 @@ export async function isOurForwarder(f: ForwarderRecord): Promise<boolean> {
 }
 
 export interface ReaperOptions {
-  store: Store;
+  store: CoreStore & SkillsStore;
   instanceId: string;
   intervalMs: number;
   logger: Logger;

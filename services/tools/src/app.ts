@@ -15,7 +15,13 @@ import {
   streamSettingsOf,
   startHealthServer,
 } from '@toolmesh/service';
-import { createSecretBox } from '@toolmesh/store';
+import {
+  createSecretBox,
+  type CallsStore,
+  type RegistryStore,
+  type SkillsStore,
+  type Store,
+} from '@toolmesh/store';
 import { createRegistry, createToolService, limitsFromConfig } from '@toolmesh/tool-service';
 import { createEgress } from './egress.ts';
 import { createKindExecutors } from './kinds/index.ts';
@@ -26,6 +32,10 @@ import { createNoticePublisher } from './mcp/notify.ts';
 import { createResolver } from './resolver.ts';
 import { createSecretReader } from './secrets.ts';
 import { createOAuthTokens } from './oauth.ts';
+
+/** The store domains this process uses: the tool runtime's (calls, registry) and skills' for the
+ * sandbox sessions and package environments of stdio MCP servers. */
+type ToolsProcessStore = CallsStore & RegistryStore & SkillsStore & Pick<Store, 'close'>;
 
 /** The durable consumer and card author of this service. */
 export const TOOLS_SERVICE = 'tools';
@@ -48,7 +58,7 @@ export async function startToolsService(config: Config, logger: Logger): Promise
     drainTimeoutMs: config.nats.drain_timeout_ms,
   });
   await bus.provision(streamSettingsOf(config));
-  const store = createStoreFromConfig(config, `tools:${instanceId}`, log);
+  const store: ToolsProcessStore = createStoreFromConfig(config, `tools:${instanceId}`, log);
   const egress = createEgress(config.tools.allowed_private_hosts);
   const box = createSecretBox(config.secrets.key);
   const secrets = createSecretReader(store, box);

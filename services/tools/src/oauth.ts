@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import * as oauth from 'oauth4webapi';
 import { fetch as undiciFetch } from 'undici';
 import { RetryableError, ToolError, type OAuth2Auth } from '@toolmesh/protocol';
-import type { LockedOAuthTokens, OAuthTokenRow, SecretBox, Store } from '@toolmesh/store';
+import type { LockedOAuthTokens, OAuthTokenRow, RegistryStore, SecretBox } from '@toolmesh/store';
 import { egressDeniedIn, type Egress } from './egress.ts';
 import { UpstreamFailure } from './kinds/kind.ts';
 import { createRedactor } from './redact.ts';
@@ -45,7 +45,7 @@ export interface OAuthTokens {
 }
 
 export interface OAuthDeps {
-  store: Store;
+  store: RegistryStore;
   box: SecretBox;
   egress: Egress;
   /** Hosts whose token endpoint may be plain http (tools.allowed_private_hosts: local servers). */

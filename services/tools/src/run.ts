@@ -6,7 +6,7 @@
 // secret the executor read is redacted from the result, the error and the records.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MeshError, ToolError, errorCodeOf, type OAuth2Auth } from '@toolmesh/protocol';
-import type { Store } from '@toolmesh/store';
+import type { CallsStore } from '@toolmesh/store';
 import type { ToolContext } from '@toolmesh/tool-service';
 import { backoffMs } from '@toolmesh/bus';
 import { SpanKind, withSpan } from '@toolmesh/telemetry';
@@ -18,7 +18,8 @@ import type { SecretReader } from './secrets.ts';
 import type { OAuthTokens } from './oauth.ts';
 
 export interface RunDeps {
-  store: Store;
+  /** Per-tool rate buckets (calls). */
+  store: CallsStore;
   secrets: SecretReader;
   oauth: OAuthTokens;
 }

@@ -1,7 +1,7 @@
 // Reads a project's secret for a running call: the sealed row of that project only (the project
 // comes from the call's subject, never from the tool or its arguments), opened with the box.
 import { ToolError } from '@toolmesh/protocol';
-import type { SecretBox, Store } from '@toolmesh/store';
+import type { RegistryStore, SecretBox } from '@toolmesh/store';
 
 export interface SecretReader {
   /** Throws `secret_unavailable` when the project has no such secret or no key is set. */
@@ -15,7 +15,7 @@ export const secretMissing = (name: string): ToolError =>
     details: { secret: name },
   });
 
-export function createSecretReader(store: Store, box: SecretBox): SecretReader {
+export function createSecretReader(store: RegistryStore, box: SecretBox): SecretReader {
   return {
     get: async (projectId, name) => {
       const sealed = await store.secrets.get(projectId, name);

@@ -10,7 +10,7 @@
 // again after a lease (the same id and Nats-Msg-Id make that harmless), as for a step that died
 // between its commit and its publish. So the interval stays well under the lease.
 import type { Logger } from 'pino';
-import type { Store } from '@toolmesh/store';
+import type { AgentsStore } from '@toolmesh/store';
 
 export interface PublishedMarks {
   /** The calls were acknowledged by the stream now. */
@@ -22,7 +22,7 @@ export interface PublishedMarks {
 }
 
 export function createPublishedMarks(o: {
-  store: Pick<Store, 'turns'>;
+  store: Pick<AgentsStore, 'turns'>;
   flushMs: number;
   logger: Logger;
 }): PublishedMarks {

@@ -32,7 +32,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { AgentConfig, LlmConfig } from '@toolmesh/config';
 import { isTerminalError } from '@toolmesh/bus';
 import type { ErrorBody } from '@toolmesh/protocol';
-import type { ClaimedTurn, StepContext, Store } from '@toolmesh/store';
+import type { AgentsStore, ClaimedTurn, SkillsStore, StepContext } from '@toolmesh/store';
 import { ModelError, type Llm, type ModelAnswer } from '../llm.ts';
 import { withThreadHistory } from '../history.ts';
 import { buildMessages, systemPrompt } from '../prompt.ts';
@@ -43,7 +43,8 @@ import { SUBMIT_RESULT, buildToolset } from '../toolset.ts';
 import { planCalls } from './calls.ts';
 
 export interface StepDeps {
-  store: Store;
+  /** The turn's rows (agents) and, for a profile with skills, the project's skills. */
+  store: AgentsStore & SkillsStore;
   llm: Llm;
   publish: Publisher;
   /** Where the step leaves its acknowledged calls, whose deadlines start from then. */

@@ -2,7 +2,7 @@
 // The `awaiting_approval` progress event that normally tells it is core NATS: lost on a
 // reconnect, and never sent again for a call that was already parked when the request began
 // (a re-send of a keyed call). A lost event must not leave an eliciting client unasked.
-import type { Store, ToolRecord } from '@toolmesh/store';
+import type { CallsStore, ToolRecord } from '@toolmesh/store';
 import type { ToolProgressEvent } from '@toolmesh/protocol';
 
 /** When the row is looked up (ms into the wait); later ones spaced out to keep a long call cheap. */
@@ -21,7 +21,7 @@ export interface WatchedCall {
  * that event has not come over the bus; once per approval (ids told either way are in `seen`).
  */
 export function watchApproval(
-  store: Store,
+  store: CallsStore,
   call: WatchedCall,
   id: string,
   seen: Set<string>,

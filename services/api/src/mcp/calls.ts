@@ -27,7 +27,7 @@ import {
   type ToolProgressEvent,
   type ToolResultContent,
 } from '@toolmesh/protocol';
-import type { Store, ToolRecord } from '@toolmesh/store';
+import type { CallsStore, RegistryStore, ToolRecord } from '@toolmesh/store';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { watchApproval } from './approval-watch.ts';
 import { artifactLinks } from './resources.ts';
@@ -124,7 +124,7 @@ export const errorResult = (code: string, message: string, extra: object = {}): 
 });
 
 export interface CallDeps {
-  store: Store;
+  store: CallsStore & RegistryStore;
   /** Publishes on `nc`: run relies on the order of one connection's messages. */
   client: Client;
   nc: NatsConnection;

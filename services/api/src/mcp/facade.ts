@@ -28,7 +28,13 @@ import type { ArtifactStore } from '@toolmesh/artifacts';
 import { LONG_RUNNING_TOOLS } from '@toolmesh/skills';
 import type { Client } from '@toolmesh/client';
 import type { McpAskMethod, McpCallEnvelope, ToolProgressEvent } from '@toolmesh/protocol';
-import type { Store, ToolRecord } from '@toolmesh/store';
+import type {
+  AgentsStore,
+  CallsStore,
+  RegistryStore,
+  SkillsStore,
+  ToolRecord,
+} from '@toolmesh/store';
 import { ApiError } from '../errors.ts';
 import { createArgumentsChecker } from '../routes/executions-args.ts';
 import {
@@ -153,7 +159,7 @@ export class UnknownAgentError extends Error {
 }
 
 export function createFacade(deps: {
-  store: Store;
+  store: CallsStore & RegistryStore & SkillsStore & AgentsStore;
   client: Client;
   artifacts: ArtifactStore;
   calls: MeshCalls;

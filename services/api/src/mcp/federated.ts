@@ -6,7 +6,7 @@
 // is unknown, whoever's it is.
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import type { McpCallEnvelope } from '@toolmesh/protocol';
-import type { Store } from '@toolmesh/store';
+import type { RegistryStore } from '@toolmesh/store';
 import { UpstreamError, type Upstream } from './upstream.ts';
 import { FEDERATED_RESOURCE_PREFIX } from './notices.ts';
 
@@ -15,7 +15,7 @@ const RESOURCE_PREFIX = FEDERATED_RESOURCE_PREFIX;
 
 type Json = Record<string, unknown>;
 
-export function createFederation(deps: { store: Store; upstream: Upstream }) {
+export function createFederation(deps: { store: RegistryStore; upstream: Upstream }) {
   const { store, upstream } = deps;
 
   async function servers(project: string): Promise<string[]> {

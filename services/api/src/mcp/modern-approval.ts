@@ -20,7 +20,7 @@ import {
   type InputRequiredResult,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { ApprovalRecord, Store } from '@toolmesh/store';
+import type { ApprovalRecord, CallsStore, RegistryStore } from '@toolmesh/store';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ApprovalDecider } from '../approvals.ts';
 import { applyAnswer, approvalElicitation } from './approval-input.ts';
@@ -83,7 +83,7 @@ export function approvalInputRequired(a: ApprovalRecord): InputRequiredResult {
 
 /** The answer of a parked call: input_required while its approval is pending, else its card. */
 export async function parkedAnswer(
-  deps: { store: Store; calls: MeshCalls },
+  deps: { store: CallsStore & RegistryStore; calls: MeshCalls },
   project: string,
   parked: { approvalId: string; toolCallId: string; tool: Parameters<MeshCalls['follow']>[1] },
   signal: AbortSignal,
@@ -122,7 +122,7 @@ const Answer = z.looseObject({
  * and answers with the call's card (or asks again when no answer came and it is still pending).
  */
 export async function resumeParked(
-  deps: { store: Store; calls: MeshCalls; decider: ApprovalDecider },
+  deps: { store: CallsStore & RegistryStore; calls: MeshCalls; decider: ApprovalDecider },
   scope: { project: string; caller?: string | undefined },
   request: { name: string; arguments?: Record<string, unknown> | undefined },
   rawState: string,

@@ -25,7 +25,7 @@ import type { Client } from '@toolmesh/client';
 import { subscribeGuarded } from '@toolmesh/bus';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { decodeMessage } from '@toolmesh/protocol';
-import type { InputRequestRecord, Store, ToolRecord } from '@toolmesh/store';
+import type { CallsStore, InputRequestRecord, RegistryStore, ToolRecord } from '@toolmesh/store';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError } from '../errors.ts';
@@ -34,7 +34,7 @@ import { errorResult, MCP_CHANNEL, type MeshCalls } from './calls.ts';
 import type { InputBinding, InputStates, WaitingInput } from './modern-input.ts';
 
 export interface ElicitDeps {
-  store: Store;
+  store: CallsStore & RegistryStore;
   calls: MeshCalls;
   client: Client;
   nc: NatsConnection;

@@ -18,7 +18,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Client } from '@toolmesh/client';
-import type { McpTaskRecord, Store } from '@toolmesh/store';
+import type { CallsStore, McpTaskRecord } from '@toolmesh/store';
 import type { MeshCalls } from './calls.ts';
 import { TASK_POLL_INTERVAL_MS, cancelTask } from './tasks.ts';
 import type { ApprovalDecider } from '../approvals.ts';
@@ -74,7 +74,7 @@ const Answer = z.looseObject({
 
 /** A recorded call with the tasks extension: the mesh serves a task for it. */
 export async function recordServerTask(
-  store: Store,
+  store: CallsStore,
   project: string,
   taskId: string,
   ttlMs: number,
@@ -97,7 +97,7 @@ const needsTasks = () =>
 export function registerModernTasks(
   server: Server,
   deps: {
-    store: Store;
+    store: CallsStore;
     client: Client;
     calls: MeshCalls;
     project: string;

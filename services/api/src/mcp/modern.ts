@@ -24,7 +24,7 @@ import {
 } from '@modelcontextprotocol/server';
 import type { CreateTaskResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Client } from '@toolmesh/client';
-import type { Store } from '@toolmesh/store';
+import type { CallsStore, RegistryStore } from '@toolmesh/store';
 import type { MeshCalls } from './calls.ts';
 import { IDEMPOTENCY_META_KEY, INPUT_REQUIRED_KEY, idempotentCallId } from './calls.ts';
 import type { BecameTask, Facade, FacadeScope, Parked } from './facade.ts';
@@ -68,7 +68,7 @@ const LIST_TTL_MS = 10_000;
 
 export interface ModernDeps {
   facade: Facade;
-  store: Store;
+  store: CallsStore & RegistryStore;
   client: Client;
   calls: MeshCalls;
   nc: NatsConnection;

@@ -4,7 +4,7 @@
 // as text). The URI names no project: a link read in another project's session is not found.
 import type { ArtifactStore } from '@toolmesh/artifacts';
 import { artifactKey } from '@toolmesh/artifacts';
-import type { Store } from '@toolmesh/store';
+import type { SkillsStore } from '@toolmesh/store';
 import {
   ErrorCode,
   McpError,
@@ -46,7 +46,7 @@ export function artifactLinks(result: unknown): ResourceLink[] {
 }
 
 export async function readArtifact(
-  deps: { store: Store; artifacts: ArtifactStore },
+  deps: { store: SkillsStore; artifacts: ArtifactStore },
   project: string,
   uri: string,
 ): Promise<ReadResourceResult> {

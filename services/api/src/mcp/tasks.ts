@@ -8,7 +8,7 @@
 import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { McpError, ErrorCode, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
 import type { Client } from '@toolmesh/client';
-import type { ExecutionStatus, McpTaskRecord, Store } from '@toolmesh/store';
+import type { CallsStore, ExecutionStatus, McpTaskRecord } from '@toolmesh/store';
 import { MCP_CHANNEL, errorResult, type MeshCalls } from './calls.ts';
 
 /** How often a client is told to poll a task (and the SDK polls for a blocking tasks/result). */
@@ -72,7 +72,7 @@ function decodeCursor(cursor: string): { createdAt: Date; taskId: string } {
  * (bounded) so the answer shows it. False when the task is unknown (or its view expired).
  */
 export async function cancelTask(
-  deps: { store: Store; client: Client },
+  deps: { store: CallsStore; client: Client },
   project: string,
   taskId: string,
 ): Promise<boolean> {
@@ -95,7 +95,7 @@ export async function cancelTask(
 
 /** The TaskStore of one project's facade server. Sessions do not scope tasks: the project does. */
 export function createProjectTaskStore(deps: {
-  store: Store;
+  store: CallsStore;
   client: Client;
   calls: MeshCalls;
   project: string;

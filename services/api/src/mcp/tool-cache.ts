@@ -9,7 +9,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { subscribeGuarded } from '@toolmesh/bus';
 import type { Subjects } from '@toolmesh/protocol';
-import type { Store, ToolRecord } from '@toolmesh/store';
+import type { RegistryStore, ToolRecord } from '@toolmesh/store';
 import { decodeMessage } from '@toolmesh/protocol';
 
 export interface ToolCache {
@@ -18,7 +18,7 @@ export interface ToolCache {
 }
 
 export function createToolCache(o: {
-  store: Store;
+  store: RegistryStore;
   nc: NatsConnection;
   subjects: Subjects;
   ttlMs: number;

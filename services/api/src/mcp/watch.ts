@@ -16,7 +16,7 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Store } from '@toolmesh/store';
+import type { RegistryStore } from '@toolmesh/store';
 import type { Federation } from './federated.ts';
 import { DEFAULT_LOG_LEVEL } from './notices.ts';
 import type { Upstream } from './upstream.ts';
@@ -37,7 +37,11 @@ export const createSessionWatch = (): SessionWatch => ({
 /** The mesh's own resources never change: a subscription to one is kept and never notified. */
 const ARTIFACT_URI = 'toolmesh://artifacts/';
 
-export function createWatches(deps: { store: Store; upstream: Upstream; federation: Federation }) {
+export function createWatches(deps: {
+  store: RegistryStore;
+  upstream: Upstream;
+  federation: Federation;
+}) {
   const { upstream, federation } = deps;
 
   /** The server holding a resource a client names on an endpoint (undefined: an artifact). */

@@ -3,7 +3,7 @@
 // `invalid_request`, like an unknown profile; the agent in the path missing is 404.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AgentToolRecord } from '@toolmesh/store';
+import type { AgentsStore, AgentToolRecord } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams, ToolName } from '../schemas.ts';
@@ -51,7 +51,7 @@ const Config = z
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
 export const agentToolRoutes =
-  ({ store, auth, registryEvents }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, registryEvents }: RouteDeps<AgentsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     /** 404 for the agent when it is missing, else for the attachment. */
     const notAttached = async (project: string, agent: string, tool: string) =>

@@ -4,7 +4,7 @@
 // the path that does not exist is 404.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AgentRecord, AgentWrite } from '@toolmesh/store';
+import type { AgentRecord, AgentsStore, AgentWrite } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, Limit, ProjectParams } from '../schemas.ts';
@@ -61,7 +61,7 @@ function failed(
 }
 
 export const agentRoutes =
-  (deps: RouteDeps): FastifyPluginAsyncZod =>
+  (deps: RouteDeps<AgentsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const { store, auth } = deps;
     // Registered from here so app.ts has one line per route group; the prefix carries over.

@@ -6,7 +6,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ApprovalMode, MAX_APPROVAL_TIMEOUT_MS, RegistryChange } from '@toolmesh/protocol';
-import { ApprovalStatus, type ApprovalRecord, type TargetApproval } from '@toolmesh/store';
+import {
+  type ApprovalRecord,
+  ApprovalStatus,
+  type CallsStore,
+  type TargetApproval,
+} from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { createApprovalDecider } from '../approvals.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
@@ -85,7 +90,7 @@ export function deciderOf(req: FastifyRequest): string {
 }
 
 export const approvalRoutes =
-  ({ store, auth, nc, logger, registryEvents }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, nc, logger, registryEvents }: RouteDeps<CallsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const decider = createApprovalDecider({ store, nc, logger });
 

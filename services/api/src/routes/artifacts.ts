@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { artifactKey } from '@toolmesh/artifacts';
-import type { ArtifactRecord } from '@toolmesh/store';
+import type { ArtifactRecord, SkillsStore } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ErrorResponse, notFound } from '../errors.ts';
 import { ProjectParams, Uuid } from '../schemas.ts';
@@ -31,7 +31,7 @@ const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 const SIGNED_URL_TTL_SEC = 900;
 
 export const artifactRoutes =
-  ({ store, auth, artifacts }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, artifacts }: RouteDeps<SkillsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const find = async (project: string, id: string): Promise<ArtifactRecord> => {
       const a = await store.artifacts.get(project, id);

@@ -16,7 +16,7 @@ import {
   pushAppAccount,
   type BusKeys,
 } from '@toolmesh/nats-auth';
-import type { BusCredential } from '@toolmesh/store';
+import type { BusCredential, RegistryStore } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { ProjectParams, Uuid, iso } from '../schemas.ts';
@@ -41,7 +41,13 @@ const IssuedOut = CredentialOut.extend({
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 503: ErrorResponse };
 
 export const busCredentialRoutes =
-  ({ store, auth, config, logger, projectStreams }: RouteDeps): FastifyPluginAsyncZod =>
+  ({
+    store,
+    auth,
+    config,
+    logger,
+    projectStreams,
+  }: RouteDeps<RegistryStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const log = logger.child({ component: 'bus-credentials' });
     const root = config.nats.subject_root;

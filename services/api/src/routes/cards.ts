@@ -2,7 +2,7 @@
 // another project is not found, like anything else of another project.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { CardKind, type Card } from '@toolmesh/store';
+import { type CallsStore, type Card, CardKind } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ErrorResponse, notFound } from '../errors.ts';
 import { ProjectParams, Uuid } from '../schemas.ts';
@@ -32,7 +32,7 @@ export const cardOut = (c: Card) => ({
 });
 
 export const cardRoutes =
-  ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth }: RouteDeps<CallsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     app.get(
       '/projects/:project/cards/:card_id',

@@ -3,6 +3,7 @@
 // artifacts, a call's arguments, and executions per minute for the metrics charts.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { AgentsStore, CoreStore, OpsStore } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ErrorResponse, notFound } from '../errors.ts';
 import { Id, Limit, ProjectParams, Uuid } from '../schemas.ts';
@@ -101,7 +102,7 @@ const ReaperStatus = z
   .meta({ id: 'ReaperStatus' });
 
 export const consoleReadRoutes =
-  ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth }: RouteDeps<CoreStore & AgentsStore & OpsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     app.get(
       '/projects/:project/tasks',

@@ -2,7 +2,7 @@
 // searched with the same full-text search builtin.search_documents runs, read and deleted by id.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { NewDocument } from '@toolmesh/store';
+import type { NewDocument, SkillsStore } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
@@ -30,7 +30,7 @@ const DocumentOut = z
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
 export const documentRoutes =
-  ({ store, auth, config }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, config }: RouteDeps<SkillsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const b = config.builtin;
     // JSON lines arrive as text and are parsed here, line by line, so an error names its line.

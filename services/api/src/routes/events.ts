@@ -14,7 +14,14 @@ import { ProjectParams } from '../schemas.ts';
 import { holdStream } from '../slots.ts';
 
 export const eventRoutes =
-  ({ nc, auth, config, logger, streams, projectStreams }: RouteDeps): FastifyPluginAsyncZod =>
+  ({
+    nc,
+    auth,
+    config,
+    logger,
+    streams,
+    projectStreams,
+  }: Omit<RouteDeps, 'store'>): FastifyPluginAsyncZod =>
   async (app) => {
     const root = config.nats.subject_root;
     // Open streams end when the api closes: a hijacked response is never idle, so the server

@@ -2,7 +2,7 @@
 // and average duration), metrics over a time range, and the executions queued or running now.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { HistoryKey, HistorySummary } from '@toolmesh/store';
+import type { CallsStore, HistoryKey, HistorySummary } from '@toolmesh/store';
 import { callerKeyOf } from '../auth.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse } from '../errors.ts';
@@ -64,7 +64,7 @@ const rangeInOrder = (q: { from?: string | undefined; to?: string | undefined })
 const rangeMessage = { message: 'from must not be after to', path: ['from'] };
 
 export const executionHistoryRoutes =
-  ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth }: RouteDeps<CallsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     app.get(
       '/projects/:project/executions',

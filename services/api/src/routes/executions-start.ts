@@ -23,7 +23,7 @@ import {
   type CallContext,
   type ToolResultContent,
 } from '@toolmesh/protocol';
-import type { Execution, ExecutionStatus, Store } from '@toolmesh/store';
+import type { CallsStore, Execution, ExecutionStatus, RegistryStore } from '@toolmesh/store';
 import { ApiError, notFound } from '../errors.ts';
 import type { ArgumentsChecker } from './executions-args.ts';
 import type { CallRequest } from './executions-idempotency.ts';
@@ -63,7 +63,7 @@ export interface Started {
 }
 
 export interface StartDeps {
-  store: Store;
+  store: CallsStore & RegistryStore;
   client: Client;
   nc: NatsConnection;
   config: Config;

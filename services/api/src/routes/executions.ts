@@ -10,7 +10,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { CALL_CONTEXT_MAX_BYTES, CallContext, type ToolResultContent } from '@toolmesh/protocol';
-import type { Execution } from '@toolmesh/store';
+import type { CallsStore, Execution, RegistryStore } from '@toolmesh/store';
 import { callerKeyOf, keyIdOf } from '../auth.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
@@ -44,7 +44,7 @@ const errors = {
 const KEY_LOCK_MARGIN_MS = 10_000;
 
 export const executionRoutes =
-  (deps: RouteDeps): FastifyPluginAsyncZod =>
+  (deps: RouteDeps<CallsStore & RegistryStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const { store, client, nc, auth, config } = deps;
     const { execution_wait_min_ms: minWait, execution_wait_max_ms: maxWait } = config.api;

@@ -4,7 +4,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { MAX_FILE_PATH } from '@toolmesh/skills';
-import { FilePathError, normalizeFilePath, type FileEntry } from '@toolmesh/store';
+import {
+  type FileEntry,
+  FilePathError,
+  normalizeFilePath,
+  type SkillsStore,
+} from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { ProjectParams } from '../schemas.ts';
@@ -37,7 +42,7 @@ function pathOf(raw: string): string {
 }
 
 export const fileRoutes =
-  ({ store, auth, config }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, config }: RouteDeps<SkillsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     app.get(
       '/projects/:project/files',

@@ -6,6 +6,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { Store } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import type { HttpMetrics } from '../metrics.ts';
 
@@ -42,7 +43,7 @@ async function natsAnswers(nc: NatsConnection, timeoutMs: number): Promise<boole
 }
 
 export const healthRoutes =
-  (deps: RouteDeps, metrics: HttpMetrics): FastifyPluginAsyncZod =>
+  (deps: RouteDeps<Pick<Store, 'pool'>>, metrics: HttpMetrics): FastifyPluginAsyncZod =>
   async (app) => {
     app.get(
       '/healthz',

@@ -6,7 +6,12 @@
 // (input-answers.ts, shared with a 2026-07-28 MCP client's answer and a task's tasks/update).
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { InputAction, InputRequestStatus, type InputRequestRecord } from '@toolmesh/store';
+import {
+  type CallsStore,
+  InputAction,
+  type InputRequestRecord,
+  InputRequestStatus,
+} from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ErrorResponse, notFound } from '../errors.ts';
 import { createInputAnswers } from '../input-answers.ts';
@@ -62,7 +67,7 @@ const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404
 const Content = z.record(z.string(), z.unknown());
 
 export const inputRequestRoutes =
-  ({ store, auth, nc, client, logger }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, nc, client, logger }: RouteDeps<CallsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const answers = createInputAnswers({ store, nc, client, logger, show: inputRequestOut });
 

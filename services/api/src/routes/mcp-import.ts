@@ -7,6 +7,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ID_PATTERN } from '@toolmesh/protocol';
+import type { RegistryStore } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
@@ -106,7 +107,14 @@ const errors = {
 };
 
 export const mcpImportRoutes =
-  ({ store, nc, config, logger, auth, registryEvents }: RouteDeps): FastifyPluginAsyncZod =>
+  ({
+    store,
+    nc,
+    config,
+    logger,
+    auth,
+    registryEvents,
+  }: RouteDeps<RegistryStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const log = logger.child({ component: 'mcp-import' });
     const { refresh, answer } = createMcpDiscovery({ store, nc, config, logger: log });

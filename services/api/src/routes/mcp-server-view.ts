@@ -12,7 +12,7 @@ import {
   encodeMessage,
   type McpRefreshReply,
 } from '@toolmesh/protocol';
-import type { McpServerRecord, Store } from '@toolmesh/store';
+import type { McpServerRecord, RegistryStore } from '@toolmesh/store';
 import { notFound } from '../errors.ts';
 import { iso } from '../schemas.ts';
 
@@ -115,7 +115,7 @@ export const serverOut = (s: McpServerRecord) => ({
 });
 
 export interface McpDiscoveryDeps {
-  store: Store;
+  store: RegistryStore;
   nc: NatsConnection;
   config: Config;
   logger: Logger;

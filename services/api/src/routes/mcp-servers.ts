@@ -8,6 +8,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ID_PATTERN, OAuth2Auth } from '@toolmesh/protocol';
+import type { RegistryStore } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
@@ -71,7 +72,14 @@ const ServerParams = ProjectParams.extend({ name: Id });
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
 export const mcpServerRoutes =
-  ({ store, nc, config, logger, auth, registryEvents }: RouteDeps): FastifyPluginAsyncZod =>
+  ({
+    store,
+    nc,
+    config,
+    logger,
+    auth,
+    registryEvents,
+  }: RouteDeps<RegistryStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const log = logger.child({ component: 'mcp-servers' });
     const { refresh, answer } = createMcpDiscovery({ store, nc, config, logger: log });

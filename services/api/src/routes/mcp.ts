@@ -21,6 +21,7 @@ import {
 import { z } from 'zod';
 import { subscribeGuarded } from '@toolmesh/bus';
 import { createSubjects } from '@toolmesh/protocol';
+import type { AgentsStore, CallsStore, RegistryStore, SkillsStore } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
@@ -134,7 +135,9 @@ const mcpCallerOf = (req: FastifyRequest): string => {
 };
 
 export const mcpRoutes =
-  (deps: RouteDeps): FastifyPluginAsyncZod =>
+  (
+    deps: RouteDeps<CallsStore & RegistryStore & SkillsStore & AgentsStore>,
+  ): FastifyPluginAsyncZod =>
   async (app) => {
     const { store, auth, nc, config, streams } = deps;
     const log = deps.logger.child({ component: 'mcp' });
@@ -476,7 +479,7 @@ export const mcpRoutes =
 
 /** RFC 9728 Protected Resource Metadata of each project's facade (no prefix, no auth). */
 export const mcpMetadataRoutes =
-  (deps: RouteDeps): FastifyPluginAsyncZod =>
+  (deps: Omit<RouteDeps, 'store'>): FastifyPluginAsyncZod =>
   async (app) => {
     const mcpAuth = createMcpAuth(deps.config.mcp_oauth, deps.auth);
     app.get(

@@ -13,6 +13,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { RegistryStore } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse } from '../errors.ts';
 import { ProjectParams } from '../schemas.ts';
@@ -75,7 +76,13 @@ const ImportOut = z
   .meta({ id: 'OpenApiImport' });
 
 export const openApiRoutes =
-  ({ store, auth, registryEvents, config, logger }: RouteDeps): FastifyPluginAsyncZod =>
+  ({
+    store,
+    auth,
+    registryEvents,
+    config,
+    logger,
+  }: RouteDeps<RegistryStore>): FastifyPluginAsyncZod =>
   async (app) => {
     // The body stays bytes on this loop: the worker parses and validates it (openapi/body.ts).
     app.removeContentTypeParser('application/json');

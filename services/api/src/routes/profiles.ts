@@ -3,7 +3,7 @@
 // a profile may name a tool that is registered later, and deleting a tool never breaks one.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { InternalTool, type ProfileRecord } from '@toolmesh/store';
+import { type AgentsStore, InternalTool, type ProfileRecord } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, Limit, ProjectParams } from '../schemas.ts';
@@ -69,7 +69,7 @@ const taken = (name: string) =>
   new ApiError('conflict', `profile ${JSON.stringify(name)} already exists`);
 
 export const profileRoutes =
-  ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth }: RouteDeps<AgentsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     app.post(
       '/projects/:project/profiles',

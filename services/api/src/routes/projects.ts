@@ -5,11 +5,13 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import {
-  KeyRole,
   type ApiKey,
+  KeyRole,
   type Project,
   type ProjectQuotas,
   type ProjectSettings,
+  type RegistryStore,
+  type Store,
 } from '@toolmesh/store';
 import { bootstrapTools } from '../bootstrap.ts';
 import type { RouteDeps } from '../deps.ts';
@@ -128,7 +130,12 @@ const errors = {
 };
 
 export const projectRoutes =
-  ({ store, auth, config, projectStreams }: RouteDeps): FastifyPluginAsyncZod =>
+  ({
+    store,
+    auth,
+    config,
+    projectStreams,
+  }: RouteDeps<RegistryStore & Pick<Store, 'tx'>>): FastifyPluginAsyncZod =>
   async (app) => {
     const quotasOut = (own: ProjectQuotas) => ({
       quotas: own,

@@ -3,7 +3,7 @@
 // sandbox-reaper's business.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { SandboxListing } from '@toolmesh/store';
+import type { SandboxListing, SkillsStore } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ErrorResponse } from '../errors.ts';
 import { Limit, ProjectParams, iso } from '../schemas.ts';
@@ -45,7 +45,7 @@ const sandboxOut = (s: SandboxListing) => ({
 });
 
 export const sandboxRoutes =
-  ({ store, auth }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth }: RouteDeps<SkillsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     app.get(
       '/projects/:project/sandboxes',

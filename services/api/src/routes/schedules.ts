@@ -4,7 +4,13 @@
 // when it is created.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { CatchUp, type Firing, type Schedule } from '@toolmesh/store';
+import {
+  type AgentsStore,
+  CatchUp,
+  type Firing,
+  type RegistryStore,
+  type Schedule,
+} from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { InvalidScheduleError, assertCronFields, cronOf, nextTick } from '../schedules/ticks.ts';
@@ -76,7 +82,7 @@ const invalid = (message: string, details?: Record<string, unknown>) =>
   new ApiError({ code: 'invalid_schedule', status: 400 }, message, details);
 
 export const scheduleRoutes =
-  ({ store, auth, config }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, config }: RouteDeps<RegistryStore & AgentsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const checker = createArgumentsChecker({ maxDepth: config.tools.max_arguments_depth });
 

@@ -4,7 +4,12 @@
 // clear 503 rather than kept in the clear.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createSecretBox, SecretsKeyError, type SecretListing } from '@toolmesh/store';
+import {
+  createSecretBox,
+  type RegistryStore,
+  type SecretListing,
+  SecretsKeyError,
+} from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
@@ -26,7 +31,7 @@ const secretOut = (s: SecretListing) => ({
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
 export const secretRoutes =
-  ({ store, auth, config }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, config }: RouteDeps<RegistryStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const box = createSecretBox(config.secrets.key);
 

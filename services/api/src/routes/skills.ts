@@ -10,7 +10,7 @@ import {
   skillPackageErrorCodeOf,
   type SkillPackageError,
 } from '@toolmesh/skills';
-import type { SkillEnvRecord, SkillRecord, SkillVersion } from '@toolmesh/store';
+import type { SkillEnvRecord, SkillRecord, SkillsStore, SkillVersion } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, ProjectParams } from '../schemas.ts';
@@ -108,7 +108,7 @@ const SkillParams = ProjectParams.extend({ name: Id });
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
 export const skillRoutes =
-  ({ store, auth, artifacts, config }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, artifacts, config }: RouteDeps<SkillsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     app.post(
       '/projects/:project/skills',

@@ -7,7 +7,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { Header, createSubjects, encodeMessage } from '@toolmesh/protocol';
 import { streamPublisher } from '@toolmesh/stream-publish';
-import { TaskState, type Task } from '@toolmesh/store';
+import { type AgentsStore, type CallsStore, type Task, TaskState } from '@toolmesh/store';
 import { SpanKind, contextFromHeaders, traceHeaders, withSpan } from '@toolmesh/telemetry';
 import { callerKeyOf, keyIdOf } from '../auth.ts';
 import type { RouteDeps } from '../deps.ts';
@@ -56,7 +56,7 @@ const callerTrace = (headers: Record<string, string | string[] | undefined>) =>
   });
 
 export const taskRoutes =
-  ({ store, auth, nc, config }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, nc, config }: RouteDeps<CallsStore & AgentsStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const subjects = createSubjects(config.nats.subject_root);
     const publisher = streamPublisher(nc);

@@ -7,7 +7,14 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { Header, createSubjects } from '@toolmesh/protocol';
 import { streamPublisher } from '@toolmesh/stream-publish';
-import { TaskState, type Card, type Thread, type ThreadTurn } from '@toolmesh/store';
+import {
+  type AgentsStore,
+  type Card,
+  type Store,
+  TaskState,
+  type Thread,
+  type ThreadTurn,
+} from '@toolmesh/store';
 import { traceHeaders } from '@toolmesh/telemetry';
 import { keyIdOf } from '../auth.ts';
 import type { RouteDeps } from '../deps.ts';
@@ -97,7 +104,12 @@ const turnOut = (t: ThreadTurn) => ({
 });
 
 export const threadRoutes =
-  ({ store, auth, nc, config }: RouteDeps): FastifyPluginAsyncZod =>
+  ({
+    store,
+    auth,
+    nc,
+    config,
+  }: RouteDeps<AgentsStore & Pick<Store, 'tx'>>): FastifyPluginAsyncZod =>
   async (app) => {
     const subjects = createSubjects(config.nats.subject_root);
     const publisher = streamPublisher(nc);

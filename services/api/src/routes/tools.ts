@@ -8,7 +8,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ApprovalMode, type HttpSpec } from '@toolmesh/protocol';
-import { ToolOrigin, type ToolRecord, type ToolUsage } from '@toolmesh/store';
+import { type RegistryStore, ToolOrigin, type ToolRecord, type ToolUsage } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
 import { ApiError, ErrorResponse, notFound } from '../errors.ts';
 import { Id, Limit, ProjectParams, ToolName, iso } from '../schemas.ts';
@@ -179,7 +179,7 @@ const usageOut = (u: ToolUsage) => ({ ...u, last_called_at: iso(u.last_called_at
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse };
 
 export const toolRoutes =
-  ({ store, auth, registryEvents, config }: RouteDeps): FastifyPluginAsyncZod =>
+  ({ store, auth, registryEvents, config }: RouteDeps<RegistryStore>): FastifyPluginAsyncZod =>
   async (app) => {
     const schemaDepth = config.tools.max_schema_depth;
     app.post(

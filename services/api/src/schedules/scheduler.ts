@@ -12,11 +12,11 @@ import type { Client } from '@toolmesh/client';
 import type { SchedulesConfig } from '@toolmesh/config';
 import { Header, MsgId, WakeupReason, createSubjects, encodeMessage } from '@toolmesh/protocol';
 import { streamPublisher } from '@toolmesh/stream-publish';
-import type { Firing, Schedule, Store, TxStore } from '@toolmesh/store';
+import type { AgentsStore, Firing, Schedule, Store, TxStore } from '@toolmesh/store';
 import { nextTick, tickTaskId, tickToolCallId } from './ticks.ts';
 
 export interface SchedulerDeps {
-  store: Store;
+  store: AgentsStore & Pick<Store, 'tx'>;
   client: Client;
   nc: NatsConnection;
   root: string;

@@ -3,10 +3,10 @@
 import type { BuiltinConfig } from '@toolmesh/config';
 import { ToolError } from '@toolmesh/protocol';
 import { GetDocumentArgs, SearchDocumentsArgs } from '@toolmesh/skills';
-import type { Store } from '@toolmesh/store';
+import type { SkillsStore } from '@toolmesh/store';
 import { defineTool } from '@toolmesh/tool-service';
 
-export function documentTools(store: Store, limits: BuiltinConfig) {
+export function documentTools(store: SkillsStore, limits: BuiltinConfig) {
   return [
     defineTool({
       name: 'search_documents',

@@ -3,7 +3,7 @@
 // sizes and counts are limited by [builtin]. Bad input fails the call with its own code.
 import type { BuiltinConfig } from '@toolmesh/config';
 import { ListFilesArgs, ReadFileArgs, WriteFileArgs } from '@toolmesh/skills';
-import { FilePathError, normalizeFilePath, type Store } from '@toolmesh/store';
+import { FilePathError, normalizeFilePath, type SkillsStore } from '@toolmesh/store';
 import { ToolError } from '@toolmesh/protocol';
 import { defineTool } from '@toolmesh/tool-service';
 
@@ -19,7 +19,7 @@ function pathOf(raw: string | undefined): string {
   }
 }
 
-export function fileTools(store: Store, limits: BuiltinConfig) {
+export function fileTools(store: SkillsStore, limits: BuiltinConfig) {
   return [
     defineTool({
       name: 'read_file',

@@ -4,7 +4,7 @@ import type { ArtifactStore } from '@toolmesh/artifacts';
 import type { Bus } from '@toolmesh/bus';
 import type { SandboxProvider } from '@toolmesh/sandbox';
 import type { SkillZipLimits } from '@toolmesh/skills';
-import type { Store } from '@toolmesh/store';
+import type { CallsStore, SkillsStore } from '@toolmesh/store';
 import type { EnvOptions } from './envs.ts';
 import type { SessionOptions } from './sessions.ts';
 
@@ -30,7 +30,8 @@ export interface SkillsQuotas {
 }
 
 export interface SkillsDeps {
-  store: Store;
+  /** Skills' own rows, and the quotas of sandboxes and running tasks (calls). */
+  store: CallsStore & SkillsStore;
   artifacts: ArtifactStore;
   sandboxes: SandboxProvider;
   /** Reuse, TTLs and locks of sandbox sessions (sandbox.* in the configuration). */

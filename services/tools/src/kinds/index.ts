@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { Bus } from '@toolmesh/bus';
 import type { Config } from '@toolmesh/config';
-import type { Store } from '@toolmesh/store';
+import type { CallsStore, RegistryStore } from '@toolmesh/store';
 import type { Egress } from '../egress.ts';
 import type { McpPool } from '../mcp/pool.ts';
 import { createHttpExecutor } from './http.ts';
@@ -17,7 +17,8 @@ export interface KindDeps {
   /** Outbound HTTP goes through its dispatcher (private addresses refused after DNS). */
   egress: Egress;
   maxResultBytes: number;
-  store: Store;
+  /** For an MCP server's asks: the project's settings and its input requests. */
+  store: CallsStore & RegistryStore;
   bus: Bus;
   config: Config;
   instanceId: string;

@@ -16,7 +16,7 @@ import {
   ToolError,
   type McpAskMethod,
 } from '@toolmesh/protocol';
-import type { InputRequestRecord, Store } from '@toolmesh/store';
+import type { CallsStore, InputRequestRecord, RegistryStore } from '@toolmesh/store';
 import type { AttemptContext } from '../kinds/kind.ts';
 import type { Sampler } from './sampling.ts';
 
@@ -44,7 +44,8 @@ const INPUT_POLL_MS = 2_000;
 
 export interface AskDeps {
   bus: Bus;
-  store: Store;
+  /** The project's settings (registry) and its input requests (calls). */
+  store: CallsStore & RegistryStore;
   /** Answers sampling with [llm]; whether it may is the project's setting. */
   sampler: Sampler;
   /** [tools] mcp_sampling_llm: the default of projects without their own setting. */

@@ -16,13 +16,13 @@ import {
   decodeMessage,
   type McpRefreshReply,
 } from '@toolmesh/protocol';
-import type { DiscoveredTool, Store } from '@toolmesh/store';
+import type { DiscoveredTool, RegistryStore } from '@toolmesh/store';
 import { egressDeniedIn } from '../egress.ts';
 import { connectionIdentityOf, type McpPool } from './pool.ts';
 
 export interface DiscoveryDeps {
   bus: Bus;
-  store: Store;
+  store: RegistryStore;
   pool: McpPool;
   /** Bounds one discovery: connect and list every page ([tools] mcp_discovery_timeout_ms). */
   timeoutMs: number;

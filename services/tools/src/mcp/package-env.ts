@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { ToolError } from '@toolmesh/protocol';
 import type { Sandbox, SandboxProvider } from '@toolmesh/sandbox';
-import type { McpServerPackage, SkillEnvKey, SkillEnvRecord, Store } from '@toolmesh/store';
+import type { McpServerPackage, SkillEnvKey, SkillEnvRecord, SkillsStore } from '@toolmesh/store';
 import {
   buildEnvInSandbox,
   hostOf,
@@ -33,7 +33,7 @@ export interface PackageEnvOptions {
 }
 
 export interface PackageEnvDeps {
-  store: Store;
+  store: SkillsStore;
   provider: SandboxProvider;
   instanceId: string;
   options: PackageEnvOptions;

@@ -18,7 +18,7 @@ import {
   type McpNotification,
 } from '@toolmesh/mcp';
 import { decodeMessage, type OAuth2Auth } from '@toolmesh/protocol';
-import type { McpServerRecord, Store } from '@toolmesh/store';
+import type { McpServerRecord, RegistryStore, SkillsStore } from '@toolmesh/store';
 import type { Egress } from '../egress.ts';
 import { egressDeniedIn } from '../egress.ts';
 import { createRedactor } from '../redact.ts';
@@ -30,7 +30,8 @@ import { untilAborted } from '../abort.ts';
 import { createHeldRequests, type HeldRequests } from './held.ts';
 
 export interface PoolDeps extends SessionDeps {
-  store: Store;
+  /** Its servers' rows (registry); their sandbox sessions and package envs (skills). */
+  store: RegistryStore & SkillsStore;
   egress: Egress;
   /** A project secret's value (throws secret_unavailable). */
   secret(project: string, name: string): Promise<string>;

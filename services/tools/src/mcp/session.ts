@@ -6,10 +6,10 @@
 // sandbox idle past it is reaped, which ends the server; the next call starts a new one.
 import type { Logger } from 'pino';
 import type { Sandbox, SandboxProvider } from '@toolmesh/sandbox';
-import type { Store } from '@toolmesh/store';
+import type { SkillsStore } from '@toolmesh/store';
 
 export interface SessionDeps {
-  store: Store;
+  store: SkillsStore;
   /** The provider, made on first use: a service without stdio servers never needs one. */
   sandboxes(): Promise<SandboxProvider>;
   instanceId: string;
