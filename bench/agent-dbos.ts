@@ -10,11 +10,11 @@
 //
 // Input (env): DBOS_SYSTEM_DATABASE_URL, BENCH_MODEL_URL, BENCH_FIRST_REQUEST (a file holding the
 // worker's first request body), BENCH_SEQUENTIAL, BENCH_CONCURRENT, BENCH_BURSTS,
-// BENCH_POSTMASTER_PID. Output: one line `result <json>` on stdout.
+// BENCH_POSTMASTER_PID, BENCH_POSTGRES_DATABASE. Output: one line `result <json>` on stdout.
 import { readFile } from 'node:fs/promises';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { EchoArgs } from '@toolmesh/skills';
-import { cpuMeter, processCpuSeconds, treeCpuSeconds } from './cpu.ts';
+import { cpuMeter, databaseCpuSeconds, processCpuSeconds, treeCpuSeconds } from './cpu.ts';
 import { summarize } from './stats.ts';
 import { bursts, drive } from './support.ts';
 
@@ -118,16 +118,19 @@ await DBOS.launch();
 try {
   const turn = () => agentTurn();
   const postmaster = Number(env('BENCH_POSTMASTER_PID'));
+  const database = env('BENCH_POSTGRES_DATABASE');
   const meter = cpuMeter({
     dbos: () => processCpuSeconds(process.pid),
-    postgres: () => treeCpuSeconds(postmaster),
+    postgres: () => databaseCpuSeconds(postmaster, database),
   });
+  const serverMeter = cpuMeter({ server: () => treeCpuSeconds(postmaster) });
   await drive(WARMUP, 1, turn);
   const seq = await drive(SEQUENTIAL, 1, turn);
   await drive(CONCURRENT, CONCURRENT, turn); // warm-up burst, as for the mesh
-  const cpu = await meter.start();
+  const [cpu, serverCpu] = await Promise.all([meter.start(), serverMeter.start()]);
   const conc = await bursts(BURSTS, CONCURRENT, turn);
   const cpuPerTurn = await cpu.msPer(BURSTS * CONCURRENT);
+  const serverCpuPerTurn = (await serverCpu.msPer(BURSTS * CONCURRENT))['server'];
   const s = summarize(seq.latencies);
   const c = summarize(conc.latencies);
   const result = {
@@ -137,6 +140,7 @@ try {
     concurrent_p99_ms: c.p99_ms,
     per_s: Math.round(((BURSTS * CONCURRENT) / conc.seconds) * 10) / 10,
     cpu_ms_per_turn: cpuPerTurn,
+    postgres_server_cpu_ms_per_turn: serverCpuPerTurn,
   };
   process.stdout.write(`result ${JSON.stringify(result)}\n`);
 } finally {

@@ -32,6 +32,7 @@ import {
 import { summarize, table } from './stats.ts';
 import {
   cpuMeter,
+  databaseCpuSeconds,
   natsServerPid,
   postmasterPid,
   processCpuSeconds,
@@ -106,9 +107,15 @@ try {
     'agent-worker': () => processCpuSeconds(workerPid),
     skills: () => processCpuSeconds(skillsPid),
     ...(natsPid === undefined ? {} : { 'nats-server': () => processCpuSeconds(natsPid) }),
-    ...(postmaster === undefined ? {} : { postgres: () => treeCpuSeconds(postmaster) }),
+    ...(postmaster === undefined
+      ? {}
+      : { postgres: () => databaseCpuSeconds(postmaster, db.database) }),
     'bench (driver)': () => processCpuSeconds(process.pid),
   });
+  // The whole server too, every database on it (what earlier stops reported as Postgres's).
+  const serverMeter = cpuMeter(
+    postmaster === undefined ? {} : { server: () => treeCpuSeconds(postmaster) },
+  );
 
   const { turn } = await agentWorld({
     nc,
@@ -126,9 +133,10 @@ try {
   // connection's backend loads its catalog caches and compiles the plpgsql functions it calls.
   // Then BURSTS bursts are measured.
   await drive(CONCURRENT, CONCURRENT, turn);
-  const cpu = await meter.start();
+  const [cpu, serverCpu] = await Promise.all([meter.start(), serverMeter.start()]);
   const conc = await bursts(BURSTS, CONCURRENT, turn);
   const cpuPerTurn = await cpu.msPer(BURSTS * CONCURRENT);
+  const serverCpuPerTurn = (await serverCpu.msPer(BURSTS * CONCURRENT))['server'];
   if (TIMELINE_TURNS > 0) {
     const t = createTimeline(nc, nats.root);
     timeline = t;
@@ -198,6 +206,7 @@ try {
       BENCH_CONCURRENT: String(CONCURRENT),
       BENCH_BURSTS: String(BURSTS),
       BENCH_POSTMASTER_PID: String(postmaster ?? 0),
+      BENCH_POSTGRES_DATABASE: dbosDb.database,
     });
   } finally {
     await dbosDb.cleanup();
@@ -231,11 +240,13 @@ try {
     short_ratio_p50: ratio(s.p50_ms, ss.p50_ms),
     short_ratio_throughput: ratio(turnsPerS, shortPerS),
     cpu_ms_per_turn: cpuPerTurn,
+    postgres_server_cpu_ms_per_turn: serverCpuPerTurn,
     dbos_p50_ms: peer.p50_ms,
     dbos_p99_ms: peer.p99_ms,
     dbos_per_s: peer.per_s,
     dbos_concurrent_p50_ms: peer.concurrent_p50_ms,
     dbos_cpu_ms_per_turn: peer.cpu_ms_per_turn,
+    dbos_postgres_server_cpu_ms_per_turn: peer.postgres_server_cpu_ms_per_turn,
     ratio_p50_to_dbos: ratio(s.p50_ms, peer.p50_ms),
     ratio_throughput_to_dbos: ratio(turnsPerS, peer.per_s),
     dbos_sdk: DBOS_VERSION,
@@ -292,6 +303,9 @@ try {
   );
   console.log(`CPU ms per turn, ${CONCURRENT} at once, toolmesh: ${fmtCpu(cpuPerTurn)}`);
   console.log(`CPU ms per turn, ${CONCURRENT} at once, DBOS:     ${fmtCpu(peer.cpu_ms_per_turn)}`);
+  console.log(
+    `the Postgres server as a whole (every database on it) per turn: toolmesh ${serverCpuPerTurn}, DBOS ${peer.postgres_server_cpu_ms_per_turn}`,
+  );
   await writeResult('agent', result);
 } finally {
   await stopChildren(children);
@@ -309,6 +323,7 @@ interface DbosFigures {
   concurrent_p99_ms: number;
   per_s: number;
   cpu_ms_per_turn: Record<string, number>;
+  postgres_server_cpu_ms_per_turn: number | undefined;
 }
 
 /** Runs bench/agent-dbos.ts and returns the figures it prints. */

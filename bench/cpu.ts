@@ -1,7 +1,8 @@
 // CPU seconds a process has used, read from /proc (Linux): for a benchmark's "CPU per turn per
 // process". A Postgres server is one postmaster and a process per connection and per background
-// worker, so its figure is the postmaster's own time, the time of its children that have exited
-// (the kernel adds it to the parent once it reaps them) and the time of those still running.
+// worker, so its figure as a whole is the postmaster's own time, the time of its children that
+// have exited (the kernel adds it to the parent once it reaps them) and the time of those still
+// running; one database's share is the time of its backends and the background processes.
 import { readdir, readFile } from 'node:fs/promises';
 import type { Pool } from 'pg';
 
@@ -44,6 +45,34 @@ export async function treeCpuSeconds(pid: number): Promise<number> {
   for (const p of pids) {
     const s = await stat(p);
     if (s?.ppid === pid) ticks += s.own;
+  }
+  return ticks / TICKS;
+}
+
+/**
+ * CPU seconds of one database's share of a Postgres server: the backends connected to it, the
+ * postmaster and the server's background processes (WAL writer, checkpointer, ...: shared with
+ * the server's other databases, so a busy neighbour adds a little). The backends of other
+ * databases are left out (tests of other checkouts share the server a bench runs on: counted,
+ * they would make the server's figure per turn depend on what else ran meanwhile), and so is the
+ * time of backends that exited, which the kernel books to the postmaster with no name (the
+ * services' pools keep their connections over a measurement).
+ */
+export async function databaseCpuSeconds(postmaster: number, database: string): Promise<number> {
+  const root = await stat(postmaster);
+  if (root === undefined) return 0;
+  let ticks = root.own;
+  for (const d of await readdir('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const s = await stat(Number(d));
+    if (s?.ppid !== postmaster) continue;
+    // A backend's title names its user, database and client: `postgres: <user> <db> host(port) ...`.
+    const title = (await readFile(`/proc/${d}/cmdline`, 'utf8').catch(() => '')).replaceAll(
+      '\0',
+      ' ',
+    );
+    const backend = /\(\d+\)|\[local\]/.test(title);
+    if (!backend || title.split(/\s+/).includes(database)) ticks += s.own;
   }
   return ticks / TICKS;
 }
