@@ -29,9 +29,13 @@ export interface SkillsQuotas {
   runningTasksPerProject: number;
 }
 
-export interface SkillsDeps {
-  /** Skills' own rows, and the quotas of sandboxes and running tasks (calls). */
-  store: CallsStore & SkillsStore;
+/**
+ * `S`: the store domains a module uses. The skills tools as a whole use skills' own rows and the
+ * quotas of sandboxes, running tasks and jobs (calls); a module that reads or writes only
+ * skills' rows says `SkillsDeps<SkillsStore>`.
+ */
+export interface SkillsDeps<S = CallsStore & SkillsStore> {
+  store: S;
   artifacts: ArtifactStore;
   sandboxes: SandboxProvider;
   /** Reuse, TTLs and locks of sandbox sessions (sandbox.* in the configuration). */

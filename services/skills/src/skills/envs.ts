@@ -18,7 +18,7 @@ import {
   skillDependencies,
   type SkillDependencies,
 } from '@toolmesh/skills';
-import type { SkillEnvKey, SkillEnvRecord } from '@toolmesh/store';
+import type { SkillEnvKey, SkillEnvRecord, SkillsStore } from '@toolmesh/store';
 import {
   buildEnvInSandbox,
   hostOf,
@@ -172,7 +172,7 @@ export function dependenciesOf(
  * returns what commands need; undefined for a skill without dependencies.
  */
 export async function ensureSkillEnv(
-  deps: SkillsDeps,
+  deps: SkillsDeps<SkillsStore>,
   sandbox: Sandbox,
   req: EnvRequest,
 ): Promise<EnvView | undefined> {

@@ -5,6 +5,7 @@ import { basename, extname } from 'node:path';
 import { artifactKey, sanitizeFilename } from '@toolmesh/artifacts';
 import { ToolError } from '@toolmesh/protocol';
 import { isSandboxError, type Sandbox } from '@toolmesh/sandbox';
+import type { SkillsStore } from '@toolmesh/store';
 import type { SkillsDeps } from './deps.ts';
 
 const MIME: Record<string, string> = {
@@ -52,7 +53,7 @@ async function readAll(s: NodeJS.ReadableStream, max: number, what: string): Pro
 }
 
 export async function copyInputs(
-  deps: SkillsDeps,
+  deps: SkillsDeps<SkillsStore>,
   sandbox: Sandbox,
   project: string,
   inputs: readonly { artifact_id: string; path: string }[],
@@ -78,7 +79,7 @@ export async function copyInputs(
 }
 
 export async function collectOutputs(
-  deps: SkillsDeps,
+  deps: SkillsDeps<SkillsStore>,
   sandbox: Sandbox,
   project: string,
   toolCallId: string,

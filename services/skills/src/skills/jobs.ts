@@ -3,7 +3,7 @@
 // running step's process handle lives in a registry of this instance, the same kind the async
 // tasks use, so a cancel on `ctl.task.skills.cancel` reaches whichever instance runs the job.
 import { JobRef, JobWatchArgs } from '@toolmesh/skills';
-import type { SkillJobRecord } from '@toolmesh/store';
+import type { SkillJobRecord, SkillsStore } from '@toolmesh/store';
 import { defineTool, type ToolDefinition } from '@toolmesh/tool-service';
 import { ToolError } from '@toolmesh/protocol';
 import type { SkillsDeps } from './deps.ts';
@@ -20,7 +20,7 @@ import {
 import { createTaskRegistry } from './tasks.ts';
 
 /** The head of a job of this project; see scopedHead for ids of other projects. */
-export const jobHeadOf = (deps: SkillsDeps, project: string, jobId: string) =>
+export const jobHeadOf = (deps: SkillsDeps<SkillsStore>, project: string, jobId: string) =>
   scopedHead('job', jobId, (id) => deps.store.skillJobs.get(project, id));
 
 const durationMs = (from: string | Date | null, to: string | Date | null) =>
@@ -56,7 +56,7 @@ export function jobViewOf(h: SkillJobRecord) {
   };
 }
 
-function jobStatusTool(deps: SkillsDeps) {
+function jobStatusTool(deps: SkillsDeps<SkillsStore>) {
   return defineTool({
     name: 'job_status',
     description:
@@ -66,7 +66,7 @@ function jobStatusTool(deps: SkillsDeps) {
   });
 }
 
-function jobWatchTool(deps: SkillsDeps) {
+function jobWatchTool(deps: SkillsDeps<SkillsStore>) {
   return defineTool({
     name: 'job_watch',
     description:
@@ -90,7 +90,7 @@ function jobWatchTool(deps: SkillsDeps) {
   });
 }
 
-function jobCancelTool(deps: SkillsDeps) {
+function jobCancelTool(deps: SkillsDeps<SkillsStore>) {
   return defineTool({
     name: 'job_cancel',
     description:

@@ -4,6 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { encodeMessage, ToolError } from '@toolmesh/protocol';
 import type { ToolContext } from '@toolmesh/tool-service';
+import type { SkillsStore } from '@toolmesh/store';
 import type { SkillsDeps } from './deps.ts';
 
 export const OWNED_TARGET = 'skills';
@@ -40,7 +41,7 @@ export const CANCEL_REPLY_MS = 15_000;
  * nobody answered in time: the caller reads the head to decide.
  */
 export async function requestCancel(
-  deps: SkillsDeps,
+  deps: SkillsDeps<SkillsStore>,
   ctx: ToolContext,
   id: string,
 ): Promise<boolean> {
@@ -83,7 +84,7 @@ export interface WatchOptions<H> {
  * one of the runtime's concurrent slots and nothing else.
  */
 export async function watchHead<H>(
-  deps: SkillsDeps,
+  deps: SkillsDeps<SkillsStore>,
   ctx: ToolContext,
   o: WatchOptions<H>,
 ): Promise<{ head: H; timedOut: boolean }> {

@@ -7,6 +7,7 @@ import { skillZipKey } from '@toolmesh/artifacts';
 import { ToolError } from '@toolmesh/protocol';
 import type { Sandbox } from '@toolmesh/sandbox';
 import { readSkillFiles, skillLocation, type SkillFileData } from '@toolmesh/skills';
+import type { SkillsStore } from '@toolmesh/store';
 import type { SkillsDeps } from './deps.ts';
 import { ensureSkillEnv, type EnvView } from './envs.ts';
 
@@ -40,7 +41,7 @@ async function readStream(s: NodeJS.ReadableStream): Promise<Buffer> {
 
 /** Resolves the version to use: the one asked for, else the active one. Refuses disabled skills. */
 export async function resolveSkill(
-  deps: SkillsDeps,
+  deps: SkillsDeps<SkillsStore>,
   project: string,
   name: string,
   version?: string,
@@ -65,7 +66,7 @@ export async function resolveSkill(
 
 /** The skill's zip, read from the artifact store. */
 export async function skillZip(
-  deps: SkillsDeps,
+  deps: SkillsDeps<SkillsStore>,
   project: string,
   name: string,
   version: string,
@@ -75,7 +76,7 @@ export async function skillZip(
 
 /** Reads a skill zip (with every package check) into memory for `fn`. */
 export async function withSkillFiles<T>(
-  deps: SkillsDeps,
+  deps: SkillsDeps<SkillsStore>,
   zip: Buffer,
   fn: (files: readonly SkillFileData[], skillMd: string) => Promise<T>,
 ): Promise<T> {
@@ -85,7 +86,7 @@ export async function withSkillFiles<T>(
 }
 
 export async function placeSkill(
-  deps: SkillsDeps,
+  deps: SkillsDeps<SkillsStore>,
   sandbox: Sandbox,
   project: string,
   name: string,

@@ -1,6 +1,7 @@
 // What run_cmd and run_cmd_async (and run_service) do alike before a command starts: place the
 // skill, settle the working folder, copy the inputs in, and build the sandbox's options.
 import type { Sandbox, SpawnOptions } from '@toolmesh/sandbox';
+import type { SkillsStore } from '@toolmesh/store';
 import type { SkillsDeps } from './deps.ts';
 import { copyInputs } from './files.ts';
 import { placeSkill, skillPath, type PlaceCall, type PlacedSkill } from './place.ts';
@@ -21,7 +22,7 @@ export interface Prepared {
 }
 
 export async function prepareCommand(
-  deps: SkillsDeps,
+  deps: SkillsDeps<SkillsStore>,
   sandbox: Sandbox,
   project: string,
   args: CommandArgs,

@@ -5,11 +5,12 @@
 import { ToolError } from '@toolmesh/protocol';
 import { TaskRef } from '@toolmesh/skills';
 import { defineTool } from '@toolmesh/tool-service';
+import type { SkillsStore } from '@toolmesh/store';
 import type { SkillsDeps } from './deps.ts';
 import { CANCEL_REPLY_MS, requestCancel } from './owned.ts';
 import { headOf, TERMINAL, viewOf } from './tasks.ts';
 
-export function taskCancelTool(deps: SkillsDeps) {
+export function taskCancelTool(deps: SkillsDeps<SkillsStore>) {
   return defineTool({
     name: 'task_cancel',
     description:

@@ -1,11 +1,12 @@
 // skills.task_status: the head of an async task, read from Postgres, so any instance answers.
 import { TaskRef } from '@toolmesh/skills';
 import { defineTool } from '@toolmesh/tool-service';
+import type { SkillsStore } from '@toolmesh/store';
 import type { SkillsDeps } from './deps.ts';
 import { endpointsView } from './run-service.ts';
 import { headOf, viewOf } from './tasks.ts';
 
-export function taskStatusTool(deps: SkillsDeps) {
+export function taskStatusTool(deps: SkillsDeps<SkillsStore>) {
   return defineTool({
     name: 'task_status',
     description: 'Returns the state of an async task: status, exit code, output tails, artifacts.',

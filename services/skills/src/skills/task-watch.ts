@@ -5,11 +5,12 @@
 // and nothing else: other calls keep being served.
 import { TaskWatchArgs } from '@toolmesh/skills';
 import { defineTool } from '@toolmesh/tool-service';
+import type { SkillsStore } from '@toolmesh/store';
 import type { SkillsDeps } from './deps.ts';
 import { FINISH_MARGIN_MS, WATCH_MAX_MS, watchHead } from './owned.ts';
 import { headOf, viewOf } from './tasks.ts';
 
-export function taskWatchTool(deps: SkillsDeps) {
+export function taskWatchTool(deps: SkillsDeps<SkillsStore>) {
   return defineTool({
     name: 'task_watch',
     description:

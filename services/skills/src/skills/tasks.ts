@@ -6,7 +6,7 @@
 import type { Msg, Subscription } from '@nats-io/transport-node';
 import { subscribeGuarded } from '@toolmesh/bus';
 import { decodeMessage } from '@toolmesh/protocol';
-import type { SkillTaskRecord } from '@toolmesh/store';
+import type { SkillsStore, SkillTaskRecord } from '@toolmesh/store';
 import type { ToolDefinition } from '@toolmesh/tool-service';
 import type { SkillsDeps } from './deps.ts';
 import { OWNED_TARGET, scopedHead } from './owned.ts';
@@ -35,7 +35,7 @@ export interface TaskRegistry {
   listen(): void;
 }
 
-export function createTaskRegistry(deps: SkillsDeps): TaskRegistry {
+export function createTaskRegistry(deps: SkillsDeps<SkillsStore>): TaskRegistry {
   const running = new Map<string, RunningTask>();
   const log = deps.logger.child({ component: 'skill-tasks' });
   let sub: Subscription | undefined;
@@ -67,7 +67,7 @@ export function createTaskRegistry(deps: SkillsDeps): TaskRegistry {
 }
 
 /** The head of a task of this project; see scopedHead for ids of other projects. */
-export const headOf = (deps: SkillsDeps, project: string, taskId: string) =>
+export const headOf = (deps: SkillsDeps<SkillsStore>, project: string, taskId: string) =>
   scopedHead('task', taskId, (id) => deps.store.skillTasks.get(project, id));
 
 /** What the task tools return: the head without the instance-private fields (owner, pid). */
