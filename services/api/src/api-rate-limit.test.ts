@@ -160,3 +160,29 @@ describe('a busy key', () => {
     );
   });
 });
+
+describe('a burst of one key', () => {
+  let fast: TestApi;
+  let p: { id: string; key: string };
+  beforeAll(async () => {
+    fast = await startTestApi({ CG__API__RATE_LIMIT_PER_MINUTE: '60000' });
+    p = await fast.createProject();
+  }, 60_000);
+  afterAll(async () => {
+    await fast?.close();
+  });
+
+  it('takes one batch for requests arriving together, not one each', async () => {
+    // 30 requests at once find no batch in hand; they wait for the one being taken.
+    const res = await Promise.all(
+      Array.from({ length: 30 }, () => fast.request('GET', `/v1/projects/${p.id}`, { key: p.key })),
+    );
+    expect(res.map((r) => r.status)).toEqual(Array.from({ length: 30 }, () => 200));
+    const keyId = (await fast.store.projects.listKeys(p.id))[0]!.key_id;
+    const { rows } = await fast.store.pool.query<{ tokens: number }>(
+      'SELECT tokens FROM state.api_rate_buckets WHERE bucket = $1',
+      [`key:${keyId}`],
+    );
+    expect(rows[0]?.tokens).toBe(60_000 - 50);
+  });
+});
