@@ -2,29 +2,32 @@
 // session of a listening api) against the same call over the toolmesh SDK (@toolmesh/client,
 // straight onto the bus), sequentially, in the same run, with the skills service as its own
 // process. The goal of issue 19: the facade within 2 ms p50 of the SDK path. Then one MCP
-// server's own endpoint (/v1/projects/:p/mcp-servers/:name/mcp, a tools service in this
+// server's own endpoint (/v1/projects/:p/mcp-servers/:name/mcp, the tools service its own
 // process): its `echo` through the mesh against the same client calling the server directly
 // (the goal of issue 33: within 2 ms p50). Two more figures of the same run say where that
 // overhead lies: the same tool called over the bus with the toolmesh SDK (JetStream, lease,
 // card, result event; no HTTP, no MCP facade), and a one-row durable INSERT in the same
-// Postgres, the floor the call's card write stands on.
+// Postgres, the floor the call's card write stands on. BENCH_TIMELINE=1 adds, after the measured
+// calls, up to 500 more endpoint calls with their hops timed (timeline.ts): every message under
+// the subject root and of the lease bucket, and the upstream's receipt of each request.
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createClient } from '@toolmesh/client';
 import pg from 'pg';
-import { pino } from 'pino';
-import { loadConfig } from '@toolmesh/config';
+import { createNames } from '@toolmesh/protocol';
 import { startMcpHttpServer } from '@toolmesh/testing';
 import { startTestApi } from '../services/api/src/test/support.ts';
-import { startToolsService } from '../services/tools/src/app.ts';
 import { summarize, table } from './stats.ts';
+import { createTimeline, type Timeline } from './timeline.ts';
 import { drive, spawnReady, ROOT_DIR, writeResult, stopChildren } from './support.ts';
 
 const CALLS = Number(process.env['BENCH_CALLS'] ?? 1_000);
 const WARMUP = 200;
 const GOAL_P50_OVERHEAD_MS = 2;
+/** BENCH_TIMELINE=1: this many more endpoint calls, one at a time, with their hops timed. */
+const TIMELINE_CALLS = process.env['BENCH_TIMELINE'] ? Math.min(CALLS, 500) : 0;
 
 const loadAtStart = (await import('node:os')).loadavg();
 // The per-key request limit stays on, far above the load, so its cost (one Postgres statement
@@ -94,11 +97,19 @@ try {
   );
 
   // One MCP server's own endpoint against the same server called directly.
-  const upstream = await startMcpHttpServer({ tools: ['echo'] });
-  const tools = await startToolsService(
-    loadConfig({ env: api.serviceEnv('tools', { CG__LOG__LEVEL: 'warn' }) }),
-    pino({ level: 'warn' }),
+  let timeline: Timeline | undefined;
+  const upstream = await startMcpHttpServer({
+    tools: ['echo'],
+    onRequest: (method) => timeline?.mark(`upstream received ${method}`),
+  });
+  // Its own process, as deployed: in this one, its work after the result event (the ack, the
+  // call's accounting) would hold up the api's answer on the same event loop.
+  const tools = await spawnReady(
+    [join(ROOT_DIR, 'services/tools/src/main.ts')],
+    api.serviceEnv('tools', { CG__LOG__LEVEL: 'info' }),
+    'tool service started',
   );
+  children.push(tools);
   const added = await api.request('POST', `/v1/projects/${project.id}/mcp-servers`, {
     key: project.key,
     body: { name: 'web', transport: 'http', url: upstream.url },
@@ -147,6 +158,27 @@ try {
     b1.push(...(await drive(half, 1, viaBus)).latencies);
     c1.push(...(await drive(Math.ceil(half / 5), 1, commit)).latencies);
   }
+  if (TIMELINE_CALLS > 0) {
+    const root = api.config.nats.subject_root;
+    const t = createTimeline(nc, root, {
+      end: 'endpoint call answered (client)',
+      since: 'the client sent tools/call',
+    });
+    // The call's lease is a KV write outside the subject root.
+    nc.subscribe(`$KV.${createNames(root).leaseBucket}.>`, {
+      callback: () => t.mark('lease written (KV)'),
+    });
+    await nc.flush();
+    timeline = t;
+    for (let i = 0; i < TIMELINE_CALLS; i++) {
+      await t.record(() => viaServer(i));
+    }
+    timeline = undefined;
+    console.log(
+      `where one endpoint call's time goes (median of ${TIMELINE_CALLS} calls, one at a time):`,
+    );
+    console.log(`${t.print()}\n`);
+  }
   await probe.query('DROP TABLE bench_commit_probe');
   await probe.end();
   const d = summarize(d1);
@@ -171,7 +203,7 @@ try {
   );
   await direct.close();
   await perServer.close();
-  await tools.stop(1_000);
+  await stopChildren([tools]);
   await upstream.stop();
   await writeResult('mcp', {
     sdk: { p50_ms: s.p50_ms, p99_ms: s.p99_ms, mean_ms: s.mean_ms },

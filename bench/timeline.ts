@@ -1,6 +1,6 @@
-// `BENCH_TIMELINE=1 pnpm bench agent`: where one turn's time goes, hop by hop. While it records,
-// every message under the deployment's subject root is seen by one wildcard subscription and
-// stamped with the time since its turn began; the table gives, for each subject (agent ids
+// `BENCH_TIMELINE=1 pnpm bench agent` (or `mcp`): where one turn's (one call's) time goes, hop
+// by hop. While it records, every message under the deployment's subject root is seen by one
+// wildcard subscription and stamped with the time since its turn began; the table gives, for each subject (agent ids
 // folded, a task's or state event's status appended) and each model request, the median over
 // the recorded turns of when it was seen. The gaps between rows are the hops: the api's task
 // statement and wakeup, a claim, a model request, a step's commit, the tool service's card.
@@ -17,7 +17,15 @@ export interface Timeline {
   print(): string;
 }
 
-export function createTimeline(nc: NatsConnection, root: string): Timeline {
+export function createTimeline(
+  nc: NatsConnection,
+  root: string,
+  /** The last row's label, and what the times count from (an agent turn's by default). */
+  words: { end: string; since: string } = {
+    end: 'turn ended (task event handled by the caller)',
+    since: 'the POST',
+  },
+): Timeline {
   const seen = new Map<string, number[]>();
   let current: Map<string, number> | undefined;
   let t0 = 0;
@@ -46,7 +54,7 @@ export function createTimeline(nc: NatsConnection, root: string): Timeline {
       t0 = performance.now();
       try {
         await op();
-        mark('turn ended (task event handled by the caller)');
+        mark(words.end);
         for (const [k, v] of current) seen.set(k, [...(seen.get(k) ?? []), v]);
       } finally {
         current = undefined;
@@ -59,7 +67,7 @@ export function createTimeline(nc: NatsConnection, root: string): Timeline {
         .sort((a, b) => a.at - b.at);
       return table(
         rows.map((r, i) => ({
-          'ms since the POST': r.at.toFixed(2),
+          [`ms since ${words.since}`]: r.at.toFixed(2),
           'gap ms': (i === 0 ? r.at : r.at - rows[i - 1]!.at).toFixed(2),
           seen: `${r.n}`,
           what: r.what,

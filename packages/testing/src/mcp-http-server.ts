@@ -43,6 +43,8 @@ export async function startMcpHttpServer(
     announce?: boolean;
     /** Answer tools/list in pages of this many tools (with `nextCursor`). Default: one page. */
     pageSize?: number;
+    /** Told each POSTed JSON-RPC method as its body is read (a benchmark's timeline). */
+    onRequest?: (method: string) => void;
   } = {},
 ): Promise<McpHttpFixture> {
   const state: FixtureState = { canceled: 0 };
@@ -105,6 +107,7 @@ export async function startMcpHttpServer(
     const body: unknown = text === '' ? undefined : JSON.parse(text);
     if (typeof body === 'object' && body !== null && 'method' in body) {
       methods.push(String(body.method));
+      options.onRequest?.(String(body.method));
     }
     if (options.sseOnly) return handleSse(req, res, body);
     const id = req.headers['mcp-session-id'];

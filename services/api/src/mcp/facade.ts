@@ -551,9 +551,14 @@ export function createFacade(deps: {
           logLevel: watch.level,
           // Outside the request: the session's standalone stream (GET), which the client keeps.
           notifyLater: (n) => server.notification(n),
-          // What the call's MCP server asks goes to this client, on this request's stream.
-          ask: (method, params, signal) =>
-            askClient(server, extra.sendRequest, method, params, signal),
+          // What the call's MCP server asks goes to this client, on this request's stream. A
+          // client that declared neither capability could only refuse: without `ask` the call
+          // takes no subscription for it, and the tools service, finding no one to ask, does what
+          // a refusal makes it do (services/tools/src/mcp/ask.ts).
+          ask: canBeAsked(server)
+            ? (method, params, signal) =>
+                askClient(server, extra.sendRequest, method, params, signal)
+            : undefined,
           // Only a client that declared elicitation is asked to approve (on this request's stream).
           elicit: server.getClientCapabilities()?.elicitation
             ? (params, timeoutMs) =>
@@ -571,6 +576,12 @@ export function createFacade(deps: {
       ),
     );
     return server;
+  }
+
+  /** Did the session's client declare anything an MCP server may ask it (sampling, elicitation)? */
+  function canBeAsked(server: Server): boolean {
+    const caps = server.getClientCapabilities();
+    return Boolean(caps?.sampling || caps?.elicitation);
   }
 
   /**

@@ -96,9 +96,11 @@ export function createCallAsks(
       reply = decodeMessage('mcp_rpc_reply', msg.data);
     } catch (err) {
       if (isNoResponders(err)) {
+        // The api listens only for a client that declared sampling or elicitation: one that
+        // declared neither is not listening either.
+        const capability = method === 'sampling/createMessage' ? 'sampling' : 'elicitation';
         return {
-          noClient:
-            'no MCP client is waiting for this call (a call over the bus, or its client has gone)',
+          noClient: `no MCP client is waiting for this call (a call over the bus, a client that did not declare ${capability}, or one that has gone)`,
         };
       }
       throw new AskRefused(
