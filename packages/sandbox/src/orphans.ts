@@ -19,6 +19,7 @@
 // Killing: the outermost process of each tree first (the host-side leader, with its group),
 // then the rest. Killing a namespace's init first would let its bwrap exit on its own with a
 // status, so a waiting caller would see an exit code where it expects SIGKILL.
+import { readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
@@ -133,6 +134,18 @@ export async function sandboxProcesses(text: string): Promise<SandboxProc[]> {
   const found: SandboxProc[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
+    // Without cgroups the reaper scans /proc once per sandbox it destroys, hundreds in a pass,
+    // over every process of the host: the command line alone rules a process out, read
+    // synchronously (procfs answers from memory, a few microseconds, where two thread-pool
+    // reads per process made a 300-sandbox pass outlast the stop timeout). Only a process
+    // whose command line holds `text` is read whole.
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+    } catch {
+      continue; // Gone in between.
+    }
+    if (!cmdline.includes(text)) continue;
     const info = await readProc(Number(entry));
     if (info === undefined) continue;
     const { argv } = info;
