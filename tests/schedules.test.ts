@@ -313,7 +313,7 @@ describe('firing', () => {
 describe('CLI', () => {
   it(
     'creates, lists, shows, pauses, resumes and deletes schedules',
-    { timeout: 60_000 },
+    { timeout: 180_000 },
     async () => {
       const address = await mesh.api.app.listen({ host: '127.0.0.1', port: 0 });
       const cli = (args: string[]) =>
