@@ -28,12 +28,15 @@ interface Proc {
   readonly comm: string;
 }
 
-async function stat(pid: number): Promise<{ ppid: number; startTime: string; comm: string }> {
+async function stat(
+  pid: number,
+): Promise<{ ppid: number; startTime: string; comm: string; state: string }> {
   const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
   const close = text.lastIndexOf(')');
   const fields = text.slice(close + 2).split(' ');
   return {
     comm: text.slice(text.indexOf('(') + 1, close),
+    state: fields[0] ?? '',
     ppid: Number(fields[1]),
     startTime: fields[19] ?? '',
   };
@@ -57,9 +60,17 @@ async function descendants(root: number): Promise<Proc[]> {
   return out;
 }
 
+/**
+ * The processes of `procs` still alive. A zombie is dead, only not yet reaped: under an init
+ * that does not reap orphans (pid 1 of a container or of check:fresh's pid namespace is the
+ * command it runs) a killed orphan stays one, holding nothing but its pid.
+ */
 async function stillRunning(procs: readonly Proc[]): Promise<Proc[]> {
   const left: Proc[] = [];
-  for (const p of procs) if ((await stat(p.pid)).startTime === p.startTime) left.push(p);
+  for (const p of procs) {
+    const now = await stat(p.pid);
+    if (now.startTime === p.startTime && now.state !== 'Z' && now.state !== 'X') left.push(p);
+  }
   return left;
 }
 
