@@ -2,6 +2,7 @@
 // prove that nothing of a killed command is left, and to start a service as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
+import { sandboxRootEnv } from '@toolmesh/testing';
 
 /** Pids of processes whose command line contains `marker`. */
 export async function processesWith(marker: string): Promise<number[]> {
@@ -39,7 +40,9 @@ export async function spawnReady(
 ): Promise<ChildProcess> {
   const argv = [...prefix, process.execPath, main];
   const child = spawn(argv[0]!, argv.slice(1), {
-    env: { PATH: process.env['PATH'] ?? '', ...env },
+    // The run's sandbox folder, as the test api and meshes give every service they start: a
+    // skills service refuses one the sandbox user cannot enter (a checkout under /root).
+    env: { PATH: process.env['PATH'] ?? '', ...sandboxRootEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
