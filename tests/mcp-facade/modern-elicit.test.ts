@@ -6,9 +6,7 @@
 // the request stays open; the state replayed on another project's endpoint of the same name is
 // -32602 and answers nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pino } from 'pino';
 import type { JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
-import { loadConfig } from '@toolmesh/config';
 import {
   INTERVIEW_TOOL,
   startMcpEverythingServer,
@@ -16,8 +14,13 @@ import {
   type McpEverythingFixture,
   type McpHttpFixture,
 } from '@toolmesh/testing';
-import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
-import { modernDispatch, registerMcpServers, startFacadeMesh, type FacadeMesh } from './support.ts';
+import type { ToolsService } from '../../services/tools/src/app.ts';
+import {
+  modernDispatch,
+  registerMcpServers,
+  startFacadeMeshWithTools,
+  type FacadeMesh,
+} from './support.ts';
 
 let mesh: FacadeMesh;
 let legacy: McpEverythingFixture;
@@ -27,15 +30,7 @@ let other: { id: string; key: string };
 beforeAll(async () => {
   legacy = await startMcpEverythingServer({ modern: false });
   interviewer = await startMcpHttpServer({ tools: [INTERVIEW_TOOL] });
-  mesh = await startFacadeMesh(
-    { CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]', CG__TOOLS__HEALTH_PORT: '0' },
-    { skills: false },
-  );
-  tools = await startToolsService(
-    loadConfig({ env: mesh.api.serviceEnv('tools') }),
-    pino({ level: mesh.api.config.log.level }),
-  );
-  other = await mesh.api.createProject();
+  ({ mesh, tools, other } = await startFacadeMeshWithTools());
   await registerMcpServers(mesh, 'legacy', [
     [mesh.project, legacy.url],
     [other, legacy.url],

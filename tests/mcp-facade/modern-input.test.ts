@@ -6,12 +6,15 @@
 // (same server name, same tool) or to another server of the same project, it is -32602 and
 // nothing reaches the other server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pino } from 'pino';
 import type { JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
-import { loadConfig } from '@toolmesh/config';
 import { startMcpEverythingServer, type McpEverythingFixture } from '@toolmesh/testing';
-import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
-import { modernDispatch, registerMcpServers, startFacadeMesh, type FacadeMesh } from './support.ts';
+import type { ToolsService } from '../../services/tools/src/app.ts';
+import {
+  modernDispatch,
+  registerMcpServers,
+  startFacadeMeshWithTools,
+  type FacadeMesh,
+} from './support.ts';
 
 let mesh: FacadeMesh;
 let ours: McpEverythingFixture;
@@ -25,15 +28,7 @@ beforeAll(async () => {
     startMcpEverythingServer(),
     startMcpEverythingServer(),
   ]);
-  mesh = await startFacadeMesh(
-    { CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]', CG__TOOLS__HEALTH_PORT: '0' },
-    { skills: false },
-  );
-  tools = await startToolsService(
-    loadConfig({ env: mesh.api.serviceEnv('tools') }),
-    pino({ level: mesh.api.config.log.level }),
-  );
-  other = await mesh.api.createProject();
+  ({ mesh, tools, other } = await startFacadeMeshWithTools());
   // Both projects name their server `everything`; ours has a second one with the same tools.
   await registerMcpServers(mesh, 'everything', [
     [mesh.project, ours.url],

@@ -5,7 +5,6 @@
 // level changes nothing for another, and another project's sessions receive none of it (its own
 // server, of the same name, notifies only them).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pino } from 'pino';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   LoggingMessageNotificationSchema,
@@ -14,10 +13,9 @@ import {
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { loadConfig } from '@toolmesh/config';
 import { startMcpEverythingServer, type McpEverythingFixture } from '@toolmesh/testing';
-import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
-import { registerMcpServers, startFacadeMesh, type FacadeMesh } from './support.ts';
+import type { ToolsService } from '../../services/tools/src/app.ts';
+import { registerMcpServers, startFacadeMeshWithTools, type FacadeMesh } from './support.ts';
 
 let mesh: FacadeMesh;
 let ours: McpEverythingFixture;
@@ -27,15 +25,7 @@ let other: { id: string; key: string };
 beforeAll(async () => {
   ours = await startMcpEverythingServer();
   theirs = await startMcpEverythingServer();
-  mesh = await startFacadeMesh(
-    { CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]', CG__TOOLS__HEALTH_PORT: '0' },
-    { skills: false },
-  );
-  tools = await startToolsService(
-    loadConfig({ env: mesh.api.serviceEnv('tools') }),
-    pino({ level: mesh.api.config.log.level }),
-  );
-  other = await mesh.api.createProject();
+  ({ mesh, tools, other } = await startFacadeMeshWithTools());
   // Both projects name their server `everything`: only the project tells the two apart.
   await registerMcpServers(mesh, 'everything', [
     [mesh.project, ours.url],

@@ -56,6 +56,27 @@ export async function startFacadeMesh(
 }
 
 /**
+ * A facade mesh whose tools service (its own, beside it) may reach MCP servers on 127.0.0.1, and
+ * a second project: the start of every test that registers fixture servers of its own.
+ */
+export async function startFacadeMeshWithTools(): Promise<{
+  mesh: FacadeMesh;
+  tools: ToolsService;
+  other: { id: string; key: string };
+}> {
+  const mesh = await startFacadeMesh(
+    { CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]', CG__TOOLS__HEALTH_PORT: '0' },
+    { skills: false },
+  );
+  const tools = await startToolsService(
+    loadConfig({ env: mesh.api.serviceEnv('tools') }),
+    pino({ level: mesh.api.config.log.level }),
+  );
+  const other = await mesh.api.createProject();
+  return { mesh, tools, other };
+}
+
+/**
  * The tools service beside the mesh and the SDK fixture server registered as the project's MCP
  * server `web` (its tools: web.progress reports progress, web.hang waits for its cancel).
  */
