@@ -86,6 +86,14 @@ const req = (
 const call = (tool: string, args: Record<string, unknown> = {}, project = a.id) =>
   client.callTool({ project, channel: 'main', tool, arguments: args, timeoutMs: 30_000 });
 
+/** Project a's active sandboxes of the stdio server `local`. */
+async function activeLocalSandboxes(): Promise<unknown[]> {
+  const list = (await req('GET', '/sandboxes?state=active')).body as {
+    sandboxes: { session_key: string }[];
+  };
+  return list.sandboxes.filter((s) => s.session_key.startsWith('mcp:local@'));
+}
+
 /** Progress events of one target in project a, channel main. */
 function collectProgress(target: string): { events: ToolProgressEvent[]; sub: Subscription } {
   const events: ToolProgressEvent[] = [];
@@ -422,6 +430,9 @@ describe('an MCP server over stdio inside a sandbox', () => {
     expect(after.content.result).toMatchObject({ structured_content: { canceled: 0 } });
     const again = await call('local.echo', { text: 'back' });
     expect(again.status).toBe('succeeded');
+    // The new process runs in a sandbox recorded active (the dead one's end, if still under way
+    // when the next call came, is waited for rather than marking the new one destroyed).
+    await until(async () => ((await activeLocalSandboxes()).length === 1 ? true : undefined));
   });
 });
 
@@ -457,17 +468,11 @@ describe('delete', () => {
   });
 
   it('deleting a stdio server ends its process and its sandbox at once', async () => {
-    const active = async (): Promise<unknown[]> => {
-      const list = (await req('GET', '/sandboxes?state=active')).body as {
-        sandboxes: { session_key: string }[];
-      };
-      return list.sandboxes.filter((s) => s.session_key.startsWith('mcp:local@'));
-    };
     // A server process is running (a slow run of the tests above may have let it idle out).
     expect((await call('local.echo', { text: 'live' })).status).toBe('succeeded');
-    await until(async () => ((await active()).length === 1 ? true : undefined));
+    await until(async () => ((await activeLocalSandboxes()).length === 1 ? true : undefined));
     expect((await req('DELETE', '/mcp-servers/local')).status).toBe(204);
-    await until(async () => ((await active()).length === 0 ? true : undefined));
+    await until(async () => ((await activeLocalSandboxes()).length === 0 ? true : undefined));
     const r = await call('local.echo', { text: 'x' });
     expect(r.content.error?.code).toBe('unknown_tool');
   });

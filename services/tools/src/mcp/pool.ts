@@ -119,6 +119,19 @@ export function createMcpPool(deps: PoolDeps): McpPool {
   const log = deps.logger.child({ component: 'mcp-pool' });
   const entries = new Map<string, Entry>();
   const keyOf = (project: string, server: string) => `${project}\u0000${server}`;
+  // A server's sandbox being ended: its next connection waits for that end, or it would claim
+  // the same sandbox row the end is about to mark destroyed (and run in a sandbox being removed).
+  const ending = new Map<string, Promise<void>>();
+  const endSession = (e: Entry): Promise<void> => {
+    const session = e.session;
+    if (!session) return Promise.resolve();
+    const key = keyOf(e.project, e.server);
+    const done = session.destroy().finally(() => {
+      if (ending.get(key) === done) ending.delete(key);
+    });
+    ending.set(key, done);
+    return done;
+  };
   const idleMs = deps.idleCloseMs ?? DEFAULT_IDLE_CLOSE_MS;
   const held = createHeldRequests();
   const reopening = new Set<NodeJS.Timeout>();
@@ -249,6 +262,7 @@ export function createMcpPool(deps: PoolDeps): McpPool {
     }
     const env: Record<string, string> = { ...row.env };
     for (const [name, s] of Object.entries(row.secret_env)) env[name] = await secret(s);
+    await ending.get(keyOf(row.project_id, row.name));
     entry.session = await openServerSession(deps, row.project_id, row.name);
     if (row.package) {
       if (!deps.packages) {
@@ -312,7 +326,7 @@ export function createMcpPool(deps: PoolDeps): McpPool {
         ...(onNotification ? { onNotification: (n) => onNotification(project, server, n) } : {}),
       });
     } catch (err) {
-      await entry.session?.destroy();
+      await endSession(entry);
       throw redactedError(err, secretValues);
     }
     entry.conn = conn;
@@ -321,7 +335,7 @@ export function createMcpPool(deps: PoolDeps): McpPool {
       // Still pooled: lost, not closed by the pool (a drop, the idle sweep, close).
       const lost = entries.get(key) === entry;
       if (lost) entries.delete(key);
-      void entry.session?.destroy();
+      void endSession(entry);
       if (lost) reopenLater(project, server);
     });
     await held.restore(project, server, conn, log);
@@ -439,7 +453,7 @@ export function createMcpPool(deps: PoolDeps): McpPool {
         all.map(async (e) => {
           const pooled = await e.opening.catch(() => undefined);
           await pooled?.conn.close();
-          await e.session?.destroy();
+          await endSession(e);
         }),
       );
     },
