@@ -27,7 +27,9 @@ import type { Client } from '@toolmesh/client';
 import type { CallsStore, RegistryStore } from '@toolmesh/store';
 import type { MeshCalls } from './calls.ts';
 import { IDEMPOTENCY_META_KEY, INPUT_REQUIRED_KEY, idempotentCallId } from './calls.ts';
-import type { BecameTask, Facade, FacadeScope, Parked } from './facade.ts';
+import type { Facade } from './facade.ts';
+import type { BecameTask, Parked } from './facade-call.ts';
+import type { FacadeScope } from './facade-tools.ts';
 import { FACADE_NAME, FACADE_VERSION } from './facade.ts';
 import {
   TASKS_EXTENSION,
