@@ -19,10 +19,7 @@ import {
 import type { Config } from '@toolmesh/config';
 import {
   decodeMessage,
-  encodeMessage,
-  MCP_ASK_NO_CLIENT,
   splitToolName,
-  type McpAskMethod,
   type McpCallEnvelope,
   type ToolProgressEvent,
   type ToolResultContent,
@@ -30,7 +27,8 @@ import {
 import type { CallsStore, RegistryStore, ToolRecord } from '@toolmesh/store';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { watchApproval } from './approval-watch.ts';
-import { artifactLinks } from './resources.ts';
+import { answerAsks, type CallerAsk } from './call-asks.ts';
+import { DETACHED, errorResult, toCallToolResult } from './call-results.ts';
 
 /** The `_meta` key a client sets to make a re-sent call the same call. */
 export const IDEMPOTENCY_META_KEY = 'io.toolmesh/idempotency-key';
@@ -52,76 +50,6 @@ export function idempotentCallId(project: string, key: string): string {
   const h = createHash('sha256').update(`mcp\u0000${project}\u0000${key}`).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
-
-/**
- * A result card as MCP content: the result as JSON text, and as structuredContent. An MCP tool's
- * result (`{content, structured_content?}`, the upstream server's answer) is given back as that
- * server gave it: its content blocks and its structuredContent, which its outputSchema describes.
- */
-export function toCallToolResult(
-  content: ToolResultContent,
-  toolCallId: string,
-  origin?: string,
-): CallToolResult {
-  const meta = { 'io.toolmesh/tool-call-id': toolCallId };
-  if (content.status === 'succeeded') {
-    const result = content.result;
-    const upstream = origin === 'mcp' ? mcpResultOf(result) : undefined;
-    if (upstream) return { ...upstream, ...inputRequiredIn(result), _meta: meta };
-    const text = typeof result === 'string' ? result : JSON.stringify(result ?? null);
-    const structured =
-      typeof result === 'object' && result !== null && !Array.isArray(result)
-        ? (result as Record<string, unknown>)
-        : { result: result ?? null };
-    return {
-      content: [{ type: 'text', text }, ...artifactLinks(result)],
-      structuredContent: structured,
-      _meta: meta,
-    };
-  }
-  const error = content.error ?? { code: content.status, message: `the call ${content.status}` };
-  // An MCP tool's own isError answer: its content blocks as the server sent them.
-  const upstream =
-    origin === 'mcp' && error.code === 'tool_error' ? mcpResultOf(error.details) : undefined;
-  if (upstream) return { isError: true, ...upstream, _meta: meta };
-  return {
-    isError: true,
-    content: [{ type: 'text', text: `${error.code}: ${error.message}` }],
-    structuredContent: { status: content.status, error },
-    _meta: meta,
-  };
-}
-
-/**
- * The server's `input_required` answer to a 2026-07-28 call (SEP-2322), kept in the card by the
- * tools service: it rides on the result as `mcpInputRequired` for modern-input.ts to hand on.
- */
-export const INPUT_REQUIRED_KEY = 'mcpInputRequired';
-function inputRequiredIn(result: unknown): Record<string, unknown> {
-  const ir = (result as Record<string, unknown>)['mcp_input_required'];
-  return typeof ir === 'object' && ir !== null ? { [INPUT_REQUIRED_KEY]: ir } : {};
-}
-
-/** The upstream answer inside an MCP tool's card, if the card holds one. */
-function mcpResultOf(
-  result: unknown,
-): Pick<CallToolResult, 'content' | 'structuredContent'> | undefined {
-  if (typeof result !== 'object' || result === null) return undefined;
-  const { content, structured_content: structured } = result as Record<string, unknown>;
-  if (!Array.isArray(content)) return undefined;
-  return {
-    content: content as CallToolResult['content'],
-    ...(typeof structured === 'object' && structured !== null && !Array.isArray(structured)
-      ? { structuredContent: structured as Record<string, unknown> }
-      : {}),
-  };
-}
-
-export const errorResult = (code: string, message: string, extra: object = {}): CallToolResult => ({
-  isError: true,
-  content: [{ type: 'text', text: `${code}: ${message}` }],
-  structuredContent: { status: 'failed', error: { code, message, ...extra } },
-});
 
 export interface CallDeps {
   store: CallsStore & RegistryStore;
@@ -158,29 +86,7 @@ export interface MeshCall {
   ask?: CallerAsk | undefined;
 }
 
-/**
- * Thrown by a CallerAsk whose client cannot answer (it did not declare the capability): the
- * tools service then answers as if no client were waiting (an input request for elicitation;
- * sampling refused, or answered by [llm] where the project allows it).
- */
-export class NoClientToAsk extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'NoClientToAsk';
-  }
-}
-
-/** Asks a facade client on behalf of an MCP server; throws an error with a JSON-RPC `code`. */
-export type CallerAsk = (
-  method: McpAskMethod,
-  params: Record<string, unknown>,
-  signal: AbortSignal,
-) => Promise<Record<string, unknown>>;
-
 type ProgressOf = Pick<MeshCall, 'project' | 'tool' | 'onProgress'>;
-
-/** What run returns for a call whose wait was detached (never sent to a client). */
-export const DETACHED: CallToolResult = errorResult('detached', 'the wait was detached');
 
 export function createMeshCalls(deps: CallDeps) {
   const { store, client, nc, config } = deps;
@@ -261,43 +167,6 @@ export function createMeshCalls(deps: CallDeps) {
         } catch {
           // Another sender's malformed event: not this call's to judge.
         }
-      },
-    });
-  }
-
-  /** Answers what the call's MCP server asks its client, while the call is awaited here. */
-  function answerAsks(call: MeshCall, id: string): Subscription | undefined {
-    const ask = call.ask;
-    if (!ask) return undefined;
-    const subject = client.subjects.mcpAsk({
-      project: call.project,
-      channel: MCP_CHANNEL,
-      toolCallId: id,
-    });
-    const asklog = log.child({ project: call.project, tool_call_id: id });
-    return subscribeGuarded(nc, subject, {
-      log: asklog,
-      onMessage: (msg) => {
-        void (async () => {
-          let reply;
-          try {
-            const req = decodeMessage('mcp_ask', msg.data);
-            reply = { v: 1 as const, result: await ask(req.method, req.params, call.signal) };
-          } catch (err) {
-            const code = (err as { code?: unknown }).code;
-            const message = (err as Error).message.replace(/^MCP error -?\d+: /, '');
-            asklog.debug({ err }, 'the MCP client did not answer what the server asked');
-            reply = {
-              v: 1 as const,
-              error: {
-                code: Number.isSafeInteger(code) ? (code as number) : -32603,
-                message,
-                ...(err instanceof NoClientToAsk ? { data: { reason: MCP_ASK_NO_CLIENT } } : {}),
-              },
-            };
-          }
-          msg.respond(encodeMessage('mcp_rpc_reply', reply));
-        })();
       },
     });
   }
@@ -469,7 +338,7 @@ export function createMeshCalls(deps: CallDeps) {
     if (answer) return answer;
     const seen = new Set<string>();
     const progress = listenProgress(call, id, seen);
-    const asking = answerAsks(call, id);
+    const asking = answerAsks({ nc, client, log, channel: MCP_CHANNEL }, call, id);
     const stopWatching = watchApproval(store, call, id, seen);
     const onAbort = () => {
       client

@@ -21,13 +21,9 @@ import {
   type ElicitAnswer,
   type ElicitParams,
 } from './approval-input.ts';
-import {
-  DETACHED,
-  IDEMPOTENCY_META_KEY,
-  errorResult,
-  type CallerAsk,
-  type MeshCalls,
-} from './calls.ts';
+import { type CallerAsk } from './call-asks.ts';
+import { DETACHED, errorResult } from './call-results.ts';
+import { IDEMPOTENCY_META_KEY, type MeshCalls } from './calls.ts';
 import { mcpSpecOf, type FacadeScope, type ToolView } from './facade-tools.ts';
 import { logPasses, noticeFor } from './notices.ts';
 import { CALL_TOOL, SEARCH_TOOLS, search } from './search.ts';

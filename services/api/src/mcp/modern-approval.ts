@@ -24,7 +24,8 @@ import type { ApprovalRecord, CallsStore, RegistryStore } from '@toolmesh/store'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ApprovalDecider } from '../approvals.ts';
 import { applyAnswer, approvalElicitation } from './approval-input.ts';
-import { errorResult, type MeshCalls } from './calls.ts';
+import { errorResult } from './call-results.ts';
+import type { MeshCalls } from './calls.ts';
 import { mcpToolName } from './names.ts';
 import { CALL_TOOL } from './search.ts';
 

@@ -30,7 +30,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError } from '../errors.ts';
 import type { InputAnswers } from '../input-answers.ts';
-import { errorResult, MCP_CHANNEL, type MeshCalls } from './calls.ts';
+import { errorResult } from './call-results.ts';
+import { MCP_CHANNEL, type MeshCalls } from './calls.ts';
 import type { InputBinding, InputStates, WaitingInput } from './modern-input.ts';
 
 export interface ElicitDeps {

@@ -9,7 +9,8 @@ import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/int
 import { McpError, ErrorCode, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
 import type { Client } from '@toolmesh/client';
 import type { CallsStore, ExecutionStatus, McpTaskRecord } from '@toolmesh/store';
-import { MCP_CHANNEL, errorResult, type MeshCalls } from './calls.ts';
+import { errorResult } from './call-results.ts';
+import { MCP_CHANNEL, type MeshCalls } from './calls.ts';
 
 /** How often a client is told to poll a task (and the SDK polls for a blocking tasks/result). */
 export const TASK_POLL_INTERVAL_MS = 500;
