@@ -1,6 +1,6 @@
 // The mesh as an MCP server over streamable HTTP: POST, GET (the server's notification stream)
 // and DELETE on /v1/projects/:project/mcp, with the project's keys as bearer tokens like every
-// other route. 2025-era sessions (initialize, Mcp-Session-Id) live in this instance's memory;
+// other route. 2025-era sessions (initialize, Mcp-Session-Id; mcp/sessions.ts) live in this instance's memory;
 // what they refer to (executions, cards) is durable, so a client that lost its session starts
 // a new one and, with its idempotency key, gets the same call back. A session belongs to the
 // project it was opened for: another project's key gets 404 as for anything of another project.
@@ -8,18 +8,14 @@
 // first passes the Host and Origin check (mcp/host-guard.ts, DNS rebinding). A 2025-11-25
 // session's SSE streams open with a priming event and resume from Last-Event-ID within the
 // session (mcp/event-store.ts); the 2026-07-28 revision has no resumption, so none there.
-import { randomUUID } from 'node:crypto';
-import type { Subscription } from '@nats-io/transport-node';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
   DEFAULT_NEGOTIATED_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
   isInitializeRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { subscribeGuarded } from '@toolmesh/bus';
 import { createSubjects } from '@toolmesh/protocol';
 import type { AgentsStore, CallsStore, RegistryStore, SkillsStore } from '@toolmesh/store';
 import type { RouteDeps } from '../deps.ts';
@@ -33,10 +29,9 @@ import { createMcpAuth } from '../mcp/oauth.ts';
 import { createToolCache } from '../mcp/tool-cache.ts';
 import { createModernHandlers } from '../mcp/modern.ts';
 import { createUpstream } from '../mcp/upstream.ts';
-import { createUpstreamNotices, logPasses, noticeFor } from '../mcp/notices.ts';
-import { createSessionWatch, type SessionWatch } from '../mcp/watch.ts';
+import { createUpstreamNotices } from '../mcp/notices.ts';
+import { createSessions, type OpenedSession } from '../mcp/sessions.ts';
 import { readArtifact } from '../mcp/resources.ts';
-import { createSessionEventStore, type SessionEventStore } from '../mcp/event-store.ts';
 import { createHostGuard } from '../mcp/host-guard.ts';
 import { isEventStream, sendWebResponse, toWebRequest, withPrimingEvent } from '../mcp/web-http.ts';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
@@ -44,29 +39,9 @@ import { createInputStates } from '../mcp/modern-input.ts';
 import { createInputAnswers } from '../input-answers.ts';
 import { inputRequestOut } from './input-requests.ts';
 import { HEADER_MISMATCH, paramHeaderMismatch } from '../mcp/param-headers.ts';
-import { createSlots, holdStream } from '../slots.ts';
+import { holdStream } from '../slots.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
-interface Session {
-  id: string;
-  project: string;
-  /** The MCP server whose own endpoint opened the session; undefined on the project's. */
-  server: string | undefined;
-  mcp: Server;
-  transport: WebStandardStreamableHTTPServerTransport;
-  /** What the session's SSE streams sent, for a client that resumes one (event-store.ts). */
-  events: SessionEventStore;
-  registry: Subscription;
-  /** Stops the session's share of its MCP servers' notifications (mcp/notices.ts). */
-  notices: () => void;
-  /** What it asked to be notified of (mcp/watch.ts). */
-  watch: SessionWatch;
-  lastSeen: number;
-  /** Gives the session's place back (mcp_max_sessions and the project's share). */
-  release: () => void;
-}
-
-const SWEEP_EVERY_MS = 60_000;
 /** Resources one `subscriptions/listen` may name: each is a subscription on its server. */
 const MAX_LISTENED_RESOURCES = 100;
 
@@ -214,20 +189,9 @@ export const mcpRoutes =
         },
       };
     }
-    const sessions = new Map<string, Session>();
-    const { mcp_session_idle_ms: idleMs, mcp_sse_retry_ms: retryMs } = config.api;
-    // Sessions per instance and per project: one project filling the instance would refuse
-    // every other project's initialize until its sessions went idle (30 minutes).
-    const sessionSlots = createSlots({
-      what: 'MCP sessions',
-      total: config.api.mcp_max_sessions,
-      perOwner: config.api.mcp_max_sessions_per_project,
-      owner: 'project',
-      totalSetting: 'mcp_max_sessions',
-      perOwnerSetting: 'mcp_max_sessions_per_project',
-      totalCode: 'mcp_session_capacity',
-      perOwnerCode: 'mcp_session_limit',
-    });
+    const { mcp_sse_retry_ms: retryMs } = config.api;
+    const sessions = createSessions({ facade, store, nc, subjects, notices, config, logger: log });
+    app.addHook('onClose', () => sessions.close());
     const mcpAuth = createMcpAuth(config.mcp_oauth, auth);
     const hostGuard = createHostGuard(
       {
@@ -239,98 +203,6 @@ export const mcpRoutes =
       },
       log,
     );
-
-    async function close(s: Session, why: string) {
-      if (!sessions.delete(s.id)) return;
-      s.release();
-      s.registry.unsubscribe();
-      s.notices();
-      facade.watches.release(s.project, s.server, s.watch);
-      log.debug({ session: s.id, project: s.project, why }, 'MCP session closed');
-      await s.mcp.close().catch(() => undefined);
-    }
-
-    const sweep = setInterval(() => {
-      const cutoff = Date.now() - idleMs;
-      for (const s of sessions.values()) {
-        if (s.lastSeen < cutoff) void close(s, 'idle');
-      }
-    }, SWEEP_EVERY_MS).unref();
-    app.addHook('onClose', async () => {
-      clearInterval(sweep);
-      await Promise.all([...sessions.values()].map((s) => close(s, 'shutdown')));
-    });
-
-    /** A transport and server for an initialize request; the session exists once it succeeded. */
-    async function open(
-      project: string,
-      mcpServer: string | undefined,
-      agent: string | undefined,
-      caller: string,
-    ) {
-      if (agent !== undefined && !(await store.agents.get(project, agent))) {
-        throw notFound('agent', agent);
-      }
-      // Held from here: an initialize in flight counts, or many at once could pass the cap.
-      const release = sessionSlots.take(project);
-      const watch = createSessionWatch();
-      const server = facade.newServer({ project, agent, caller, server: mcpServer }, watch);
-      let session: Session | undefined;
-      const events = createSessionEventStore();
-      const transport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        // Resumability (2025-11-25): the SDK opens each POST stream with a priming event (id,
-        // retry, empty data) for clients of that revision and replays from Last-Event-ID; the
-        // route adds the same to the GET stream.
-        eventStore: events,
-        retryInterval: retryMs,
-        onsessioninitialized: (id) => {
-          // Registry changes of the project become notifications/tools/list_changed.
-          const registry = subscribeGuarded(nc, subjects.registryChanged(project), {
-            log: log.child({ session: id, project }),
-            onMessage: () => {
-              server.sendToolListChanged().catch(() => undefined);
-            },
-          });
-          // Its MCP servers' notifications, as this endpoint names them, as far as it asked.
-          const stop = notices.watch(project, (from, notice) => {
-            const n = noticeFor(mcpServer, from, notice);
-            if (!n) return;
-            if (n.method === 'notifications/resources/updated') {
-              if (!watch.resources.has(String(n.params['uri']))) return;
-            } else if (n.method === 'notifications/message') {
-              if (!logPasses(n.params['level'], watch.level)) return;
-            }
-            server.notification({ method: n.method, params: n.params }).catch(() => undefined);
-          });
-          session = {
-            id,
-            project,
-            server: mcpServer,
-            mcp: server,
-            transport,
-            events,
-            registry,
-            notices: stop,
-            watch,
-            lastSeen: Date.now(),
-            release,
-          };
-          sessions.set(id, session);
-          log.debug({ session: id, project, agent }, 'MCP session opened');
-        },
-      });
-      transport.onclose = () => {
-        if (session) void close(session, 'closed');
-      };
-      try {
-        await server.connect(transport);
-      } catch (err) {
-        release();
-        throw err;
-      }
-      return { transport, server, release, opened: () => session !== undefined };
-    }
 
     /** One request to the project's facade, or (mcpServer) to one MCP server's own endpoint. */
     async function serve(
@@ -387,7 +259,7 @@ export const mcpRoutes =
       }
       const sessionId = sessionIdOf(req);
       let transport: WebStandardStreamableHTTPServerTransport;
-      let fresh: Awaited<ReturnType<typeof open>> | undefined;
+      let fresh: OpenedSession | undefined;
       let priming: string | undefined;
       if (sessionId) {
         const s = sessions.get(sessionId);
@@ -404,7 +276,7 @@ export const mcpRoutes =
           priming = s.events.prime(GET_STREAM);
         }
       } else if (req.method === 'POST' && isInitializeRequest(req.body)) {
-        fresh = await open(project, mcpServer, agent, mcpCallerOf(req));
+        fresh = await sessions.open(project, mcpServer, agent, mcpCallerOf(req));
         transport = fresh.transport;
       } else {
         return reply
