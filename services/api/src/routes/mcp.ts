@@ -1,13 +1,13 @@
 // The mesh as an MCP server over streamable HTTP: POST, GET (the server's notification stream)
 // and DELETE on /v1/projects/:project/mcp, with the project's keys as bearer tokens like every
-// other route. 2025-era sessions (initialize, Mcp-Session-Id; mcp/sessions.ts) live in this instance's memory;
-// what they refer to (executions, cards) is durable, so a client that lost its session starts
-// a new one and, with its idempotency key, gets the same call back. A session belongs to the
-// project it was opened for: another project's key gets 404 as for anything of another project.
-// `?agent=<id>` at initialize limits the session's tools to that agent's tool set. Every request
-// first passes the Host and Origin check (mcp/host-guard.ts, DNS rebinding). A 2025-11-25
-// session's SSE streams open with a priming event and resume from Last-Event-ID within the
-// session (mcp/event-store.ts); the 2026-07-28 revision has no resumption, so none there.
+// other route. 2025-era sessions (initialize, Mcp-Session-Id; mcp/sessions.ts) live in this
+// instance's memory; what they refer to (executions, cards) is durable, so a client that lost
+// its session starts a new one and, with its idempotency key, gets the same call back. A session
+// belongs to the project it was opened for: another project's key gets 404 as for anything of
+// another project. `?agent=<id>` at initialize limits the session's tools to that agent's tool
+// set. Every request first passes the Host and Origin check (mcp/host-guard.ts, DNS rebinding).
+// A 2025-11-25 session's SSE streams open with a priming event and resume from Last-Event-ID
+// within the session (mcp/event-store.ts); the 2026-07-28 revision has no resumption.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
