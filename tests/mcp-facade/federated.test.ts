@@ -2,15 +2,13 @@
 // (`<server>__<prompt>`, `toolmesh://mcp-servers/<server>/<uri>`), on both revisions. A prefixed
 // name of a server the project does not have is unknown, even when another project has it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pino } from 'pino';
 import {
   Client as ModernClient,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
-import { loadConfig } from '@toolmesh/config';
 import { startMcpEverythingServer, type McpEverythingFixture } from '@toolmesh/testing';
-import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
-import { startFacadeMesh, type FacadeMesh } from './support.ts';
+import type { ToolsService } from '../../services/tools/src/app.ts';
+import { startFacadeMeshWithTools, type FacadeMesh } from './support.ts';
 
 let mesh: FacadeMesh;
 let fixture: McpEverythingFixture;
@@ -18,15 +16,7 @@ let tools: ToolsService;
 let other: { id: string; key: string };
 beforeAll(async () => {
   fixture = await startMcpEverythingServer();
-  mesh = await startFacadeMesh(
-    { CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]', CG__TOOLS__HEALTH_PORT: '0' },
-    { skills: false },
-  );
-  tools = await startToolsService(
-    loadConfig({ env: mesh.api.serviceEnv('tools') }),
-    pino({ level: mesh.api.config.log.level }),
-  );
-  other = await mesh.api.createProject();
+  ({ mesh, tools, other } = await startFacadeMeshWithTools());
   for (const [p, name] of [
     [mesh.project, 'everything'],
     [other, 'theirs'],

@@ -5,7 +5,6 @@
 // sampling; an elicitation then waits as an input request (input-requests.test.ts).
 // No project's bus credential can listen for another's questions or forge a passthrough request.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pino } from 'pino';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
@@ -13,15 +12,14 @@ import {
   ElicitRequestSchema,
   type ClientCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
-import { loadConfig } from '@toolmesh/config';
 import {
   allowViolations,
   startMcpEverythingServer,
   type McpEverythingFixture,
 } from '@toolmesh/testing';
 import { encodeMessage } from '@toolmesh/protocol';
-import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
-import { startFacadeMesh, type FacadeMesh } from './support.ts';
+import type { ToolsService } from '../../services/tools/src/app.ts';
+import { startFacadeMeshWithTools, type FacadeMesh } from './support.ts';
 
 let mesh: FacadeMesh;
 let fixture: McpEverythingFixture;
@@ -30,15 +28,7 @@ let other: { id: string; key: string };
 const clients: Client[] = [];
 beforeAll(async () => {
   fixture = await startMcpEverythingServer();
-  mesh = await startFacadeMesh(
-    { CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]', CG__TOOLS__HEALTH_PORT: '0' },
-    { skills: false },
-  );
-  tools = await startToolsService(
-    loadConfig({ env: mesh.api.serviceEnv('tools') }),
-    pino({ level: mesh.api.config.log.level }),
-  );
-  other = await mesh.api.createProject();
+  ({ mesh, tools, other } = await startFacadeMeshWithTools());
   for (const p of [mesh.project, other]) {
     const res = await mesh.api.request('POST', `/v1/projects/${p.id}/mcp-servers`, {
       key: p.key,

@@ -5,12 +5,15 @@
 // anyone of the project (the HTTP API) answers. Another project neither sees nor answers any of
 // it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pino } from 'pino';
 import type { JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
-import { loadConfig } from '@toolmesh/config';
 import { startMcpEverythingServer, type McpEverythingFixture } from '@toolmesh/testing';
-import { startToolsService, type ToolsService } from '../../services/tools/src/app.ts';
-import { modernDispatch, registerMcpServers, startFacadeMesh, type FacadeMesh } from './support.ts';
+import type { ToolsService } from '../../services/tools/src/app.ts';
+import {
+  modernDispatch,
+  registerMcpServers,
+  startFacadeMeshWithTools,
+  type FacadeMesh,
+} from './support.ts';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 
@@ -22,15 +25,7 @@ let other: { id: string; key: string };
 let guarded: { id: string; key: string };
 beforeAll(async () => {
   fixture = await startMcpEverythingServer();
-  mesh = await startFacadeMesh(
-    { CG__TOOLS__ALLOWED_PRIVATE_HOSTS: '["127.0.0.1"]', CG__TOOLS__HEALTH_PORT: '0' },
-    { skills: false },
-  );
-  tools = await startToolsService(
-    loadConfig({ env: mesh.api.serviceEnv('tools') }),
-    pino({ level: mesh.api.config.log.level }),
-  );
-  other = await mesh.api.createProject();
+  ({ mesh, tools, other } = await startFacadeMeshWithTools());
   guarded = await mesh.api.createProject();
   await registerMcpServers(mesh, 'everything', [
     [mesh.project, fixture.url],
