@@ -146,7 +146,11 @@ it('follows the demo from a live call to the final card, and shows every page', 
 
   // The PNG previewed inline, at the size the skill drew it.
   await page.click('nav a[href="#/artifacts"]');
-  const img = page.locator(`figure[data-artifact="${artifactId}"] img.preview`);
+  // Within the artifacts page: until the hash change is routed, the task page (which shows the
+  // same picture twice) is still there.
+  const img = page.locator(
+    `main[data-page=artifacts] figure[data-artifact="${artifactId}"] img.preview`,
+  );
   await img.waitFor();
   await expect
     .poll(() =>
