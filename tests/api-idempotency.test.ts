@@ -252,9 +252,9 @@ describe('an acknowledgement that never comes', () => {
   async function unknownOutcome(body: Record<string, unknown>, key?: string) {
     // The api's result subscription for this channel exists before the server stops.
     expectSucceeded(await run(charge(uniq('warm'))));
-    server.pause();
     let res: TestResponse;
     try {
+      await server.pause();
       res = await run(body, key !== undefined ? { key } : {});
     } finally {
       server.resume();

@@ -4,7 +4,7 @@ import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { ChildProcessByStdio } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,9 +62,11 @@ export interface LocalNats {
   kill(): Promise<void>;
   /**
    * SIGSTOPs the server: connections stay open but nothing is answered (a stalled server, or a
-   * network that drops everything), until `resume()`.
+   * network that drops everything), until `resume()`. Settles once every thread of the server
+   * is stopped (a signal is delivered asynchronously; a thread inside a system call stops when
+   * it returns from it).
    */
-  pause(): void;
+  pause(): Promise<void>;
   /** SIGCONTs a paused server: it reads what waited on its sockets and goes on. */
   resume(): void;
   /** Stops the server and removes the store folder if this module created it. */
@@ -201,8 +203,15 @@ export async function startLocalNats(options: LocalNatsOptions = {}): Promise<Lo
     },
     stop: () => stop(),
     kill: () => stop('SIGKILL'),
-    pause: () => {
-      if (running()) child?.kill('SIGSTOP');
+    pause: async () => {
+      const proc = child;
+      if (proc?.pid === undefined || !running()) return;
+      proc.kill('SIGSTOP');
+      await waitUntil(() => allStopped(proc.pid!), {
+        timeoutMs: 10_000,
+        intervalMs: 5,
+        what: `nats-server ${proc.pid} did not stop on SIGSTOP`,
+      });
     },
     resume: () => {
       if (running()) child?.kill('SIGCONT');
@@ -274,4 +283,15 @@ function speaksJetStream(port: number): Promise<boolean> {
       }
     });
   });
+}
+
+/** Whether every thread of a process is stopped (state T in /proc/<pid>/task/<tid>/stat). */
+async function allStopped(pid: number): Promise<boolean> {
+  const tasks = await readdir(`/proc/${pid}/task`);
+  for (const tid of tasks) {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => '');
+    // The state follows the command's closing parenthesis (the command may hold spaces).
+    if (stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'T') return false;
+  }
+  return true;
 }
