@@ -1,5 +1,5 @@
 // The store tests' fixture: a fresh database of their own, migrated, with a store over it and
-// the given projects created; cleaned up after the file.
+// the given projects (and agents) created; cleaned up after the file.
 import type { Pool } from 'pg';
 import { usePostgres, type TestPostgres } from '@toolmesh/testing';
 import { pino } from 'pino';
@@ -15,8 +15,12 @@ export interface StoreFixture {
 
 export function useMigratedStore(
   projects: readonly string[] = [],
-  /** Connections of the pool; 1 puts every statement in one session. */
-  opts: { poolMax?: number } = {},
+  opts: {
+    /** Connections of the pool; 1 puts every statement in one session. */
+    poolMax?: number;
+    /** Agents to create, each as [project, agent id]. */
+    agents?: readonly (readonly [string, string])[];
+  } = {},
 ): StoreFixture {
   const fixture = {} as StoreFixture;
   const logger = pino({ level: 'silent' });
@@ -36,6 +40,12 @@ export function useMigratedStore(
       await fixture.pool.query(
         `INSERT INTO resource.projects (project_id, name) VALUES ($1, 'p')`,
         [p],
+      );
+    }
+    for (const [p, a] of opts.agents ?? []) {
+      await fixture.pool.query(
+        `INSERT INTO resource.agents (project_id, agent_id, name) VALUES ($1, $2, 'A')`,
+        [p, a],
       );
     }
   });

@@ -7,14 +7,10 @@ import { useMigratedStore } from '../test-support.ts';
 
 const P = 'proj';
 const A = 'ada';
-const fixture = useMigratedStore([P]);
+const fixture = useMigratedStore([P], { agents: [[P, A]] });
 let store: Store;
-beforeAll(async () => {
+beforeAll(() => {
   store = fixture.store;
-  await fixture.pool.query(
-    `INSERT INTO resource.agents (project_id, agent_id, name) VALUES ($1, $2, 'A')`,
-    [P, A],
-  );
 });
 
 describe('markPublished', () => {

@@ -11,15 +11,15 @@ import type { ClaimedTurn } from './turn-records.ts';
 const P = 'proj';
 const P2 = 'proj-other';
 const A = 'ada';
-const fixture = useMigratedStore([P, P2]);
+const fixture = useMigratedStore([P, P2], {
+  agents: [
+    [P, A],
+    [P2, A],
+  ],
+});
 let store: Store;
-beforeAll(async () => {
+beforeAll(() => {
   store = fixture.store;
-  for (const p of [P, P2])
-    await fixture.pool.query(
-      `INSERT INTO resource.agents (project_id, agent_id, name) VALUES ($1, $2, 'A')`,
-      [p, A],
-    );
 });
 
 let n = 0;

@@ -9,14 +9,10 @@ const P = 'proj';
 const A = 'ada';
 
 const P2 = 'proj-other';
-const fixture = useMigratedStore([P, P2]);
+const fixture = useMigratedStore([P, P2], { agents: [[P, A]] });
 let store: Store;
-beforeAll(async () => {
+beforeAll(() => {
   store = fixture.store;
-  await fixture.pool.query(
-    `INSERT INTO resource.agents (project_id, agent_id, name) VALUES ($1, $2, 'A')`,
-    [P, A],
-  );
 });
 
 async function newTask(input: unknown): Promise<string> {
